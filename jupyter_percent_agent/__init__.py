@@ -1,0 +1,24 @@
+"""jupyter-percent-agent: agent conversations kept as Markdown message files (`.msg.md`).
+
+The top-level names are loaded lazily so that ``import jupyter_percent_agent`` costs
+almost nothing: no nbformat, jupytext or litellm is imported until it is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["FormatError", "read", "reads", "write", "writes", "__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .format import FormatError, read, reads, write, writes
+
+
+def __getattr__(name: str) -> Any:
+    if name in {"FormatError", "read", "reads", "write", "writes"}:
+        from . import format as _format
+
+        return getattr(_format, name)
+    raise AttributeError(f"module 'jupyter_percent_agent' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""ATTP, the TOML tool-use protocol: the system prompt and the reply parser."""

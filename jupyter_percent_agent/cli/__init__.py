@@ -1,0 +1,39 @@
+"""`tce`, the command line.
+
+Each command lives in its own module and is imported only when it is run, so that
+`tce list` never pays for litellm, nbformat or jupytext. Register a command by adding
+it to ``COMMANDS`` as ``"name": "module:attribute"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+COMMANDS: dict[str, str] = {
+    "tools": "jupyter_percent_agent.cli.tools:tools",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use."""
+
+    def __init__(self, *args, lazy: dict[str, str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self._lazy:
+            module_name, attr = self._lazy[name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="jupyter-percent-agent")
+def main() -> None:
+    """Agent conversations kept as Markdown message files (.msg.md)."""

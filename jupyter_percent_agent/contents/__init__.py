@@ -1,0 +1,1 @@
+"""Contents manager and server extension that open message files as notebooks."""

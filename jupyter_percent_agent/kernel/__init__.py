@@ -1,0 +1,1 @@
+"""The agent kernel: a Jupyter kernel whose cells are messages."""

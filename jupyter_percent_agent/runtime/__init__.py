@@ -1,0 +1,1 @@
+"""Agent runtime: agents, history assembly, model calls through litellm, the ATTP loop."""

@@ -1,0 +1,1 @@
+"""Runs model-written code in a separate, limited process (RestrictedPython inside)."""

@@ -1,0 +1,1 @@
+"""Test tooling shipped with the package: a local OpenAI-compatible model server."""

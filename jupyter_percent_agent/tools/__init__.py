@@ -1,0 +1,1 @@
+"""Tool registry (Jarvis style): loads tool modules and describes their tools."""
