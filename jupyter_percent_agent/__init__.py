@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["FormatError", "read", "reads", "write", "writes", "__version__"]
+__all__ = ["FormatError", "__version__", "read", "reads", "write", "writes"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .format import FormatError, read, reads, write, writes
