@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 # pytest-jupyter registers no plugin by itself.
-pytest_plugins = ["pytest_jupyter.jupyter_server", "pytest_jupyter.jupyter_client"]
+pytest_plugins = [
+    "pytest_jupyter.jupyter_server",
+    "pytest_jupyter.jupyter_client",
+    "jupyter_percent_agent.testing.pytest_plugin",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

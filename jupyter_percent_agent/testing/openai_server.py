@@ -1,0 +1,366 @@
+"""A local OpenAI-compatible model server for tests and demos.
+
+``OpenAIServer`` listens on 127.0.0.1 (stdlib ``http.server`` in a thread) and implements
+``POST /v1/chat/completions`` (streamed as server-sent events or not) and ``GET /v1/models``.
+Replies are scripted: a queue (``server.script("a", Reply.http_error(429), ...)``), or a
+function of the request body (``server.responder = fn``); with neither, a canned reply.
+Faults are replies too: an HTTP status, a delay before the first byte, a connection cut
+mid-stream, malformed SSE data. Every request body is recorded in ``server.requests`` so
+tests can assert on the history that was actually sent.
+
+Run it for a demo (``tce chat`` against it with ``OPENAI_API_BASE``, or an agent's api_base)::
+
+    python -m jupyter_percent_agent.testing.openai_server --port 8765 --reply "Hello!"
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["OpenAIServer", "RecordedRequest", "Reply"]
+
+DEFAULT_REPLY = "Hello from the local test server."
+
+
+@dataclass
+class Reply:
+    """One scripted answer: text, or a fault.
+
+    ``status`` other than 200 answers with an OpenAI-style error body. ``delay`` waits before
+    the first byte (longer than the client's timeout = a timeout). ``disconnect_after`` cuts
+    the connection after that many content chunks. ``malformed`` sends a chunk that is not
+    JSON. ``reasoning`` is streamed as ``reasoning_content`` before the content.
+    """
+
+    content: str = DEFAULT_REPLY
+    status: int = 200
+    error: str = ""
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    chunk_size: int = 8
+    disconnect_after: int | None = None
+    malformed: bool = False
+    reasoning: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def http_error(cls, status: int, message: str = "", **kw: Any) -> Reply:
+        """An HTTP error (429 rate limit, 500, 503...)."""
+        return cls(status=status, error=message or f"injected error {status}", **kw)
+
+    @classmethod
+    def slow(cls, seconds: float, content: str = DEFAULT_REPLY) -> Reply:
+        """Wait ``seconds`` before answering: a timeout for a client that waits less."""
+        return cls(content=content, delay=seconds)
+
+    @classmethod
+    def disconnect(cls, content: str = DEFAULT_REPLY, after: int = 1) -> Reply:
+        """Stream ``after`` chunks of ``content``, then drop the connection."""
+        return cls(content=content, disconnect_after=after)
+
+    @classmethod
+    def garbage(cls) -> Reply:
+        """A stream whose data is not JSON."""
+        return cls(content="", malformed=True)
+
+
+@dataclass
+class RecordedRequest:
+    """What the server received: method, path, headers and the parsed JSON body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+
+Responder = Callable[[dict[str, Any]], "Reply | str"]
+
+
+class OpenAIServer:
+    """The server; use as a context manager, or ``start()`` / ``stop()``."""
+
+    def __init__(self, port: int = 0, *, default: Reply | str = DEFAULT_REPLY,
+                 models: list[str] | None = None) -> None:
+        self._port = port
+        self.default = default
+        self.models = models or ["test-model"]
+        self.responder: Responder | None = None
+        self.requests: list[RecordedRequest] = []
+        self._queue: collections.deque[Reply | str] = collections.deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> OpenAIServer:
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        name="openai-test-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """The api_base to give a client: ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def script(self, *replies: Reply | str) -> OpenAIServer:
+        """Queue replies, answered in order; after them the responder or the default."""
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.responder = None
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet used."""
+        return len(self._queue)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def last_messages(self) -> list[dict[str, Any]]:
+        """The messages of the last chat request."""
+        return self.chat_requests[-1].messages
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            item = self._queue.popleft() if self._queue else None
+        if item is None:
+            item = self.responder(body) if self.responder else self.default
+        return Reply(content=item) if isinstance(item, str) else item
+
+    def _record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_state: OpenAIServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def handle(self) -> None:
+        # A client that gives up (timeout, cancelled stream) resets the connection: not an error.
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError, TimeoutError):
+            pass
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        state = self.server_state
+        state._record(RecordedRequest("GET", self.path, dict(self.headers), {}))
+        if self.path.rstrip("/").endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": "local"}
+                for m in state.models]})
+        else:
+            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        state = self.server_state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(400, {"error": {"message": "body is not JSON", "type": "bad_request"}})
+            return
+        state._record(RecordedRequest("POST", self.path, dict(self.headers), body))
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+            return
+        reply = state._next_reply(body)
+        if reply.delay and state._stopping.wait(reply.delay):
+            return
+        if reply.status != 200:
+            kind = "rate_limit_error" if reply.status == 429 else "server_error"
+            self._send_json(reply.status, {"error": {"message": reply.error, "type": kind,
+                                                     "code": str(reply.status)}},
+                            {"Retry-After": "0", **reply.headers})
+            return
+        model = body.get("model", state.models[0])
+        usage = _usage(body, reply)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(reply, model, usage if include_usage else None)
+        else:
+            self._send_json(200, _completion(reply, model, usage), reply.headers)
+
+    # -- streaming with chunked transfer encoding, so a cut connection is detectable --
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _event(self, payload: Any) -> None:
+        self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+    def _stream(self, reply: Reply, model: str, usage: dict[str, int] | None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in reply.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        cid = "chatcmpl-" + uuid.uuid4().hex[:12]
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {"id": cid, "object": "chat.completion.chunk", "created": created,
+                    "model": model, "choices": [{"index": 0, "delta": delta,
+                                                 "finish_reason": finish}]}
+
+        try:
+            if reply.malformed:
+                self._write_chunk(b"data: {this is not json\n\n")
+                self._write_chunk(b"data: [DONE]\n\n")
+                self._write_chunk(b"")
+                return
+            self._event(chunk({"role": "assistant", "content": ""}))
+            pieces = _split(reply.reasoning, reply.chunk_size)
+            for piece in pieces:
+                self._event(chunk({"reasoning_content": piece}))
+            sent = 0
+            for piece in _split(reply.content, reply.chunk_size):
+                if reply.disconnect_after is not None and sent >= reply.disconnect_after:
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # cut without the terminating chunk
+                    return
+                if reply.chunk_delay and self.server_state._stopping.wait(reply.chunk_delay):
+                    return
+                self._event(chunk({"content": piece}))
+                sent += 1
+            if reply.disconnect_after is not None:
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self._event(chunk({}, "stop"))
+            if usage is not None:
+                self._event({"id": cid, "object": "chat.completion.chunk", "created": created,
+                             "model": model, "choices": [], "usage": usage})
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
+
+def _split(text: str, size: int) -> list[str]:
+    """Split text into pieces of about ``size`` characters (a stream of several chunks)."""
+    size = max(1, size)
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def _count_words(body: dict[str, Any]) -> int:
+    n = 0
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        n += len(str(content or "").split()) + 4
+    return n
+
+
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+    p = reply.prompt_tokens if reply.prompt_tokens is not None else _count_words(body)
+    c = (reply.completion_tokens if reply.completion_tokens is not None
+         else len(reply.content.split()))
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+def _completion(reply: Reply, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.malformed:
+        message = {"role": "assistant", "content": None, "garbage": "{not json"}
+    return {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": usage}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve a canned reply until Ctrl-C."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--reply", default=DEFAULT_REPLY, help="the text every request gets")
+    parser.add_argument("--echo", action="store_true", help="answer with the last user message")
+    args = parser.parse_args(argv)
+    server = OpenAIServer(args.port, default=args.reply)
+    if args.echo:
+        server.responder = lambda body: str((body.get("messages") or [{}])[-1].get("content"))
+    server.start()
+    print(f"OpenAI-compatible server on {server.url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
