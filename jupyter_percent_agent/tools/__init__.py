@@ -1,1 +1,44 @@
-"""Tool registry (Jarvis style): loads tool modules and describes their tools."""
+"""Tool registry (Jarvis style): loads tool modules and describes their tools.
+
+A tool is a public function of a tool module (a ``*.py`` file in a toolbox folder, or a module
+named by the ``jupyter_percent_agent.tools`` entry-point group) whose Google-style docstring
+describes it. See ``docs/tools.md``.
+"""
+
+from ._docstring import ArgDoc, Docstring, DocstringError, parse_docstring
+from ._registry import ENTRY_POINT_GROUP, Registry, import_file, tools_of_module
+from ._render import render_tool, render_tools
+from ._result import STREAM_CHUNK, ToolResult, normalize_result, to_json
+from ._tool import (
+    OnChunk,
+    Tool,
+    ToolCallError,
+    ToolLoadError,
+    acall_tool,
+    call_tool,
+    check_docstring,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "STREAM_CHUNK",
+    "ArgDoc",
+    "Docstring",
+    "DocstringError",
+    "OnChunk",
+    "Registry",
+    "Tool",
+    "ToolCallError",
+    "ToolLoadError",
+    "ToolResult",
+    "acall_tool",
+    "call_tool",
+    "check_docstring",
+    "import_file",
+    "normalize_result",
+    "parse_docstring",
+    "render_tool",
+    "render_tools",
+    "to_json",
+    "tools_of_module",
+]

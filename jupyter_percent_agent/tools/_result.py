@@ -1,0 +1,69 @@
+"""Tool results: the Jarvis ``{"data": ..., "instruction": ...}`` form and plain JSON values."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+STREAM_CHUNK = "stream_chunk"
+
+
+class ToolResult(TypedDict):
+    """A normalized result: ``data`` for the calling code, ``instruction`` for the model."""
+
+    data: Any
+    instruction: str | None
+
+
+def normalize_result(value: Any) -> ToolResult:
+    """Bring a tool's return value to ``{"data": JSON, "instruction": str | None}``.
+
+    A mapping whose keys are ``data`` (required) and optionally ``instruction`` is the Jarvis
+    form; anything else is taken as ``data``. ``data`` must be a JSON value (tuples become lists);
+    an empty instruction becomes ``None``. Idempotent. Raises ``TypeError`` for values that are not
+    JSON (an object, a set, bytes, NaN) naming what was found.
+    """
+    if isinstance(value, Mapping) and "data" in value and set(value) <= {"data", "instruction"}:
+        instruction = value.get("instruction")
+        if instruction is not None and not isinstance(instruction, str):
+            raise TypeError(f"instruction must be a string, not {type(instruction).__name__}")
+        return {"data": to_json(value["data"]), "instruction": instruction or None}
+    return {"data": to_json(value), "instruction": None}
+
+
+def to_json(value: Any, path: str = "data") -> Any:
+    """A copy of ``value`` made of JSON types only; ``TypeError`` names the first offending path."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError(f"{path} is {value!r}, which JSON cannot carry")
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"{path} has a key of type {type(key).__name__}; JSON keys are strings"
+                )
+            out[key] = to_json(item, f"{path}[{key!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [to_json(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    raise TypeError(f"{path} is a {type(value).__name__}, not a JSON value")
+
+
+def split_stream_chunk(result: ToolResult) -> tuple[ToolResult, Any, bool]:
+    """Take ``data.stream_chunk`` out of a result: (result without it, chunk, whether present)."""
+    data = result["data"]
+    if not isinstance(data, dict) or STREAM_CHUNK not in data:
+        return result, None, False
+    rest = {k: v for k, v in data.items() if k != STREAM_CHUNK}
+    return {"data": rest or None, "instruction": result["instruction"]}, data[STREAM_CHUNK], True
+
+
+def dumps(result: Any) -> str:
+    """JSON text of a result, non-ASCII kept as is."""
+    return json.dumps(result, ensure_ascii=False)

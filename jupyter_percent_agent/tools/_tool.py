@@ -1,0 +1,235 @@
+"""One tool: a documented public function, and the uniform ways to call it.
+
+Four kinds of function are tools: plain functions, ``async def`` coroutines, and generators
+(sync or async) that stream. Every value a tool returns or yields is normalized
+(:func:`normalize_result`); a ``data.stream_chunk`` in it is taken out and handed to the
+``on_chunk(tool_name, chunk)`` callback at once; what remains (other data keys, an instruction)
+is the result. For a generator the result is the last yielded (or, for a sync generator,
+returned) value that carries more than a chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._docstring import Docstring, DocstringError, parse_docstring
+from ._result import ToolResult, normalize_result, split_stream_chunk
+
+OnChunk = Callable[[str, Any], None]
+
+
+class ToolLoadError(Exception):
+    """A tool module or tool that cannot be loaded; says which, where, and what is wrong."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        module: str | None = None,
+        tool: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.module = module
+        self.tool = tool
+        self.path = path
+        where = []
+        if path:
+            where.append(path)
+        if module:
+            where.append(f"module {module!r}")
+        if tool:
+            where.append(f"tool {tool!r}")
+        super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
+
+
+class ToolCallError(Exception):
+    """A tool call whose arguments do not fit the tool, or a result that is not JSON."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """A tool: ``name``, ``module``, ``func``, parsed ``doc`` and ``signature``.
+
+    ``tool(**kwargs)`` calls the function exactly as written (a coroutine function returns an
+    awaitable, a generator function a generator). ``tool.run(args, on_chunk=...)`` and
+    ``await tool.arun(args, on_chunk=...)`` handle every kind and return the normalized result.
+    """
+
+    name: str
+    func: Callable[..., Any]
+    doc: Docstring
+    signature: inspect.Signature
+    module: str = ""
+    path: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_function(
+        cls, func: Callable[..., Any], *, module: str = "", path: str | None = None
+    ) -> Tool:
+        """Make a tool of ``func``; :class:`ToolLoadError` if its docstring does not fit it."""
+        name = func.__name__
+        try:
+            doc = parse_docstring(func.__doc__)
+        except DocstringError as exc:
+            raise ToolLoadError(str(exc), module=module, tool=name, path=path) from None
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError) as exc:
+            raise ToolLoadError(
+                f"no signature: {exc}", module=module, tool=name, path=path
+            ) from None
+        problem = check_docstring(doc, signature)
+        if problem:
+            raise ToolLoadError(problem, module=module, tool=name, path=path)
+        return cls(name=name, func=func, doc=doc, signature=signature, module=module, path=path)
+
+    @property
+    def is_async(self) -> bool:
+        """True for ``async def`` tools, coroutines and async generators alike."""
+        return inspect.iscoroutinefunction(self.func) or inspect.isasyncgenfunction(self.func)
+
+    @property
+    def is_streaming(self) -> bool:
+        """True for generator tools (sync or async), which yield stream chunks."""
+        return inspect.isgeneratorfunction(self.func) or inspect.isasyncgenfunction(self.func)
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.func(**kwargs)
+
+    def bind(self, args: Mapping[str, Any] | None) -> inspect.BoundArguments:
+        """Check ``args`` against the signature; :class:`ToolCallError` says what does not fit."""
+        try:
+            return self.signature.bind(**dict(args or {}))
+        except TypeError as exc:
+            raise ToolCallError(f"{self.name}: {exc}") from None
+
+    def run(
+        self, args: Mapping[str, Any] | None = None, *, on_chunk: OnChunk | None = None
+    ) -> ToolResult:
+        """Call the tool to completion and return its normalized result (any kind of tool).
+
+        Async tools run in a private event loop (in a worker thread when the calling thread
+        already runs one). Exceptions raised by the tool propagate unchanged.
+        """
+        bound = self.bind(args)
+        value = self.func(*bound.args, **bound.kwargs)
+        if not (inspect.isawaitable(value) or inspect.isasyncgen(value)):
+            return _collect_sync(self.name, value, on_chunk)
+        coro = _collect_async(self.name, value, on_chunk)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coro).result()
+
+    async def arun(
+        self, args: Mapping[str, Any] | None = None, *, on_chunk: OnChunk | None = None
+    ) -> ToolResult:
+        """Await the tool to completion and return its normalized result (any kind of tool).
+
+        Sync tools are called directly in the running loop's thread.
+        """
+        bound = self.bind(args)
+        value = self.func(*bound.args, **bound.kwargs)
+        if inspect.isawaitable(value) or inspect.isasyncgen(value):
+            return await _collect_async(self.name, value, on_chunk)
+        return _collect_sync(self.name, value, on_chunk)
+
+
+def check_docstring(doc: Docstring, signature: inspect.Signature) -> str | None:
+    """What is wrong between a docstring and the signature it documents, or ``None``."""
+    params = [p.name for p in signature.parameters.values() if p.name not in ("self", "cls")]
+    for name in doc.args:
+        if name not in params:
+            return f"Args: documents {name!r}, which is not a parameter"
+    missing = [p for p in params if p not in doc.args]
+    if missing:
+        return (
+            "parameter"
+            + ("s " if len(missing) > 1 else " ")
+            + ", ".join(repr(p) for p in missing)
+            + " not documented in Args:"
+        )
+    return None
+
+
+async def _collect_async(name: str, value: Any, on_chunk: OnChunk | None) -> ToolResult:
+    if inspect.isasyncgen(value):
+        result: ToolResult | None = None
+        async for item in value:
+            result = _absorb(name, item, on_chunk) or result
+        return result or {"data": None, "instruction": None}
+    return _collect_sync(name, await value, on_chunk)
+
+
+def _collect_sync(name: str, value: Any, on_chunk: OnChunk | None) -> ToolResult:
+    if not inspect.isgenerator(value):
+        return _absorb(name, value, on_chunk, final=True) or {"data": None, "instruction": None}
+    result: ToolResult | None = None
+    while True:
+        try:
+            item = next(value)
+        except StopIteration as stop:
+            if stop.value is not None:
+                result = _absorb(name, stop.value, on_chunk) or result
+            return result or {"data": None, "instruction": None}
+        result = _absorb(name, item, on_chunk) or result
+
+
+def _absorb(
+    name: str, value: Any, on_chunk: OnChunk | None, *, final: bool = False
+) -> ToolResult | None:
+    """Normalize one returned or yielded value, hand its chunk on, return what is left of it."""
+    try:
+        result = normalize_result(value)
+    except TypeError as exc:
+        raise ToolCallError(f"{name} returned {exc}") from None
+    rest, chunk, has_chunk = split_stream_chunk(result)
+    if has_chunk and on_chunk is not None:
+        on_chunk(name, chunk)
+    if has_chunk and rest["data"] is None and rest["instruction"] is None and not final:
+        return None
+    return rest
+
+
+def call_tool(
+    func: Callable[..., Any],
+    args: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    on_chunk: OnChunk | None = None,
+) -> ToolResult:
+    """Call a :class:`Tool` or any plain callable (sync, async, generator) to a normalized result.
+
+    For the sandbox, whose ``tools`` may be a registry or a plain mapping of callables.
+    """
+    return _as_tool(func, name).run(args, on_chunk=on_chunk)
+
+
+async def acall_tool(
+    func: Callable[..., Any],
+    args: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    on_chunk: OnChunk | None = None,
+) -> ToolResult:
+    """The async form of :func:`call_tool`."""
+    return await _as_tool(func, name).arun(args, on_chunk=on_chunk)
+
+
+def _as_tool(func: Callable[..., Any], name: str | None) -> Tool:
+    if isinstance(func, Tool):
+        return func
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        signature = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+    label = name or getattr(func, "__name__", "tool")
+    return Tool(name=label, func=func, doc=Docstring(summary=""), signature=signature)

@@ -1,0 +1,5 @@
+"""A tool without a docstring."""
+
+
+def mystery(x: int) -> int:
+    return x
