@@ -1,1 +1,182 @@
-"""Contents manager and server extension that open message files as notebooks."""
+"""Contents manager and server extension that open message files as notebooks.
+
+The contents manager is jupytext's own (``build_async_jupytext_contents_manager_class`` or its
+sync twin) derived from whatever contents manager class the user configured, so that every
+jupytext format and pairing keeps working. On top of it, message files (``NAME.msg.md``, and
+a plain ``NAME.md`` whose content says so) go through the format core, by way of the jupytext
+adapter (``jupyter_percent_agent.jupytext_format``). What this layer adds:
+
+- the file's path reaches format detection, so an empty ``x.msg.md`` opens and saves as a
+  message file (jupytext alone only sees the ``.md`` extension and the content);
+- a malformed message file is an HTTP 400 whose message names the line, not a 500;
+- a notebook that cannot be written as a message file is refused with a 400; the text is
+  made before anything touches the disk, and the write itself is atomic, so the old file
+  stays as it was.
+
+The server extension (``_link_jupyter_server_extension``) sets
+``ServerApp.contents_manager_class`` before the contents manager is created; jupyter_server
+finds it through ``jupyter-config/jupyter_server_config.d/jupyter_percent_agent.json``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+__all__ = [
+    "MESSAGE_CM_MARKER",
+    "build_message_contents_manager_class",
+]
+
+# Set on every class built here, so that building on top of one again is a no-op.
+MESSAGE_CM_MARKER = "_percent_agent_message_files"
+
+
+def _is_md(path: str) -> bool:
+    return path.lower().endswith(".md")
+
+
+def _translate(err: Exception, path: str, action: str) -> Exception | None:
+    """A 400 for errors caused by a message file's text or by a notebook the core refuses."""
+    from tornado.web import HTTPError
+
+    from jupyter_percent_agent.format import FormatError
+
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, FormatError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return None
+    line = getattr(cause, "line", None)
+    where = f" at line {line}" if line is not None else ""
+    message = f"Cannot {action} {path}{where}: {cause}"
+    return HTTPError(400, message, reason=f"Malformed message file{where}")
+
+
+class _MessageFilesMixin:
+    """The parts shared by the sync and the async classes."""
+
+    def _hint(self, path: str) -> Any:
+        from jupyter_percent_agent.jupytext_format import path_hint
+
+        return path_hint(path.strip("/") if _is_md(path) else None)
+
+
+class _SyncMessageFiles(_MessageFilesMixin):
+    def get(
+        self,
+        path: str,
+        content: bool = True,
+        type: str | None = None,
+        format: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if not _is_md(path):
+            return super().get(path, content=content, type=type, format=format, **kwargs)
+        with self._hint(path):
+            try:
+                return super().get(path, content=content, type=type, format=format, **kwargs)
+            except Exception as err:
+                translated = _translate(err, path, "open")
+                if translated is None:
+                    raise
+                raise translated from err
+
+    def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
+        if not _is_md(path):
+            return super().save(model, path)
+        with self._hint(path):
+            try:
+                return super().save(model, path)
+            except Exception as err:
+                translated = _translate(err, path, "save")
+                if translated is None:
+                    raise
+                raise translated from err
+
+
+class _AsyncMessageFiles(_MessageFilesMixin):
+    async def get(
+        self,
+        path: str,
+        content: bool = True,
+        type: str | None = None,
+        format: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if not _is_md(path):
+            return await super().get(path, content=content, type=type, format=format, **kwargs)
+        with self._hint(path):
+            try:
+                return await super().get(path, content=content, type=type, format=format, **kwargs)
+            except Exception as err:
+                translated = _translate(err, path, "open")
+                if translated is None:
+                    raise
+                raise translated from err
+
+    async def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
+        if not _is_md(path):
+            return await super().save(model, path)
+        with self._hint(path):
+            try:
+                return await super().save(model, path)
+            except Exception as err:
+                translated = _translate(err, path, "save")
+                if translated is None:
+                    raise
+                raise translated from err
+
+
+def build_message_contents_manager_class(base: type) -> type:
+    """A contents manager class that opens message files, derived from ``base``.
+
+    ``base`` is any jupyter_server contents manager class, sync or async; when it is already
+    a jupytext contents manager it is used as is, otherwise jupytext's is derived from it.
+    """
+    from jupytext.async_contentsmanager import build_async_jupytext_contents_manager_class
+    from jupytext.config import JupytextConfiguration
+    from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
+
+    from jupyter_percent_agent.jupytext_format import register
+
+    register()
+    if getattr(base, MESSAGE_CM_MARKER, False):
+        return base
+    is_async = inspect.iscoroutinefunction(base.get)
+    if issubclass(base, JupytextConfiguration):
+        jupytext_cls = base
+    elif is_async:
+        jupytext_cls = build_async_jupytext_contents_manager_class(base)
+    else:
+        jupytext_cls = build_sync_jupytext_contents_manager_class(base)
+    mixin = _AsyncMessageFiles if is_async else _SyncMessageFiles
+    name = ("Async" if is_async else "") + "MessageContentsManager"
+    return type(
+        name,
+        (mixin, jupytext_cls),
+        {
+            MESSAGE_CM_MARKER: True,
+            "__module__": __name__,
+            "__doc__": f"Message files as notebooks, on jupytext's manager over {base.__name__}.",
+        },
+    )
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "jupyter_percent_agent.contents"}]
+
+
+def _link_jupyter_server_extension(serverapp: Any) -> None:
+    """Runs before the contents manager is created: derive ours from the configured class."""
+    base = serverapp.contents_manager_class
+    serverapp.contents_manager_class = build_message_contents_manager_class(base)
+    serverapp.log.info(
+        "[jupyter-percent-agent] message files (.msg.md) open as notebooks (contents manager "
+        "derived from %s)",
+        base.__name__,
+    )
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    """Nothing to do once loaded: the work happens at link time."""

@@ -1,1 +1,287 @@
-"""jupytext adapter: registers the message format with jupytext and delegates to the core."""
+"""jupytext adapter: registers the message format with jupytext and delegates to the core.
+
+jupytext 1.19 has no plugin mechanism, so the format is taught to it by a few targeted
+changes to its module state, all made here and nowhere else:
+
+- a ``NotebookFormatDescription`` named ``msg`` for ``.md`` is *appended* to
+  ``jupytext.formats.JUPYTEXT_FORMATS`` (a plain ``.md`` keeps ``markdown`` as its default) and
+  the name added, in place, to the private set ``_VALID_FORMAT_NAMES``;
+- ``validate_one_format`` maps the ``.msg`` suffix (``.msg.md``, ``--to .msg.md``) to ``msg``;
+- ``guess_format`` recognises a message file by its content, or by its path when jupytext
+  reads it from a file named ``*.msg.md`` (so that an empty ``chat.msg.md`` is one too);
+- ``TextNotebookConverter.reads`` / ``writes`` hand the *whole* text to the format core for
+  ``msg``, the same place where jupytext dispatches its own whole-text formats (pandoc,
+  quarto, myst). jupytext's cell reader, header parser and cell-metadata filter never see a
+  message file, so no metadata is dropped and outputs survive.
+
+Everything else (pairing, ``--sync``, ``--test-strict``, the contents manager) is jupytext's
+own code. ``register()`` applies all of it to an imported jupytext; the startup hook
+(``_jupyter_percent_agent_hook``) calls ``on_jupytext_module_loaded`` as jupytext's modules
+are imported, so the plain ``jupytext`` command knows the format with no configuration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from types import ModuleType
+from typing import Any
+
+FORMAT_NAME = "msg"
+EXTENSION = ".md"
+SUFFIX = ".msg"
+FORMAT_VERSION = "1"
+
+__all__ = [
+    "EXTENSION",
+    "FORMAT_NAME",
+    "SUFFIX",
+    "is_message_path",
+    "is_registered",
+    "looks_like_message_text",
+    "on_jupytext_module_loaded",
+    "path_hint",
+    "register",
+]
+
+# The path of the file jupytext is reading or writing, when we know it: the contents manager
+# and the wrapped ``jupytext.read`` set it, ``guess_format`` and the core read it.
+_PATH_HINT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jupyter_percent_agent_path_hint", default=None
+)
+
+# Marks every function we install, so that patching twice (hook, then register()) is harmless.
+_PATCHED = "__jupyter_percent_agent_patched__"
+
+
+def is_message_path(path: str | os.PathLike[str] | None) -> bool:
+    """True for ``NAME.msg.md``: the whole file is messages, whatever its content."""
+    return path is not None and os.fspath(path).lower().endswith(SUFFIX + EXTENSION)
+
+
+_HEADING = re.compile(r"^#{1,5} %%", re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FRONT_MATTER_KEY = re.compile(
+    r"^(message_section\s*:|messages\s*:\s*(true|yes|on)\s*$)", re.IGNORECASE | re.MULTILINE
+)
+
+
+def looks_like_message_text(text: str) -> bool:
+    """Whether ``text`` is a message file by its content alone.
+
+    True when the YAML front matter names a message section (``message_section:``,
+    ``messages: true``), or when a cell heading (``#`` to ``#####``, a space, ``%%``) starts a
+    line outside any fenced code block. Fences matter: a jupytext Markdown notebook may well
+    hold ``# %%`` comments inside its Python code blocks.
+    """
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end > 0 and _FRONT_MATTER_KEY.search(text, 3, end):
+            return True
+    first = _HEADING.search(text)
+    if first is None:
+        return False
+    # Only now pay for a line scan, and only up to the first heading outside a fence.
+    fence: str | None = None
+    for line in text.splitlines():
+        if fence is None:
+            if _HEADING.match(line):
+                return True
+            m = _FENCE.match(line)
+            if m:
+                fence = m.group(1)
+        else:
+            stripped = line.strip()
+            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+                fence = None
+    return False
+
+
+@contextlib.contextmanager
+def path_hint(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Tell jupytext (through our patches) which file the text being read or written is."""
+    token = _PATH_HINT.set(None if path is None else os.fspath(path))
+    try:
+        yield
+    finally:
+        _PATH_HINT.reset(token)
+
+
+# --- delegation to the core ---------------------------------------------------------------
+
+
+def _core_path() -> str | None:
+    hint = _PATH_HINT.get()
+    return hint if hint is not None and hint.lower().endswith(EXTENSION) else None
+
+
+def _read_notebook(text: str) -> Any:
+    import nbformat
+
+    from jupyter_percent_agent import format as core
+
+    return nbformat.from_dict(core.reads(text, path=_core_path()))
+
+
+def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> str:
+    from jupyter_percent_agent import format as core
+
+    meta = dict(metadata if metadata is not None else nb.get("metadata", {}))
+    jupytext_meta = dict(meta.get("jupytext") or {})
+    # jupytext's own bookkeeping of where this notebook was read from: it describes the
+    # reading, not the notebook, and jupytext adds it again on every read.
+    jupytext_meta.pop("text_representation", None)
+    if jupytext_meta:
+        meta["jupytext"] = jupytext_meta
+    else:
+        meta.pop("jupytext", None)
+    notebook = {
+        "nbformat": nb.get("nbformat", 4),
+        "nbformat_minor": nb.get("nbformat_minor", 5),
+        "metadata": meta,
+        "cells": nb.get("cells", []),
+    }
+    return core.writes(notebook, path=_core_path())
+
+
+# --- the patches ----------------------------------------------------------------------------
+
+
+def _mark(fn: Any, original: Any) -> Any:
+    setattr(fn, _PATCHED, original)
+    fn.__wrapped__ = original
+    return fn
+
+
+def _is_patched(fn: Any) -> bool:
+    return hasattr(fn, _PATCHED)
+
+
+def _patch_formats(formats: ModuleType) -> None:
+    if not any(f.format_name == FORMAT_NAME for f in formats.JUPYTEXT_FORMATS):
+        formats.JUPYTEXT_FORMATS.append(
+            formats.NotebookFormatDescription(
+                format_name=FORMAT_NAME,
+                extension=EXTENSION,
+                header_prefix="",
+                # Whole-text format: the converter hands the text to the core (see below).
+                cell_reader_class=None,
+                cell_exporter_class=None,
+                current_version_number=FORMAT_VERSION,
+            )
+        )
+    formats._VALID_FORMAT_NAMES.add(FORMAT_NAME)
+
+    if not _is_patched(formats.validate_one_format):
+        original_validate = formats.validate_one_format
+
+        def validate_one_format(jupytext_format: Any) -> Any:
+            fmt = original_validate(jupytext_format)
+            if (
+                isinstance(fmt, dict)
+                and fmt.get("extension") == EXTENSION
+                and str(fmt.get("suffix", "")).lower().endswith(SUFFIX)
+                and not fmt.get("format_name")
+            ):
+                fmt["format_name"] = FORMAT_NAME
+            return fmt
+
+        formats.validate_one_format = _mark(validate_one_format, original_validate)
+
+    if not _is_patched(formats.guess_format):
+        original_guess = formats.guess_format
+
+        def guess_format(text: str, ext: str) -> tuple[str, dict[str, Any]]:
+            if ext == EXTENSION and (
+                is_message_path(_PATH_HINT.get()) or looks_like_message_text(text)
+            ):
+                return FORMAT_NAME, {}
+            return original_guess(text, ext)
+
+        formats.guess_format = _mark(guess_format, original_guess)
+        _rebind(original_guess, formats.guess_format)
+
+
+def _patch_converter(jupytext_module: ModuleType) -> None:
+    converter = jupytext_module.TextNotebookConverter
+    if not _is_patched(converter.reads):
+        original_reads = converter.reads
+
+        def reads(self: Any, s: str, **kwargs: Any) -> Any:
+            if self.fmt.get("format_name") == FORMAT_NAME:
+                return _read_notebook(s)
+            return original_reads(self, s, **kwargs)
+
+        converter.reads = _mark(reads, original_reads)
+
+    if not _is_patched(converter.writes):
+        original_writes = converter.writes
+
+        def writes(self: Any, nb: Any, metadata: Any = None, **kwargs: Any) -> str:
+            if self.fmt.get("format_name") == FORMAT_NAME:
+                return _write_notebook(nb, metadata)
+            return original_writes(self, nb, metadata, **kwargs)
+
+        converter.writes = _mark(writes, original_writes)
+
+    if not _is_patched(jupytext_module.read):
+        original_read = jupytext_module.read
+
+        def read(fp: Any, *args: Any, **kwargs: Any) -> Any:
+            # A file name is the only place where jupytext still knows the path: keep it as
+            # a hint, so that an empty or heading-less NAME.msg.md reads as a message file.
+            if isinstance(fp, str | os.PathLike) and fp != "-":
+                with path_hint(fp):
+                    return original_read(fp, *args, **kwargs)
+            return original_read(fp, *args, **kwargs)
+
+        jupytext_module.read = _mark(read, original_read)
+        _rebind(original_read, jupytext_module.read)
+
+    # jupytext.jupytext imported guess_format by name; keep it in step with formats.
+    formats = sys.modules.get("jupytext.formats")
+    if formats is not None:
+        jupytext_module.guess_format = formats.guess_format
+
+
+def _rebind(original: Any, replacement: Any) -> None:
+    """Replace ``original`` wherever a loaded jupytext module imported it by name."""
+    for name, module in list(sys.modules.items()):
+        if (name == "jupytext" or name.startswith("jupytext.")) and module is not None:
+            for attr, value in list(vars(module).items()):
+                if value is original:
+                    setattr(module, attr, replacement)
+
+
+def on_jupytext_module_loaded(module: ModuleType) -> None:
+    """Called by the startup hook right after ``jupytext.formats`` or ``.jupytext`` has run."""
+    if module.__name__ == "jupytext.formats":
+        _patch_formats(module)
+    elif module.__name__ == "jupytext.jupytext":
+        _patch_converter(module)
+
+
+def register() -> None:
+    """Register the message format with jupytext (idempotent); imports jupytext."""
+    import jupytext.formats
+    import jupytext.jupytext
+
+    _patch_formats(jupytext.formats)
+    _patch_converter(jupytext.jupytext)
+
+
+def is_registered() -> bool:
+    """Whether the loaded jupytext (if any) knows the message format."""
+    formats = sys.modules.get("jupytext.formats")
+    jupytext_module = sys.modules.get("jupytext.jupytext")
+    return bool(
+        formats is not None
+        and jupytext_module is not None
+        and FORMAT_NAME in formats._VALID_FORMAT_NAMES
+        and _is_patched(formats.guess_format)
+        and _is_patched(jupytext_module.TextNotebookConverter.reads)
+    )
