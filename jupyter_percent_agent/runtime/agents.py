@@ -1,0 +1,180 @@
+"""Agents: what they are, where they are defined, and which one answers a cell.
+
+An agent is a system prompt plus inference settings. Presets live in the front matter
+(``agents:``); temporary agents are ``definition="agent"`` cells whose body is a YAML front
+matter (in a ```yaml fence or between bare ``---`` lines) followed by the system prompt.
+Pure functions over the notebook dict; nothing here touches the network or litellm.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_AGENT_NAME = "default"
+
+
+class AgentError(ValueError):
+    """An agent that cannot be found or whose definition is wrong."""
+
+
+@dataclass
+class Agent:
+    """An agent's settings. ``api_base`` is read, never written into a message file."""
+
+    name: str
+    models: list[str] = field(default_factory=lambda: [DEFAULT_MODEL])
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    reasoning: bool | str | None = None
+    use_temperature: bool = True
+    temperature: float | None = None
+    system_prompt: str = ""
+    tools: list[str] | None = None
+    api_base: str | None = None
+    timeout: float | None = None
+    max_steps: int = 8
+    source: str = "environment"  # "preset", "cell", "environment"
+
+    @property
+    def has_tools(self) -> bool:
+        return bool(self.tools)
+
+
+_FIELDS = {f.name for f in fields(Agent)} - {"name", "source"}
+
+
+def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
+                       system_prompt: str = "") -> Agent:
+    """Build an agent from preset properties; unknown keys are ignored, bad types are errors."""
+    if not isinstance(props, Mapping):
+        raise AgentError(f"agent {name!r}: properties must be a mapping, not {props!r}")
+    kw: dict[str, Any] = {k: v for k, v in props.items() if k in _FIELDS}
+    models = kw.get("models", props.get("model"))
+    if models is None:
+        kw.pop("models", None)
+    elif isinstance(models, str):
+        kw["models"] = [models]
+    elif isinstance(models, list) and models and all(isinstance(m, str) for m in models):
+        kw["models"] = list(models)
+    else:
+        raise AgentError(f"agent {name!r}: models must be a model name or a list of them")
+    tools = kw.get("tools")
+    if isinstance(tools, str):
+        kw["tools"] = [tools]
+    for key in ("context_window", "max_output_tokens", "max_steps"):
+        if key in kw and kw[key] is not None and not isinstance(kw[key], int):
+            raise AgentError(f"agent {name!r}: {key} must be an integer, not {kw[key]!r}")
+    if system_prompt:
+        kw["system_prompt"] = system_prompt
+    if kw.get("system_prompt") is None:
+        kw["system_prompt"] = ""
+    return Agent(name=name, source=source, **kw)
+
+
+_FENCE_YAML = re.compile(r"\A\s*(`{3,}|~{3,})\s*ya?ml\s*\n(.*?)\n\1[ \t]*(?:\n|\Z)", re.S)
+_DASHES = re.compile(r"\A\s*---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.S)
+
+
+def split_definition(body: str) -> tuple[str, str]:
+    """Split an agent cell body into (YAML text, system prompt)."""
+    m = _FENCE_YAML.match(body)
+    if m:
+        inner, rest = m.group(2), body[m.end():]
+        d = _DASHES.match(inner + "\n")
+        if d:  # ```yaml fence holding --- lines, as in the seed
+            extra = inner[d.end():].strip()
+            return d.group(1), (extra + "\n\n" + rest.strip()).strip() if extra else rest.strip()
+        return inner, rest.strip()
+    m = _DASHES.match(body)
+    if m:
+        return m.group(1), body[m.end():].strip()
+    return "", body.strip()
+
+
+def agent_from_cell(cell: Mapping[str, Any]) -> Agent:
+    """The agent a ``definition="agent"`` cell defines."""
+    import yaml  # light enough, and only needed when a file defines agents in cells
+
+    attrs = fmt.cell_attrs(cell)
+    name = attrs.get("name")
+    if not name:
+        raise AgentError(f"agent definition cell {fmt.cell_id(cell)!r} has no name=\"...\"")
+    text, prompt = split_definition(fmt.message_text(cell))
+    try:
+        props = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise AgentError(f"agent {name!r}: its YAML does not parse: {exc}") from None
+    return agent_from_mapping(str(name), props or {}, source="cell", system_prompt=prompt)
+
+
+def is_agent_cell(cell: Mapping[str, Any]) -> bool:
+    return fmt.cell_kind(cell) == "agent" or fmt.cell_attrs(cell).get("definition") == "agent"
+
+
+def known_agents(nb: Mapping[str, Any], *, upto: int | None = None) -> dict[str, Agent]:
+    """Agents defined in a notebook: front-matter presets, then definition cells (a later
+    cell redefines an earlier name). ``upto`` limits cells to those before that index."""
+    agents: dict[str, Agent] = {}
+    presets = fmt.front_matter(nb).get("agents") or {}
+    if isinstance(presets, list):  # a list of {name: ..., ...} is accepted too
+        presets = {str(p.get("name")): p for p in presets if isinstance(p, Mapping)}
+    if not isinstance(presets, Mapping):
+        raise AgentError("front matter 'agents' must be a mapping of agent names to settings")
+    for name, props in presets.items():
+        agents[str(name)] = agent_from_mapping(str(name), props or {}, source="preset")
+    cells = nb.get("cells", [])
+    for cell in cells[:upto] if upto is not None else cells:
+        if is_agent_cell(cell):
+            agent = agent_from_cell(cell)
+            agents[agent.name] = agent
+    return agents
+
+
+def environment_agent(env: Mapping[str, str] | None = None, *, model: str | None = None) -> Agent:
+    """The fallback agent: ``--model``, else ``PERCENT_AGENT_MODEL``, else a small default."""
+    env = os.environ if env is None else env
+    spec = model or env.get("PERCENT_AGENT_MODEL") or DEFAULT_MODEL
+    models = [m.strip() for m in spec.split(",") if m.strip()]
+    return Agent(name=DEFAULT_AGENT_NAME, models=models, source="environment")
+
+
+def resolve_agent(nb: Mapping[str, Any], cell: Mapping[str, Any] | None = None, *,
+                  cli_agent: str | None = None, model: str | None = None,
+                  env: Mapping[str, str] | None = None) -> Agent:
+    """Which agent answers ``cell``: its ``agent`` attribute, the CLI-named one, the file's
+    ``default_agent``, the first preset, the first agent cell, else the environment's.
+    ``model`` (``--model``) overrides the chosen agent's models."""
+    agents = known_agents(nb)
+    wanted = None
+    if cell is not None:
+        wanted = fmt.cell_attrs(cell).get("agent")
+    wanted = wanted or cli_agent or fmt.front_matter(nb).get("default_agent")
+    if wanted:
+        wanted = str(wanted)
+        if wanted in agents:
+            agent = agents[wanted]
+        elif wanted == DEFAULT_AGENT_NAME:
+            agent = environment_agent(env, model=model)
+        else:
+            known = ", ".join(sorted(agents)) or "none defined"
+            raise AgentError(f"unknown agent {wanted!r}; known agents: {known}")
+    elif agents:
+        agent = next(iter(agents.values()))
+    else:
+        agent = environment_agent(env, model=model)
+    if model:
+        agent = _replace_models(agent, model)
+    return agent
+
+
+def _replace_models(agent: Agent, model: str) -> Agent:
+    from dataclasses import replace
+
+    return replace(agent, models=[m.strip() for m in model.split(",") if m.strip()])

@@ -1,0 +1,242 @@
+"""History assembly: the messages sent to a model for one cell, as pure functions.
+
+Order: the system prompt (with the ATTP protocol prompt when the agent has tools), cells
+included from other files, then every earlier cell of this file whose ``history`` allows
+it (``summary`` cells as their stored summary), then the current message. Replies are
+``assistant`` turns; messages, code and tool results ``user`` turns. ``fit`` drops the
+oldest whole cells until the turns fit a token budget, never the system prompt or the
+current message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+
+SYSTEM = "system"
+CURRENT = "current"
+
+
+@dataclass
+class Turn:
+    """One chat message and the cell it came from (``group``: what is dropped together)."""
+
+    role: str
+    content: str
+    group: str
+
+    def message(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class History:
+    """The turns to send, and the groups (cell ids) dropped to fit the context window."""
+
+    turns: list[Turn]
+    dropped: list[str] = field(default_factory=list)
+    tokens: int | None = None
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return [t.message() for t in self.turns]
+
+
+def history_mode(value: Any, kind: str) -> str:
+    """``"include"``, ``"exclude"`` or ``"summary"`` for a cell's ``history`` attribute."""
+    if value is None or value == "":
+        return "include" if kind in ("message", "code", "tool_call", "toolchain", "async") \
+            else "exclude"
+    if isinstance(value, bool):
+        return "include" if value else "exclude"
+    text = str(value).strip().lower()
+    if text in ("none", "exclude", "0", "false", "no"):
+        return "exclude"
+    if text == "summary":
+        return "summary"
+    return "include"
+
+
+def conversation_cells(nb: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The cells that ``tce list`` numbers from 1 (the front-matter cell, if any, left out)."""
+    cells = list(nb.get("cells", []))
+    if cells and _is_front_matter_cell(cells[0]):
+        cells = cells[1:]
+    return cells
+
+
+def _is_front_matter_cell(cell: Mapping[str, Any]) -> bool:
+    if cell.get("cell_type") != "raw":
+        return False
+    meta = cell.get("metadata") or {}
+    if meta.get("front_matter") or meta.get("percent_agent", {}).get("front_matter"):
+        return True
+    src = cell.get("source", "")
+    src = "".join(src) if isinstance(src, list) else src
+    return src.startswith("---") and not fmt.cell_attrs(cell)
+
+
+# -- one cell -> turns --------------------------------------------------------------------
+
+def _fence(text: str, lang: str = "") -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
+
+
+def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]:
+    """Turns for a cell's outputs: replies as assistant turns, tool results as user turns."""
+    turns: list[Turn] = []
+    streams: list[str] = []
+    for out in outputs:
+        attrs = fmt.output_attrs(out)
+        if history_mode(attrs.get("history"), "message") == "exclude":
+            continue
+        kind = fmt.output_kind(out)
+        if kind == "reply":
+            turns.append(Turn("assistant", fmt.output_text(out), group))
+        elif kind == "tool_result":
+            turns.append(Turn("user", "Tool result:\n" + fmt.output_text(out), group))
+        elif kind in ("stream", "data"):
+            streams.append(fmt.output_text(out))
+    if streams:
+        turns.append(Turn("user", "Output:\n" + _fence("".join(streams)), group))
+    return turns
+
+
+def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = None) -> list[Turn]:
+    """Turns for one earlier cell; ``summary`` replaces the whole cell when given."""
+    if summary is not None:
+        return [Turn("user", f"(Summary of an earlier part of the conversation)\n{summary}",
+                     group)]
+    kind = fmt.cell_kind(cell)
+    attrs = fmt.cell_attrs(cell)
+    outputs = cell.get("outputs", []) or []
+    if kind in ("agent", "tool"):
+        return []
+    if kind == "code":
+        lang = attrs.get("language") or "python"
+        turns = [Turn("user", "Code I ran:\n" + _fence(fmt.message_text(cell), str(lang)),
+                      group)]
+        return turns + output_turns(outputs, group)
+    if kind in ("tool_call", "toolchain"):
+        what = attrs.get("tool") or attrs.get("tools")
+        args = attrs.get("args") or attrs.get("params") or "{}"
+        if not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        turns = [Turn("user", f"Tool call {json.dumps(what, ensure_ascii=False)} "
+                      f"with arguments {args}", group)]
+        return turns + output_turns(outputs, group)
+    text = fmt.message_text(cell)
+    turns = [Turn("user", text, group)] if text.strip() else []
+    return turns + output_turns(outputs, group)
+
+
+def content_hash(cell: Mapping[str, Any]) -> str:
+    """A hash of what a cell says and what answered it: a stored summary is stale when this
+    changes."""
+    h = hashlib.sha256(fmt.message_text(cell).encode())
+    for out in cell.get("outputs", []) or []:
+        h.update(b"\x00" + fmt.output_text(out).encode())
+    return h.hexdigest()[:16]
+
+
+def stored_summary(cell: Mapping[str, Any]) -> str | None:
+    """The cell's stored summary, if it was made from the cell as it is now."""
+    attrs = fmt.cell_attrs(cell)
+    summary = attrs.get("summary")
+    if isinstance(summary, str) and attrs.get("summary_hash") == content_hash(cell):
+        return summary
+    return None
+
+
+# -- the whole history --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Included:
+    """Cells of another file to include: a label (``path[i]``) and the cell."""
+
+    label: str
+    cell: Mapping[str, Any]
+
+
+def earlier_cells(cells: Sequence[Mapping[str, Any]], index: int, *,
+                  exclude: Iterable[int] = (), include: Iterable[int] = ()
+                  ) -> list[tuple[int, Mapping[str, Any], str]]:
+    """(index, cell, mode) for the cells before 1-based ``index`` that go into the history."""
+    exclude, include = set(exclude), set(include)
+    chosen = []
+    for i, cell in enumerate(cells[: index - 1], start=1):
+        if i in exclude:
+            continue
+        mode = history_mode(fmt.cell_attrs(cell).get("history"), fmt.cell_kind(cell))
+        if i in include and mode == "exclude":
+            mode = "include"
+        if mode != "exclude":
+            chosen.append((i, cell, mode))
+    return chosen
+
+
+def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prompt: str = "",
+                  current_text: str | None = None, included: Sequence[Included] = (),
+                  exclude: Iterable[int] = (), include: Iterable[int] = (),
+                  summaries: Mapping[str, str] | None = None) -> History:
+    """The turns for the cell at 1-based ``index`` of ``cells``.
+
+    ``summaries`` maps cell ids to summaries made in this run (stored ones are read from the
+    cells); a ``summary`` cell with neither is sent whole. ``current_text`` overrides the
+    current cell's text (the kernel sends the cell's live source).
+    """
+    summaries = summaries or {}
+    turns: list[Turn] = []
+    if system_prompt.strip():
+        turns.append(Turn("system", system_prompt, SYSTEM))
+    for inc in included:
+        turns.extend(cell_turns(inc.cell, inc.label))
+    for i, cell, mode in earlier_cells(cells, index, exclude=exclude, include=include):
+        cid = fmt.cell_id(cell)
+        summary = None
+        if mode == "summary":
+            summary = summaries.get(cid) or stored_summary(cell)
+        turns.extend(cell_turns(cell, f"{cid or i}", summary=summary))
+    current = cells[index - 1] if 0 < index <= len(cells) else None
+    text = current_text if current_text is not None else (
+        fmt.message_text(current) if current is not None else "")
+    turns.append(Turn("user", text, CURRENT))
+    return History(turns)
+
+
+def fit(history: History, budget: int | None,
+        count: Callable[[list[dict[str, str]]], int]) -> History:
+    """Drop the oldest groups until the turns fit ``budget`` tokens (``None``: no limit).
+
+    ``count`` counts the tokens of a list of messages (litellm.token_counter). Bytes bound
+    tokens from above for byte-level BPE tokenizers, so a history whose bytes fit is kept
+    without counting anything.
+    """
+    turns = history.turns
+    if budget is None:
+        return history
+    cheap = sum(len(t.content.encode()) + 8 for t in turns)
+    if cheap <= budget:
+        return History(list(turns), [], None)
+    sizes = [count([t.message()]) for t in turns]
+    total = sum(sizes) + 3
+    order: list[str] = []
+    for t in turns:
+        if t.group not in (SYSTEM, CURRENT) and t.group not in order:
+            order.append(t.group)
+    dropped: list[str] = []
+    for group in order:
+        if total <= budget:
+            break
+        total -= sum(s for t, s in zip(turns, sizes, strict=True) if t.group == group)
+        dropped.append(group)
+    gone = set(dropped)
+    return History([t for t in turns if t.group not in gone], dropped, total)
