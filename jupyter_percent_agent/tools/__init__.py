@@ -12,6 +12,7 @@ from ._result import STREAM_CHUNK, ToolResult, normalize_result, to_json
 from ._tool import (
     OnChunk,
     Tool,
+    ToolArgumentError,
     ToolCallError,
     ToolLoadError,
     acall_tool,
@@ -28,6 +29,7 @@ __all__ = [
     "OnChunk",
     "Registry",
     "Tool",
+    "ToolArgumentError",
     "ToolCallError",
     "ToolLoadError",
     "ToolResult",

@@ -49,7 +49,11 @@ class ToolLoadError(Exception):
 
 
 class ToolCallError(Exception):
-    """A tool call whose arguments do not fit the tool, or a result that is not JSON."""
+    """A tool call that went wrong outside the tool's own code: bad arguments, a non-JSON result."""
+
+
+class ToolArgumentError(ToolCallError, TypeError):
+    """Arguments that do not fit the tool's signature (missing, unexpected)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,11 +107,11 @@ class Tool:
         return self.func(**kwargs)
 
     def bind(self, args: Mapping[str, Any] | None) -> inspect.BoundArguments:
-        """Check ``args`` against the signature; :class:`ToolCallError` says what does not fit."""
+        """Check ``args`` against the signature; :class:`ToolArgumentError` says what is wrong."""
         try:
             return self.signature.bind(**dict(args or {}))
         except TypeError as exc:
-            raise ToolCallError(f"{self.name}: {exc}") from None
+            raise ToolArgumentError(f"{self.name}: {exc}") from None
 
     def run(
         self, args: Mapping[str, Any] | None = None, *, on_chunk: OnChunk | None = None

@@ -1,0 +1,134 @@
+"""`tce tools`: list the tools of a toolbox and call one from the shell.
+
+Exit codes: 0 done, 1 the tool raised, 2 bad usage (bad JSON, unknown tool or module),
+3 a tool module failed to load. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_LOAD_ERROR = 3
+
+_toolbox_option = click.option(
+    "--toolbox",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of tool modules (default: ./toolbox if it exists).",
+)
+_module_option = click.option(
+    "--module",
+    "-m",
+    "modules",
+    multiple=True,
+    help="Load only this tool module (repeatable).",
+)
+_entry_points_option = click.option(
+    "--entry-points/--no-entry-points",
+    default=True,
+    show_default=True,
+    help="Also load tool modules that installed packages declare.",
+)
+
+
+@click.group()
+def tools() -> None:
+    """List and call tools (Jarvis tool modules)."""
+
+
+@tools.command("list")
+@_toolbox_option
+@_module_option
+@_entry_points_option
+@click.option("--names", is_flag=True, help="Print only the tool names, one a line.")
+def list_tools(
+    toolbox: Path | None, modules: tuple[str, ...], entry_points: bool, names: bool
+) -> None:
+    """Print each tool with its description, as the model sees it."""
+    from jupyter_percent_agent.tools import render_tool
+
+    registry = _load(toolbox, modules, entry_points)
+    if names:
+        for name in registry:
+            click.echo(name)
+        return
+    if not registry:
+        click.echo("# (no tools found)")
+        return
+    for tool in registry.values():
+        source = tool.path or tool.module
+        click.echo(f"# {tool.name}  (module {tool.module}: {source})")
+        click.echo(render_tool(tool))
+
+
+@tools.command("call")
+@click.argument("name")
+@click.option(
+    "--args", "args_json", default="{}", show_default=True, help="Arguments, a JSON object."
+)
+@_toolbox_option
+@_module_option
+@_entry_points_option
+def call_tool(
+    name: str,
+    args_json: str,
+    toolbox: Path | None,
+    modules: tuple[str, ...],
+    entry_points: bool,
+) -> None:
+    """Call tool NAME and print its normalized result as JSON.
+
+    Stream chunks go to stderr as they arrive (text as is, other values as JSON), so that
+    stdout holds only the result.
+    """
+    from jupyter_percent_agent.tools import ToolArgumentError, ToolCallError
+
+    try:
+        args = json.loads(args_json)
+    except json.JSONDecodeError as exc:
+        _fail(f"--args is not valid JSON: {exc}", EXIT_USAGE)
+    if not isinstance(args, dict):
+        _fail(f"--args must be a JSON object, not {type(args).__name__}", EXIT_USAGE)
+    registry = _load(toolbox, modules, entry_points)
+    if name not in registry:
+        known = ", ".join(registry) or "none"
+        _fail(f"unknown tool {name!r} (known: {known})", EXIT_USAGE)
+    try:
+        result = registry[name].run(args, on_chunk=_print_chunk)
+    except ToolArgumentError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    except ToolCallError as exc:
+        _fail(str(exc), EXIT_TOOL_ERROR)
+    except Exception as exc:
+        _fail(f"tool {name!r} raised {type(exc).__name__}: {exc}", EXIT_TOOL_ERROR)
+    click.echo(json.dumps(result, ensure_ascii=False, indent=2))
+
+
+def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) -> Any:
+    from jupyter_percent_agent.tools import Registry, ToolLoadError
+
+    if toolbox is None and Path("toolbox").is_dir():
+        toolbox = Path("toolbox")
+    try:
+        return Registry.load(toolbox, modules=modules or None, entry_points=entry_points)
+    except ToolLoadError as exc:
+        code = EXIT_USAGE if exc.problem.startswith(("no tool module", "toolbox folder")) else 0
+        _fail(str(exc), code or EXIT_LOAD_ERROR)
+
+
+def _print_chunk(name: str, chunk: Any) -> None:
+    text = chunk if isinstance(chunk, str) else json.dumps(chunk, ensure_ascii=False)
+    click.echo(text, err=True)
+    sys.stderr.flush()
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
