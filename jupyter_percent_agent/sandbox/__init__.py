@@ -1,1 +1,57 @@
-"""Runs model-written code in a separate, limited process (RestrictedPython inside)."""
+"""Runs model-written code in a separate, limited process (RestrictedPython inside).
+
+``execute(code, tools=..., timeout=..., memory_mb=..., on_chunk=...)`` returns a
+``SandboxResult``; ``execute_async`` is the same for asyncio code and is cancellable (the
+worker's process group is killed at once). Tools run in the calling process and are reached
+from the sandbox over a JSON message bridge. Importing this package is cheap: RestrictedPython
+is imported only in the worker processes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._types import ErrorInfo, SandboxResult, ToolCallRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._runner import execute, execute_async
+
+__all__ = [
+    "ErrorInfo",
+    "SandboxResult",
+    "ToolCallRecord",
+    "execute",
+    "execute_async",
+    "set_pool_size",
+    "shutdown_pool",
+    "warm_pool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in {"execute", "execute_async"}:
+        from . import _runner
+
+        return getattr(_runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def warm_pool(timeout: float = 10.0) -> bool:
+    """Start the worker pool now and wait until it is full (True if it filled in time)."""
+    from ._pool import POOL
+
+    return POOL.wait_full(timeout)
+
+
+def set_pool_size(size: int) -> None:
+    """Number of pre-started workers to keep (default 2; 0 starts a fresh process per run)."""
+    from ._pool import POOL
+
+    POOL.resize(size)
+
+
+def shutdown_pool() -> None:
+    """Kill the idle pre-started workers (also done at interpreter exit)."""
+    from ._pool import POOL
+
+    POOL.shutdown()

@@ -1,0 +1,197 @@
+"""Main program of a sandbox worker process (one run, then exit).
+
+Started by the parent as ``python -I -S -B -c BOOT``: it moves its protocol channel off
+descriptors 0/1, sets the process-wide limits that need no job (no core files, no file
+writes), imports RestrictedPython, says ``ready``, and waits for one job. Then it applies the
+job's limits (address space, CPU seconds, descriptors, processes), compiles the code with the
+sandbox policy, runs it, and sends one ``done`` frame. Tool stubs in the sandbox send ``call``
+frames and block for the parent's ``reply``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import time
+from typing import Any, NoReturn
+
+from . import _limits
+from ._protocol import ProtocolError, read_frame, write_frame
+
+_MiB = 1 << 20
+
+
+class ToolError(Exception):
+    """A tool call failed in the parent; carries the message only."""
+
+
+class _Channel:
+    def __init__(self, fd_in: int, fd_out: int) -> None:
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+
+    def send(self, message: dict[str, Any]) -> None:
+        write_frame(self.fd_out, message)
+
+    def recv(self) -> dict[str, Any]:
+        return read_frame(self.fd_in, 2 * _limits.MAX_TOOL_REPLY_BYTES + _limits.MAX_CODE_CHARS * 4)
+
+
+def _finish(channel: _Channel, message: dict[str, Any]) -> NoReturn:
+    try:
+        channel.send({"t": "done", **message})
+    finally:
+        os._exit(0)
+
+
+def _limit(kind: int, value: int) -> None:
+    try:
+        resource.setrlimit(kind, (value, value))
+    except (ValueError, OSError):
+        _soft, hard = resource.getrlimit(kind)
+        if hard == resource.RLIM_INFINITY or value <= hard:
+            resource.setrlimit(kind, (value, hard))
+
+
+def _address_space_now() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 256 * _MiB
+
+
+def _apply_job_limits(timeout: float, memory_mb: int) -> None:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = int(usage.ru_utime + usage.ru_stime + timeout) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    _limit(resource.RLIMIT_AS, _address_space_now() + memory_mb * _MiB)
+    _limit(resource.RLIMIT_NOFILE, 16)
+    _limit(resource.RLIMIT_NPROC, 0)
+
+
+def _make_stub(name: str, channel: _Channel) -> Any:
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        try:
+            message = {"t": "call", "name": name, "args": list(args), "kwargs": kwargs}
+            frame_text = json.dumps(message)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ToolError(f"{name}: arguments must be JSON values ({exc})") from None
+        if len(frame_text) > _limits.MAX_TOOL_ARGS_BYTES:
+            raise ToolError(f"{name}: arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes")
+        channel.send(message)
+        reply = channel.recv()
+        if reply.get("t") != "reply":
+            raise ToolError(f"{name}: unexpected reply from the host")
+        if reply.get("ok"):
+            return reply.get("data")
+        raise ToolError(str(reply.get("error", "tool failed")))
+
+    stub.__name__ = name
+    stub.__qualname__ = name
+    return stub
+
+
+def _error_line(tb: Any, filename: str) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:  # a sandbox-defined __str__ may raise anything
+        text = "<unprintable error>"
+    return text[: _limits.MAX_ERROR_CHARS]
+
+
+def _encode_result(value: Any) -> tuple[str | None, dict[str, Any] | None]:
+    def default(obj: Any) -> Any:
+        if isinstance(obj, (set, frozenset)):
+            return list(obj)
+        raise TypeError(f"__result__ must be a JSON value; got a {type(obj).__name__}")
+
+    try:
+        text = json.dumps(value, default=default, ensure_ascii=False)
+    except RecursionError:
+        return None, {"type": "RecursionError", "message": "__result__ is nested too deeply"}
+    except (TypeError, ValueError) as exc:
+        return None, {"type": type(exc).__name__, "message": _describe(exc)}
+    return text, None
+
+
+def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
+    """Compile and run one job, then send ``done`` and exit."""
+    from ._facades import build_facades
+    from ._policy import FILENAME, RESULT_NAME, compile_code
+    from ._runtime import Namespace
+
+    code_text = job.get("code")
+    if not isinstance(code_text, str):
+        _finish(channel, {"status": "error", "error": {"type": "ProtocolError",
+                                                        "message": "no code in job"}})
+    _apply_job_limits(float(job.get("timeout", 10.0)), int(job.get("memory_mb", 512)))
+
+    def overflow(text: str) -> NoReturn:
+        _finish(channel, {
+            "status": "output_limit", "stdout": text,
+            "error": {"type": "OutputLimit",
+                      "message": f"printed output exceeded {_limits.MAX_OUTPUT_CHARS} characters"},
+        })  # fmt: skip
+
+    code, error = compile_code(code_text)
+    if error is not None:
+        _finish(channel, {"status": "error", "error": error})
+
+    tools = {n: _make_stub(n, channel) for n in job.get("tools", [])
+             if isinstance(n, str) and n.isidentifier() and not n.startswith("_")}  # fmt: skip
+    namespace = Namespace(_limits.MAX_OUTPUT_CHARS, overflow)
+    glb = namespace.globals({**build_facades(), **tools, "ToolError": ToolError})
+    try:
+        exec(code, glb)
+    except BaseException as exc:  # the code may raise anything, SystemExit included
+        status = "memory" if isinstance(exc, MemoryError) else "error"
+        error = {"type": type(exc).__name__, "message": _describe(exc),
+                 "line": _error_line(exc.__traceback__, FILENAME)}  # fmt: skip
+        _finish(channel, {"status": status, "stdout": namespace.printer.text(), "error": error})
+    text, error = _encode_result(glb.get(RESULT_NAME))
+    stdout = namespace.printer.text()
+    if error is not None:
+        _finish(channel, {"status": "error", "stdout": stdout, "error": error})
+    if len(text.encode("utf-8")) > _limits.MAX_RESULT_BYTES:
+        _finish(channel, {"status": "output_limit", "stdout": stdout, "error": {
+            "type": "ResultTooLarge",
+            "message": f"__result__ is larger than {_limits.MAX_RESULT_BYTES} bytes of JSON"}})
+    _finish(channel, {"status": "success", "stdout": stdout, "result_json": text})
+
+
+def main() -> None:
+    """Entry point of a worker process."""
+    channel = _Channel(os.dup(0), os.dup(1))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
+    # Imported before the job so that their cost is paid while the worker waits in the pool.
+    import _strptime  # noqa: F401  (datetime.strptime imports it lazily)
+
+    from . import _facades, _policy, _runtime  # noqa: F401
+
+    _policy.compile_code("__result__ = [x for x in range(1)]\n")
+    channel.send({"t": "ready", "pid": os.getpid(), "time": time.time()})
+    try:
+        job = channel.recv()
+    except (EOFError, ProtocolError, OSError):
+        os._exit(0)
+    if job.get("t") != "job":
+        os._exit(0)
+    run_job(channel, job)

@@ -1,0 +1,252 @@
+"""``execute`` and ``execute_async``: one sandbox run from the parent's side.
+
+Takes a worker from the pool, connects its pipes to the running event loop, sends the job,
+answers tool calls until the ``done`` frame, and always kills the worker's process group at
+the end, whether the run finished, hit the wall clock, broke the protocol or was cancelled.
+The wall clock starts when the job is sent; tool time counts against it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from . import _limits, _process
+from ._bridge import ChunkCallback, ToolTable
+from ._pool import POOL
+from ._protocol import FrameDecoder, ProtocolError, encode
+from ._types import ErrorInfo, SandboxResult
+
+_Frame = tuple[int, dict[str, Any]]
+_EOF = (0, {"t": "eof"})
+
+
+class _Reader(asyncio.Protocol):
+    """Feeds the child's stdout into a frame decoder; violations end the run."""
+
+    def __init__(self, queue: asyncio.Queue[_Frame | BaseException]) -> None:
+        self._queue = queue
+        self._decoder = FrameDecoder(_limits.MAX_FRAME_BYTES)
+        self._failed = False
+        self.transport: asyncio.ReadTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._failed:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as exc:
+            self._fail(exc)
+            return
+        for frame in frames:
+            if self._queue.qsize() >= _limits.MAX_PENDING_FRAMES:
+                self._fail(ProtocolError("the sandbox sent frames without waiting for replies"))
+                return
+            self._queue.put_nowait(frame)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failed = True
+        self._queue.put_nowait(exc)
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._failed:
+            self._queue.put_nowait(_EOF)
+
+
+class _Failure(Exception):
+    def __init__(self, status: str, type_: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.type, self.message = status, type_, message
+
+
+async def execute_async(
+    code: str,
+    *,
+    tools: Mapping[str, Any] | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 512,
+    on_chunk: ChunkCallback | None = None,
+) -> SandboxResult:
+    """Run ``code`` in a fresh sandbox process from asyncio code; cancelling kills it at once."""
+    if not isinstance(code, str):
+        raise TypeError("code must be a string")
+    if not timeout > 0:
+        raise ValueError("timeout must be positive")
+    if int(memory_mb) < 16:
+        raise ValueError("memory_mb must be at least 16")
+    started = time.monotonic()
+    table = ToolTable(tools)
+    if len(code) > _limits.MAX_CODE_CHARS:
+        return _result(table, started, "error", error=ErrorInfo(
+            "CodeTooLong", f"code longer than {_limits.MAX_CODE_CHARS} characters"))  # fmt: skip
+    proc = POOL.acquire()
+    run = _Run(proc, table, on_chunk)
+    try:
+        return await run.run(code, float(timeout), int(memory_mb), started)
+    finally:
+        run.close()
+
+
+def execute(
+    code: str,
+    *,
+    tools: Mapping[str, Any] | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 512,
+    on_chunk: ChunkCallback | None = None,
+) -> SandboxResult:
+    """Run ``code`` in a fresh sandbox process and wait for its result.
+
+    Safe to call from a thread that runs an event loop (the run then happens on a helper
+    thread with its own loop; async tools run there).
+    """
+    coro = execute_async(code, tools=tools, timeout=timeout, memory_mb=memory_mb,
+                         on_chunk=on_chunk)  # fmt: skip
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sandbox") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class _Run:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], table: ToolTable, on_chunk: ChunkCallback | None
+    ) -> None:
+        self.proc = proc
+        self.table = table
+        self.on_chunk = on_chunk
+        self.queue: asyncio.Queue[_Frame | BaseException] = asyncio.Queue()
+        self.read_transport: asyncio.BaseTransport | None = None
+        self.write_transport: asyncio.WriteTransport | None = None
+        self.stdout = ""
+
+    async def run(self, code: str, timeout: float, memory_mb: int, started: float) -> SandboxResult:
+        loop = asyncio.get_running_loop()
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        self.read_transport, _ = await loop.connect_read_pipe(
+            lambda: _Reader(self.queue), self.proc.stdout
+        )
+        self.write_transport, _ = await loop.connect_write_pipe(asyncio.Protocol, self.proc.stdin)
+        try:
+            ready = await self._next(time.monotonic() + _limits.STARTUP_TIMEOUT, starting=True)
+            if ready[1].get("t") != "ready":
+                raise _Failure("error", "ProtocolError", "the sandbox did not start properly")
+            self._send({"t": "job", "code": code, "timeout": timeout, "memory_mb": memory_mb,
+                        "tools": self.table.names})  # fmt: skip
+            deadline = time.monotonic() + timeout
+            try:
+                done = await asyncio.wait_for(self._serve(deadline), timeout)
+            except TimeoutError:
+                raise _Failure("timeout", "Timeout",
+                               f"the code ran longer than {timeout:g} s (wall clock)") from None
+        except _Failure as failure:
+            _process.kill_group(self.proc)
+            return _result(self.table, started, failure.status, stdout=self.stdout,
+                           error=ErrorInfo(failure.type, failure.message))  # fmt: skip
+        return self._finish(done, started)
+
+    async def _serve(self, deadline: float) -> dict[str, Any]:
+        while True:
+            size, message = await self._next(deadline)
+            kind = message.get("t")
+            if kind == "done":
+                return message
+            if kind != "call":
+                raise _Failure("error", "ProtocolError", f"unexpected frame {kind!r} from sandbox")
+            if self.table.calls >= _limits.MAX_TOOL_CALLS:
+                raise _Failure("error", "ToolCallLimit",
+                               f"more than {_limits.MAX_TOOL_CALLS} tool calls in one run")
+            self._send(await self.table.call(message, size, self.on_chunk))
+
+    async def _next(self, deadline: float, *, starting: bool = False) -> _Frame:
+        try:
+            item = await asyncio.wait_for(self.queue.get(), max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            if starting:
+                raise _Failure("error", "StartupTimeout", "the sandbox did not start") from None
+            raise
+        if isinstance(item, BaseException):
+            raise _Failure("error", "ProtocolError", f"sandbox protocol violation: {item}")
+        if item is _EOF:
+            raise await self._died()
+        return item
+
+    async def _died(self) -> _Failure:
+        for _ in range(200):
+            if self.proc.poll() is not None:
+                break
+            await asyncio.sleep(0.005)
+        code = self.proc.returncode
+        if code is not None and code < 0:
+            sig = -code
+            if sig == signal.SIGXCPU:
+                return _Failure("cpu", "CPULimit", "the code used up its CPU time")
+            if sig == signal.SIGKILL:
+                return _Failure("memory", "Killed", "the sandbox process was killed (memory?)")
+            name = signal.Signals(sig).name
+            return _Failure("error", "Crashed", f"the sandbox process died ({name})")
+        return _Failure("error", "Crashed", f"the sandbox process exited early (code {code})")
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.write_transport is not None
+        if not self.write_transport.is_closing():
+            self.write_transport.write(encode(message))
+
+    def _finish(self, done: dict[str, Any], started: float) -> SandboxResult:
+        status = done.get("status")
+        if status not in {"success", "error", "memory", "output_limit"}:
+            status = "error"
+        stdout = done.get("stdout", "")
+        stdout = stdout[: _limits.MAX_OUTPUT_CHARS] if isinstance(stdout, str) else ""
+        error = _error_info(done.get("error")) if status != "success" else None
+        result = None
+        if status == "success":
+            text = done.get("result_json")
+            if not isinstance(text, str) or len(text) > _limits.MAX_RESULT_BYTES:
+                status, error = "error", ErrorInfo("ProtocolError", "bad result from sandbox")
+            else:
+                try:
+                    result = json.loads(text)
+                except (ValueError, RecursionError):
+                    status, error = "error", ErrorInfo("ResultError", "__result__ is not JSON")
+        return _result(self.table, started, status, result=result, stdout=stdout, error=error)
+
+    def close(self) -> None:
+        _process.kill_group(self.proc)
+        for transport in (self.read_transport, self.write_transport):
+            if transport is not None:
+                transport.close()
+        _process.discard(self.proc)
+
+
+def _error_info(raw: Any) -> ErrorInfo:
+    if not isinstance(raw, dict):
+        return ErrorInfo("Error", "the sandbox reported an error without details")
+    line = raw.get("line")
+    return ErrorInfo(
+        str(raw.get("type", "Error"))[:100],
+        str(raw.get("message", ""))[: _limits.MAX_ERROR_CHARS],
+        line if isinstance(line, int) and not isinstance(line, bool) else None,
+    )
+
+
+def _result(table: ToolTable, started: float, status: str, **fields: Any) -> SandboxResult:
+    return SandboxResult(status=status, tool_calls=list(table.records),
+                         instructions=list(table.instructions),
+                         duration=time.monotonic() - started, **fields)  # fmt: skip
+
+
+__all__ = ["execute", "execute_async"]
