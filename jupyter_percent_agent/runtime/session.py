@@ -1,0 +1,356 @@
+"""Running one cell: the glue between agents, history, model calls, the ATTP loop and tools.
+
+``run_cell`` reads a notebook (a snapshot) and returns a ``CellRun``: the outputs to append
+to the cell and the summaries made on the way. It never writes a file: the caller applies the
+run to a fresh copy of the file (``runtime.store``), so concurrent runs lose nothing.
+Knows nothing of Jupyter or the terminal; both talk to it through ``on_event``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.runtime.agents import Agent, resolve_agent
+from jupyter_percent_agent.runtime.models import CallResult, CallSpec, complete, spec_for
+from jupyter_percent_agent.runtime.ranges import Selection, parse_selection
+
+OnEvent = Callable[[str, Any], None]
+"""``on_event(kind, payload)``: "delta" (text), "reasoning" (text), "retry" (why),
+"output" (an output dict just made), "step" (n), "status" (a line for the user)."""
+
+SUMMARY_PROMPT = (
+    "Summarize the following part of a conversation in a few sentences. Keep facts, decisions, "
+    "names and numbers; drop pleasantries. Answer with the summary only."
+)
+
+
+@dataclass
+class RunOptions:
+    """What the caller chose: agent, model override, selections, where tools live."""
+
+    agent: str | None = None
+    model: str | None = None
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    base_dir: Path | None = None
+    file_path: Path | None = None
+    env: Mapping[str, str] | None = None
+    max_steps: int | None = None
+    current_text: str | None = None
+
+
+@dataclass
+class CellRun:
+    """What running a cell produced. ``status``: "ok", "error", "interrupted"."""
+
+    cell_id: str
+    agent: str = ""
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    summaries: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (text, hash)
+    dropped: list[str] = field(default_factory=list)
+    status: str = "ok"
+    error: str | None = None
+    error_type: str | None = None
+    reply: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+def _noop(kind: str, payload: Any) -> None:
+    pass
+
+
+def _next_n(cell: Mapping[str, Any], run: CellRun) -> int:
+    return len(cell.get("outputs", []) or []) + len(run.outputs) + 1
+
+
+def _reply_attrs(agent: Agent, res: CallResult, **extra: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"agent": agent.name, "model": res.model, "time": res.time,
+                             "duration": res.duration, "tokens_in": res.tokens_in,
+                             "tokens_out": res.tokens_out, "cost": res.cost}
+    attrs.update(extra)
+    return {k: v for k, v in attrs.items() if v is not None}
+
+
+def _error_out(run: CellRun, cell: Mapping[str, Any], agent: Agent, res: CallResult
+               ) -> dict[str, Any]:
+    attrs = {"agent": agent.name, "time": res.time, "duration": res.duration,
+             "models": list(agent.models)}
+    return fmt.error_output(res.error_type or "ModelError", res.error or "model call failed",
+                            res.attempts, out_id=f"{run.cell_id}.{_next_n(cell, run)}",
+                            attrs=attrs)
+
+
+def load_included(selections: Sequence[Selection], base_dir: Path,
+                  excluded: Sequence[Selection] = ()) -> list[hist.Included]:
+    """Cells of other files named by ``-i OTHER/[1..3]`` (selections with a path), less
+    those excluded by ``-e OTHER/[2]``."""
+    out: list[hist.Included] = []
+    for sel in selections:
+        if sel.path is None:
+            continue
+        path = resolve_item(sel.path, base_dir)
+        cells = hist.conversation_cells(fmt.read(path))
+        skip = {i for e in excluded if e.path is not None
+                and resolve_item(e.path, base_dir) == path for i in e.indices(len(cells))}
+        for i in sel.indices(len(cells)):
+            if i not in skip:
+                out.append(hist.Included(f"{sel.path}[{i}]", cells[i - 1]))
+    return out
+
+
+def resolve_item(item: str, base_dir: Path | None = None) -> Path:
+    """A message file path from an ITEM (``.msg.md`` optional)."""
+    p = Path(item)
+    if base_dir is not None and not p.is_absolute():
+        p = base_dir / p
+    if p.exists() or p.name.endswith(".md"):
+        return p
+    return p.with_name(p.name + ".msg.md")
+
+
+def saved_selections(nb: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Include / exclude selections saved in the front matter by ``--save``."""
+    fm = fmt.front_matter(nb)
+    inc, exc = fm.get("include") or [], fm.get("exclude") or []
+    return ([inc] if isinstance(inc, str) else list(inc),
+            [exc] if isinstance(exc, str) else list(exc))
+
+
+def selections(options: RunOptions, nb: Mapping[str, Any]
+               ) -> tuple[list[Selection], list[Selection]]:
+    inc, exc = saved_selections(nb)
+    return ([parse_selection(s) for s in [*inc, *options.include]],
+            [parse_selection(s) for s in [*exc, *options.exclude]])
+
+
+def _budget(agent: Agent) -> int | None:
+    window = agent.context_window
+    if window is None:
+        return None
+    return max(256, window - (agent.max_output_tokens or 0))
+
+
+def _token_counter(agent: Agent) -> Callable[[list[dict[str, str]]], int]:
+    from jupyter_percent_agent.runtime.models import import_litellm
+
+    litellm = import_litellm()
+    model = agent.models[0]
+
+    def count(messages: list[dict[str, str]]) -> int:
+        try:
+            return int(litellm.token_counter(model=model, messages=messages))
+        except Exception:  # unknown tokenizer: litellm's default
+            return int(litellm.token_counter(messages=messages))
+
+    return count
+
+
+def tools_for(agent: Agent, base_dir: Path | None) -> Any:
+    """The tool registry an agent may use (its ``tools`` modules, from ``toolbox/``)."""
+    from jupyter_percent_agent.tools import Registry
+
+    toolbox = (base_dir / "toolbox") if base_dir is not None else None
+    if toolbox is not None and not toolbox.is_dir():
+        toolbox = None
+    modules = None if agent.tools in (["*"], ["all"]) else agent.tools
+    return Registry.load(toolbox, modules=modules)
+
+
+def system_prompt_for(agent: Agent, registry: Any | None) -> str:
+    if registry is None:
+        return agent.system_prompt
+    from jupyter_percent_agent import attp
+
+    return attp.system_prompt(agent_prompt=agent.system_prompt, tools=registry.describe(),
+                              modules=attp.ALLOWED_MODULES)
+
+
+def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, options: RunOptions, *,
+                 system_prompt: str, summaries: Mapping[str, str] | None = None
+                 ) -> hist.History:
+    """The history for the cell at 1-based ``index``, fitted to the agent's window."""
+    cells = hist.conversation_cells(nb)
+    inc, exc = selections(options, nb)
+    base = options.base_dir or Path.cwd()
+    included = load_included(inc, base, exc)
+    exclude_here = {i for s in exc if s.path is None for i in s.indices(len(cells))}
+    include_here = {i for s in inc if s.path is None for i in s.indices(len(cells))}
+    history = hist.build_history(cells, index, system_prompt=system_prompt,
+                                 current_text=options.current_text, included=included,
+                                 exclude=exclude_here, include=include_here,
+                                 summaries=summaries)
+    budget = _budget(agent)
+    if budget is None:
+        return history
+    return hist.fit(history, budget, _LazyCounter(agent))
+
+
+class _LazyCounter:
+    """Imports litellm only when the cheap byte bound says counting is needed."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self._count: Callable[[list[dict[str, str]]], int] | None = None
+
+    def __call__(self, messages: list[dict[str, str]]) -> int:
+        if self._count is None:
+            self._count = _token_counter(self.agent)
+        return self._count(messages)
+
+
+async def make_summaries(nb: Mapping[str, Any], index: int, agent: Agent,
+                         on_event: OnEvent = _noop) -> dict[str, tuple[str, str]]:
+    """Summaries for the earlier ``history="summary"`` cells that have none (or a stale one)."""
+    made: dict[str, tuple[str, str]] = {}
+    cells = hist.conversation_cells(nb)
+    for _i, cell, mode in hist.earlier_cells(cells, index):
+        if mode != "summary" or hist.stored_summary(cell) is not None:
+            continue
+        cid = fmt.cell_id(cell)
+        text = "\n\n".join(f"{t.role}: {t.content}" for t in hist.cell_turns(cell, cid))
+        spec = spec_for(agent, [{"role": "system", "content": SUMMARY_PROMPT},
+                                {"role": "user", "content": text}])
+        on_event("status", f"summarizing cell {cid}")
+        res = await complete(spec)
+        if res.error is None and res.text.strip():
+            made[cid] = (res.text.strip(), hist.content_hash(cell))
+    return made
+
+
+def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]:
+    """(1-based index, cell) of the cell with footnote id ``cell_id``."""
+    for i, cell in enumerate(hist.conversation_cells(nb), start=1):
+        if fmt.cell_id(cell) == cell_id:
+            return i, cell
+    raise KeyError(cell_id)
+
+
+async def run_cell(nb: Mapping[str, Any], cell_id: str, options: RunOptions | None = None,
+                   on_event: OnEvent = _noop) -> CellRun:
+    """Run the cell ``cell_id`` of ``nb`` (a message, code, tool call...) and return what it
+    produced. Model failures end as an ``[error]`` output, not an exception."""
+    options = options or RunOptions()
+    index, cell = find_cell(nb, cell_id)
+    kind = fmt.cell_kind(cell)
+    run = CellRun(cell_id=cell_id)
+    if kind == "code":
+        from jupyter_percent_agent.runtime.cells import run_code_cell
+
+        await run_code_cell(cell, run, on_event)
+        return run
+    if kind in ("tool_call", "toolchain"):
+        from jupyter_percent_agent.runtime.cells import run_tool_cell
+
+        await run_tool_cell(cell, run, options, on_event)
+        return run
+    agent = resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
+                          env=options.env)
+    run.agent = agent.name
+    registry = tools_for(agent, options.base_dir) if agent.has_tools else None
+    run.summaries = await make_summaries(nb, index, agent, on_event)
+    history = plan_history(nb, index, agent, options, system_prompt=system_prompt_for(
+        agent, registry), summaries={k: v[0] for k, v in run.summaries.items()})
+    run.dropped = history.dropped
+    extra = {"dropped": history.dropped} if history.dropped else {}
+    if registry is None:
+        await _plain_reply(cell, agent, history.messages, run, on_event, extra)
+    else:
+        from jupyter_percent_agent.runtime.loop import attp_loop
+
+        await attp_loop(cell, agent, registry, history.messages, run, on_event, extra,
+                        max_steps=options.max_steps or agent.max_steps)
+    return run
+
+
+class Partial:
+    """Collects streamed text so an interrupted call can still be recorded."""
+
+    def __init__(self, on_event: OnEvent) -> None:
+        self.text = ""
+        self.on_event = on_event
+
+    def __call__(self, kind: str, text: str) -> None:
+        if kind == "content":
+            self.text += text
+            self.on_event("delta", text)
+        elif kind == "reasoning":
+            self.on_event("reasoning", text)
+        elif kind == "retry":
+            self.text = ""
+            self.on_event("retry", text)
+
+
+async def call(cell: Mapping[str, Any], agent: Agent, messages: list[dict[str, Any]],
+               run: CellRun, on_event: OnEvent, *, reasoning_step: bool = False
+               ) -> CallResult:
+    """One model call; on cancellation the partial reply is recorded ``interrupted=true``."""
+    partial = Partial(on_event)
+    spec: CallSpec = spec_for(agent, messages, env=None)
+    started = time.monotonic()
+    try:
+        return await complete(spec, partial)
+    except asyncio.CancelledError:
+        run.status = "interrupted"
+        if partial.text:
+            attrs = {"agent": agent.name, "model": agent.models[0], "interrupted": True,
+                     "duration": round(time.monotonic() - started, 3)}
+            if reasoning_step:
+                attrs["reasoning"] = 1
+            out = fmt.reply_output(partial.text, agent=agent.name,
+                                   out_id=f"{run.cell_id}.{_next_n(cell, run)}", attrs=attrs)
+            run.outputs.append(out)
+        raise
+
+
+def _add_usage(run: CellRun, res: CallResult) -> None:
+    u = run.usage
+    for key in ("tokens_in", "tokens_out", "cost"):
+        value = getattr(res, key)
+        if value is not None:
+            u[key] = round(u.get(key, 0) + value, 8)
+    u["model"] = res.model
+
+
+async def _plain_reply(cell: Mapping[str, Any], agent: Agent, messages: list[dict[str, Any]],
+                       run: CellRun, on_event: OnEvent, extra: dict[str, Any]) -> None:
+    res = await call(cell, agent, messages, run, on_event)
+    if res.error is not None:
+        run.status, run.error, run.error_type = "error", res.error, res.error_type
+        out = _error_out(run, cell, agent, res)
+    else:
+        _add_usage(run, res)
+        run.reply = res.text
+        out = fmt.reply_output(res.text, agent=agent.name,
+                               out_id=f"{run.cell_id}.{_next_n(cell, run)}",
+                               attrs=_reply_attrs(agent, res, **extra))
+    run.outputs.append(out)
+    on_event("output", out)
+
+
+def nonce() -> str:
+    """A random nonce for tool-call ids (``CELL.NONCE``), so text cannot forge a call."""
+    return secrets.token_hex(3)
+
+
+def to_json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() not in ("", "0", "false", "no", "off")

@@ -1,0 +1,134 @@
+"""Reading and writing message files safely: a lock around every read-modify-write, and
+runs applied to a fresh copy of the file, so two concurrent chats lose no message.
+
+The lock is an ``fcntl.flock`` on a file in a private temporary folder keyed by the message
+file's real path (the message file itself is replaced atomically on every write, so it cannot
+carry the lock). Writes go through the format core's atomic ``write``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.runtime import history as hist
+
+EMPTY_MSG_FILE = ""
+
+
+def _lock_path(path: Path) -> Path:
+    folder = Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}" / "locks"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:20]
+    return folder / f"{key}.lock"
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the lock of one message file (blocking; released on exit, even on Ctrl-C)."""
+    fd = os.open(_lock_path(Path(path)), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def new_cell_id(nb: Mapping[str, Any]) -> str:
+    """A short id not used by any cell of ``nb``."""
+    used = {fmt.cell_id(c) for c in nb.get("cells", [])}
+    while True:
+        cid = secrets.token_hex(4)
+        if cid not in used and not cid.isdigit():
+            return cid
+
+
+def set_cell_attr(cell: dict[str, Any], key: str, value: Any) -> None:
+    """Set one footnote attribute of a cell (attributes live flat in cell metadata)."""
+    cell.setdefault("metadata", {})[key] = value
+
+
+def read(path: Path) -> dict[str, Any]:
+    """Read a message file; a missing or empty ``.msg.md`` is an empty conversation."""
+    if not path.exists() or (path.name.endswith(".msg.md") and not path.read_text().strip()):
+        return fmt.reads(EMPTY_MSG_FILE, path=str(path))
+    return fmt.read(path)
+
+
+_FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
+
+
+def has_message_section(text: str) -> bool:
+    m = _FM.match(text)
+    return bool(m and re.search(r"^(message_section|messages)\s*:", m.group(1) or "", re.M))
+
+
+def enable_discussion(path: Path) -> None:
+    """Give a plain ``.md`` a Discussion section for messages (``tce chat --force``): the
+    front matter gets ``message_section: Discussion`` and the file ends with that heading."""
+    text = path.read_text()
+    m = _FM.match(text)
+    if m:
+        body = m.group(1) or ""
+        text = f"---\n{body}message_section: Discussion\n---\n" + text[m.end():]
+    else:
+        text = "---\nmessage_section: Discussion\n---\n" + text
+    if not re.search(r"^#{1,6}\s+Discussion\s*$", text, re.M):
+        text = text.rstrip("\n") + "\n\n## Discussion\n"
+    fmt.reads(text, path=str(path))  # refuse to write what does not read back
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def append_message(path: Path, text: str, *, attrs: Mapping[str, Any] | None = None,
+                   title: str | None = None) -> tuple[dict[str, Any], str]:
+    """Append a message cell under the lock; returns the notebook as written and the id."""
+    with locked(path):
+        nb = read(path)
+        cid = new_cell_id(nb)
+        nb.setdefault("cells", []).append(
+            fmt.new_message(text, attrs=dict(attrs) if attrs else None, cell_id=cid,
+                            title=title))
+        fmt.write(nb, path)
+    return nb, cid
+
+
+def apply_run(path: Path, run: Any, *, text: str | None = None) -> dict[str, Any]:
+    """Append a run's outputs to its cell (and store the summaries it made) in a fresh copy
+    of the file, under the lock. A cell deleted meanwhile is appended again."""
+    with locked(path):
+        nb = read(path)
+        cells = nb.setdefault("cells", [])
+        by_id = {fmt.cell_id(c): c for c in cells}
+        cell = by_id.get(run.cell_id)
+        if cell is None:
+            cell = fmt.new_message(text or "", cell_id=run.cell_id)
+            cells.append(cell)
+        cell.setdefault("outputs", []).extend(run.outputs)
+        for cid, (summary, digest) in run.summaries.items():
+            target = by_id.get(cid)
+            if target is not None and hist.content_hash(target) == digest:
+                set_cell_attr(target, "summary", summary)
+                set_cell_attr(target, "summary_hash", digest)
+        fmt.write(nb, path)
+    return nb
+
+
+def update(path: Path, change: Any) -> dict[str, Any]:
+    """Read, ``change(nb)``, write, under the lock."""
+    with locked(path):
+        nb = read(path)
+        change(nb)
+        fmt.write(nb, path)
+    return nb
