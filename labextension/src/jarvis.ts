@@ -1,0 +1,272 @@
+/**
+ * The Jarvis display tags: `<video>`, `<img>`, `<text>` and `<download>` blocks whose
+ * body is a JSON object, written by agents in their replies for the front end to show
+ * as media (seed 004, "前端解析约定").
+ *
+ * A reply is rendered in two steps: `extractJarvisTags` swaps every tag (outside fenced
+ * code) for a placeholder paragraph before the Markdown is rendered, and
+ * `replaceJarvisPlaceholders` swaps the rendered placeholders for the media elements.
+ */
+
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+
+export type JarvisKind = 'video' | 'img' | 'text' | 'download';
+
+export interface IJarvisTag {
+  kind: JarvisKind;
+  /** The parsed JSON body, or `{url}` when the body is a bare URL. */
+  payload: { [key: string]: unknown };
+}
+
+const TAG = /<(video|img|text|download)>\s*([\s\S]*?)\s*<\/\1>/g;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+/**
+ * Replace the Jarvis tags of `source` by placeholder paragraphs.
+ *
+ * Tags inside fenced code blocks are left alone (a reply may be explaining the
+ * convention), and so is a tag whose body is neither a JSON object nor a bare URL.
+ */
+export function extractJarvisTags(
+  source: string,
+  token: string
+): { source: string; tags: IJarvisTag[] } {
+  const tags: IJarvisTag[] = [];
+  const replace = (text: string): string =>
+    text.replace(TAG, (whole: string, kind: JarvisKind, body: string) => {
+      const payload = parseBody(body);
+      if (payload === null) {
+        return whole;
+      }
+      tags.push({ kind, payload });
+      return `\n\n${token}${tags.length - 1}\n\n`;
+    });
+
+  // Split into runs of prose and fenced code; only prose is rewritten.
+  const out: string[] = [];
+  let prose: string[] = [];
+  let fence: string | null = null;
+  for (const line of source.split('\n')) {
+    const match = FENCE.exec(line);
+    if (fence === null) {
+      if (match) {
+        out.push(replace(prose.join('\n')));
+        prose = [];
+        fence = match[1];
+        out.push(line);
+      } else {
+        prose.push(line);
+      }
+    } else {
+      out.push(line);
+      if (
+        match &&
+        match[1][0] === fence[0] &&
+        match[1].length >= fence.length &&
+        line.trim() === match[1]
+      ) {
+        fence = null;
+      }
+    }
+  }
+  if (prose.length) {
+    out.push(replace(prose.join('\n')));
+  }
+  return { source: out.join('\n'), tags };
+}
+
+function parseBody(body: string): { [key: string]: unknown } | null {
+  const text = body.trim();
+  if (text.startsWith('{')) {
+    try {
+      const value: unknown = JSON.parse(text);
+      if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        return value as { [key: string]: unknown };
+      }
+    } catch {
+      return null;
+    }
+    return null;
+  }
+  // A bare URL, as a tool's stream chunk writes it: `<video>\n{url}\n</video>`.
+  if (/^[a-z][a-z0-9+.-]*:\/\/\S+$/i.test(text)) {
+    return { url: text };
+  }
+  return null;
+}
+
+/**
+ * Swap the rendered placeholders in `host` for the media elements of `tags`.
+ */
+export async function replaceJarvisPlaceholders(
+  host: HTMLElement,
+  token: string,
+  tags: IJarvisTag[],
+  resolver: IRenderMime.IResolver | null
+): Promise<void> {
+  const paragraphs = Array.from(host.querySelectorAll('p'));
+  for (const p of paragraphs) {
+    const text = (p.textContent ?? '').trim();
+    if (!text.startsWith(token)) {
+      continue;
+    }
+    const tag = tags[Number(text.slice(token.length))];
+    if (tag) {
+      p.replaceWith(await renderTag(tag, resolver));
+    }
+  }
+}
+
+function str(value: unknown): string {
+  if (value === undefined || value === null) {
+    return '';
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** The URL of a payload: `url`, or `data.url` as in the seed's video example. */
+function payloadUrl(payload: { [key: string]: unknown }): string {
+  const data = payload['data'];
+  if (payload['url'] !== undefined) {
+    return str(payload['url']);
+  }
+  if (data !== null && typeof data === 'object' && 'url' in data) {
+    return str((data as { [key: string]: unknown })['url']);
+  }
+  return '';
+}
+
+/**
+ * A URL the browser may load: http(s), `data:` images and videos, and paths relative
+ * to the notebook (resolved through the rendermime resolver). Anything else
+ * (`javascript:`, `rtsp:` and other streams a browser cannot play) gets `null`.
+ */
+async function loadableUrl(
+  url: string,
+  kind: 'img' | 'video',
+  resolver: IRenderMime.IResolver | null
+): Promise<string | null> {
+  if (/^https?:\/\//i.test(url)) {
+    return url;
+  }
+  if (kind === 'img' && /^data:image\//i.test(url)) {
+    return url;
+  }
+  if (kind === 'video' && /^data:video\//i.test(url)) {
+    return url;
+  }
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//') || !url) {
+    return null;
+  }
+  if (!resolver) {
+    return url;
+  }
+  try {
+    const path = await resolver.resolveUrl(url);
+    return await resolver.getDownloadUrl(path);
+  } catch {
+    return null;
+  }
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  name: K,
+  className: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(name);
+  node.className = className;
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function link(url: string): HTMLAnchorElement {
+  const a = el('a', 'jp-PercentAgent-link', url);
+  if (/^https?:\/\//i.test(url)) {
+    a.href = url;
+    a.target = '_blank';
+    a.rel = 'noopener noreferrer';
+  }
+  return a;
+}
+
+async function renderTag(
+  tag: IJarvisTag,
+  resolver: IRenderMime.IResolver | null
+): Promise<HTMLElement> {
+  const { kind, payload } = tag;
+  const box = el('figure', `jp-PercentAgent-media jp-PercentAgent-${kind}`);
+  box.dataset['jarvis'] = kind;
+  const label = str(payload['type']);
+  switch (kind) {
+    case 'img': {
+      const url = payloadUrl(payload);
+      const src = await loadableUrl(url, 'img', resolver);
+      if (src) {
+        const img = el('img', '');
+        img.src = src;
+        img.alt = label || url;
+        box.appendChild(img);
+      } else {
+        box.appendChild(link(url));
+      }
+      break;
+    }
+    case 'video': {
+      const url = payloadUrl(payload);
+      const src = await loadableUrl(url, 'video', resolver);
+      if (src) {
+        const video = el('video', '');
+        video.src = src;
+        video.controls = true;
+        video.preload = 'metadata';
+        box.appendChild(video);
+      } else {
+        // A live stream (rtsp, rtmp...) that a browser cannot play: show where it is.
+        box.appendChild(el('span', 'jp-PercentAgent-mediaNote', 'Video stream: '));
+        box.appendChild(link(url));
+      }
+      break;
+    }
+    case 'text': {
+      const data = payload['data'];
+      const table = el('table', 'jp-PercentAgent-textData');
+      const rows =
+        data !== null && typeof data === 'object' && !Array.isArray(data)
+          ? Object.entries(data as { [key: string]: unknown })
+          : [['', data] as [string, unknown]];
+      for (const [key, value] of rows) {
+        const tr = el('tr', '');
+        tr.appendChild(el('th', '', key));
+        tr.appendChild(el('td', '', str(value)));
+        table.appendChild(tr);
+      }
+      box.appendChild(table);
+      break;
+    }
+    case 'download': {
+      const url = payloadUrl(payload);
+      const text = `⬇ ${label || 'Download'}`;
+      if (/^https?:\/\//i.test(url)) {
+        const a = el('a', 'jp-PercentAgent-download', text);
+        a.href = url;
+        a.download = '';
+        a.rel = 'noopener noreferrer';
+        box.appendChild(a);
+      } else {
+        // No URL: the export is fetched by the application with its `auth` token.
+        const button = el('button', 'jp-PercentAgent-download', text);
+        button.disabled = true;
+        button.title = 'Export handled by the application that issued it';
+        box.appendChild(button);
+      }
+      break;
+    }
+  }
+  if (label && kind !== 'download') {
+    box.appendChild(el('figcaption', '', label));
+  }
+  return box;
+}
