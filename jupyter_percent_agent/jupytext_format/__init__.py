@@ -12,7 +12,10 @@ changes to its module state, all made here and nowhere else:
 - ``TextNotebookConverter.reads`` / ``writes`` hand the *whole* text to the format core for
   ``msg``, the same place where jupytext dispatches its own whole-text formats (pandoc,
   quarto, myst). jupytext's cell reader, header parser and cell-metadata filter never see a
-  message file, so no metadata is dropped and outputs survive.
+  message file, so no metadata is dropped and outputs survive;
+- ``combine_inputs_with_outputs`` keeps a message file's own outputs and metadata when a
+  pair is synchronised: a message file carries its outputs, so the paired ``.ipynb`` is a
+  mirror of it, not the place its outputs come from.
 
 Everything else (pairing, ``--sync``, ``--test-strict``, the contents manager) is jupytext's
 own code. ``register()`` applies all of it to an imported jupytext; the startup hook
@@ -257,21 +260,54 @@ def _rebind(original: Any, replacement: Any) -> None:
                     setattr(module, attr, replacement)
 
 
+def _is_msg_source(nb_source: Any, fmt: Any) -> bool:
+    if isinstance(fmt, dict) and fmt.get("format_name"):
+        return fmt["format_name"] == FORMAT_NAME
+    if isinstance(fmt, str) and fmt:
+        return fmt.endswith(":" + FORMAT_NAME) or fmt.lower().endswith(SUFFIX + EXTENSION)
+    text_repr = nb_source.metadata.get("jupytext", {}).get("text_representation", {})
+    return text_repr.get("format_name") == FORMAT_NAME
+
+
+def _patch_combine(combine: ModuleType) -> None:
+    if _is_patched(combine.combine_inputs_with_outputs):
+        return
+    original_combine = combine.combine_inputs_with_outputs
+
+    def combine_inputs_with_outputs(nb_source: Any, nb_outputs: Any, fmt: Any = None) -> Any:
+        if not _is_msg_source(nb_source, fmt):
+            return original_combine(nb_source, nb_outputs, fmt)
+        # The message file is newer than its .ipynb and holds its own outputs: it wins whole.
+        jupytext_meta = nb_source.metadata.get("jupytext", {})
+        jupytext_meta.pop("text_representation", None)
+        if "jupytext" in nb_source.metadata and not jupytext_meta:
+            nb_source.metadata.pop("jupytext")
+        nb_source.nbformat_minor = max(nb_source.nbformat_minor, nb_outputs.nbformat_minor)
+        return nb_source
+
+    combine.combine_inputs_with_outputs = _mark(combine_inputs_with_outputs, original_combine)
+    _rebind(original_combine, combine.combine_inputs_with_outputs)
+
+
 def on_jupytext_module_loaded(module: ModuleType) -> None:
-    """Called by the startup hook right after ``jupytext.formats`` or ``.jupytext`` has run."""
+    """Called by the startup hook right after a watched jupytext module has run."""
     if module.__name__ == "jupytext.formats":
         _patch_formats(module)
     elif module.__name__ == "jupytext.jupytext":
         _patch_converter(module)
+    elif module.__name__ == "jupytext.combine":
+        _patch_combine(module)
 
 
 def register() -> None:
     """Register the message format with jupytext (idempotent); imports jupytext."""
+    import jupytext.combine
     import jupytext.formats
     import jupytext.jupytext
 
     _patch_formats(jupytext.formats)
     _patch_converter(jupytext.jupytext)
+    _patch_combine(jupytext.combine)
 
 
 def is_registered() -> bool:

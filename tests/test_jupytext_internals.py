@@ -1,0 +1,104 @@
+"""Fails loudly when the jupytext internals the adapter relies on move.
+
+jupytext has no plugin API: ``jupyter_percent_agent.jupytext_format`` changes a handful of
+its module attributes (see its docstring). Each of them is checked here by name and shape,
+so that a jupytext upgrade that renames or reshapes one breaks this file first, with a
+message that says which internal moved.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import jupytext
+import jupytext.combine
+import jupytext.formats
+import jupytext.jupytext
+
+from jupyter_percent_agent import jupytext_format
+
+
+def params(fn: object) -> list[str]:
+    return list(inspect.signature(inspect.unwrap(fn)).parameters)  # type: ignore[arg-type]
+
+
+def test_jupytext_version_is_the_pinned_minor() -> None:
+    assert jupytext.__version__.startswith("1.19."), (
+        f"jupytext {jupytext.__version__}: the adapter was written against 1.19; re-check "
+        "every internal listed in jupyter_percent_agent/jupytext_format/__init__.py"
+    )
+
+
+def test_format_table_is_an_appendable_list_of_descriptions() -> None:
+    formats = jupytext.formats
+    assert isinstance(formats.JUPYTEXT_FORMATS, list), "JUPYTEXT_FORMATS is no longer a list"
+    assert params(formats.NotebookFormatDescription.__init__)[:7] == [
+        "self",
+        "format_name",
+        "extension",
+        "header_prefix",
+        "cell_reader_class",
+        "cell_exporter_class",
+        "current_version_number",
+    ], "NotebookFormatDescription changed its constructor"
+    assert isinstance(formats._VALID_FORMAT_NAMES, set), "_VALID_FORMAT_NAMES is no longer a set"
+    assert formats.get_format_implementation(".md").format_name == "markdown"
+
+
+def test_patched_functions_keep_their_signatures() -> None:
+    formats = jupytext.formats
+    assert params(formats.guess_format) == ["text", "ext"]
+    assert params(formats.validate_one_format) == ["jupytext_format"]
+    assert "validate_one_format(" in inspect.getsource(formats.long_form_one_format)
+    assert params(jupytext.jupytext.read)[:2] == ["fp", "as_version"]
+    assert params(jupytext.combine.combine_inputs_with_outputs) == [
+        "nb_source",
+        "nb_outputs",
+        "fmt",
+    ]
+
+
+def test_converter_dispatches_whole_text_formats_by_format_name() -> None:
+    converter = jupytext.jupytext.TextNotebookConverter
+    reads = inspect.getsource(inspect.unwrap(converter.reads))
+    writes = inspect.getsource(inspect.unwrap(converter.writes))
+    assert params(converter.reads)[:2] == ["self", "s"]
+    assert params(converter.writes)[:3] == ["self", "nb", "metadata"]
+    # The place where jupytext hands the whole text to pandoc/quarto/myst is where we hook in.
+    assert 'self.fmt.get("format_name") == "pandoc"' in reads
+    assert 'self.fmt.get("format_name") == "pandoc"' in writes
+    reads_src = inspect.getsource(jupytext.jupytext.reads)
+    assert "guess_format(text, ext)" in reads_src
+    assert "read_format_from_metadata(text, ext)" in reads_src
+
+
+def test_registration_is_complete_and_idempotent() -> None:
+    jupytext_format.register()
+    jupytext_format.register()
+    formats = jupytext.formats
+    assert jupytext_format.is_registered()
+    assert [f.format_name for f in formats.JUPYTEXT_FORMATS].count("msg") == 1
+    assert formats.get_format_implementation(".md").format_name == "markdown"
+    assert formats.get_format_implementation(".md", "msg").format_name == "msg"
+    assert formats.long_form_one_format(".msg.md") == {
+        "suffix": ".msg",
+        "extension": ".md",
+        "format_name": "msg",
+    }
+    assert formats.long_form_one_format("md:msg")["format_name"] == "msg"
+    assert formats.short_form_one_format(formats.long_form_one_format(".msg.md")) == ".msg.md"
+    # Modules that imported the functions by name see the patched ones.
+    assert jupytext.guess_format is formats.guess_format
+    assert jupytext.jupytext.guess_format is formats.guess_format
+    assert jupytext.read is jupytext.jupytext.read
+
+
+def test_guess_format_by_content_and_by_path() -> None:
+    guess = jupytext.formats.guess_format
+    assert guess("## %% Hello[^a]\n\nHi\n", ".md") == ("msg", {})
+    assert guess("---\nmessage_section: Discussion\n---\n\n# Doc\n", ".md") == ("msg", {})
+    assert guess("# Title\n\n```python\n# %% not a heading\n```\n", ".md")[0] == "markdown"
+    assert guess("", ".md")[0] == "markdown"
+    with jupytext_format.path_hint("chat.msg.md"):
+        assert guess("", ".md") == ("msg", {})
+    assert guess("## %% x\n", ".py")[0] != "msg"
