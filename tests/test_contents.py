@@ -1,0 +1,327 @@
+"""The contents manager and server extension, through a real jupyter_server (pytest-jupyter).
+
+The extension is enabled the way a user (or the installed jupyter-config file) does it:
+``ServerApp.jpserver_extensions``. Every request goes through ``/api/contents``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_percent_agent import format as core
+from jupyter_percent_agent.jupytext_format import looks_like_message_text
+
+EXTENSION = {"jupyter_percent_agent.contents": True}
+
+
+@pytest.fixture
+def jp_server_config() -> dict:
+    return {"ServerApp": {"jpserver_extensions": EXTENSION}}
+
+
+@pytest.fixture
+def chat_text(data_dir: Path) -> str:
+    return (data_dir / "jupytext" / "chat.msg.md").read_text(encoding="utf-8")
+
+
+async def get_model(jp_fetch, path: str, **params: str) -> dict:
+    response = await jp_fetch("api", "contents", path, method="GET", params=params)
+    assert response.code == 200
+    return json.loads(response.body)
+
+
+async def put_model(jp_fetch, path: str, model: dict) -> dict:
+    body = {"type": model["type"], "format": model.get("format"), "content": model["content"]}
+    response = await jp_fetch("api", "contents", path, method="PUT", body=json.dumps(body))
+    assert response.code in (200, 201)
+    return json.loads(response.body)
+
+
+def sources(nb: dict) -> list[tuple[str, str]]:
+    return [
+        (c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+        for c in nb["cells"]
+    ]
+
+
+def cell_outputs(nb: dict) -> list[int]:
+    return [len(c.get("outputs", [])) for c in nb["cells"]]
+
+
+# --- the server extension itself -----------------------------------------------------------------
+
+
+async def test_extension_sets_a_message_contents_manager(jp_serverapp) -> None:
+    from jupytext.config import JupytextConfiguration
+
+    cm = jp_serverapp.contents_manager
+    assert getattr(type(cm), "_percent_agent_message_files", False)
+    assert isinstance(cm, JupytextConfiguration), "built on jupytext's contents manager"
+
+
+class _UserManagerMixin:
+    """Stands for a contents manager class a user configured (a real subclass, not a mock)."""
+
+    user_marker = True
+
+
+@pytest.fixture
+def user_cm_class() -> type:
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+    return type("UserContentsManager", (_UserManagerMixin, AsyncLargeFileManager), {})
+
+
+async def test_a_user_configured_class_is_kept_underneath(
+    jp_server_config, user_cm_class, jp_configurable_serverapp
+) -> None:
+    app = jp_configurable_serverapp(
+        config={
+            "ServerApp": {
+                "jpserver_extensions": EXTENSION,
+                "contents_manager_class": user_cm_class,
+            }
+        }
+    )
+    cm = app.contents_manager
+    assert isinstance(cm, user_cm_class)
+    assert getattr(type(cm), "_percent_agent_message_files", False)
+
+
+async def test_other_jupytext_formats_keep_working(jp_fetch, jp_root_dir: Path) -> None:
+    (jp_root_dir / "script.py").write_text("# %%\nx = 1\n\n# %% [markdown]\n# Hi\n")
+    model = await get_model(jp_fetch, "script.py")
+    assert model["type"] == "notebook"
+    assert [c["cell_type"] for c in model["content"]["cells"]] == ["code", "markdown"]
+
+
+def test_jupyter_server_does_not_import_litellm(tmp_path: Path) -> None:
+    """What `jupyter lab` loads at start: the server, our extension, JupyterLab's."""
+    code = (
+        "import sys\n"
+        "from jupyter_server.serverapp import ServerApp\n"
+        "app = ServerApp()\n"
+        f"app.initialize(argv=['--ServerApp.root_dir={tmp_path}', '--ServerApp.allow_root=True',"
+        " '--ServerApp.open_browser=False', '--ServerApp.port=0'], new_httpserver=False)\n"
+        "assert 'jupyter_percent_agent.contents' in app.extension_manager.extensions\n"
+        "print(type(app.contents_manager).__name__, 'litellm' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={
+            **os.environ,
+            # Only this environment's installed configuration: our jupyter-config file.
+            "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        },
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["AsyncMessageContentsManager", "False"]
+
+
+def test_installed_config_enables_the_extension() -> None:
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter"), "server", "extension", "list"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    listing = proc.stdout + proc.stderr
+    line = next((ln for ln in listing.splitlines() if "jupyter_percent_agent.contents" in ln), "")
+    assert "enabled" in line, listing
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+async def test_get_message_file_is_a_notebook(jp_fetch, jp_root_dir: Path, chat_text) -> None:
+    (jp_root_dir / "chat.msg.md").write_text(chat_text, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    assert model["type"] == "notebook"
+    assert model["format"] == "json"
+    expected = core.reads(chat_text, path="chat.msg.md")
+    assert sources(model["content"]) == sources(expected)
+    assert cell_outputs(model["content"]) == cell_outputs(expected)
+    assert any(cell_outputs(expected))
+
+
+async def test_last_modified_is_the_file_time(jp_fetch, jp_root_dir: Path, chat_text) -> None:
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    stamp = 1_700_000_000.25
+    os.utime(path, (stamp, stamp))
+    model = await get_model(jp_fetch, "chat.msg.md", content="0")
+    when = datetime.fromisoformat(model["last_modified"].replace("Z", "+00:00"))
+    assert when == datetime.fromtimestamp(stamp, tz=timezone.utc)
+    model = await get_model(jp_fetch, "chat.msg.md")
+    assert datetime.fromisoformat(model["last_modified"].replace("Z", "+00:00")) == when
+
+
+@pytest.mark.parametrize("name", ["my chat.msg.md", "dossier été/Ünïcødé 会話.msg.md"])
+async def test_paths_with_spaces_and_unicode(jp_fetch, jp_root_dir: Path, chat_text, name) -> None:
+    path = jp_root_dir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(chat_text, encoding="utf-8")
+    model = await get_model(jp_fetch, name)
+    assert model["type"] == "notebook"
+    assert model["path"] == name
+    model["content"]["cells"][0]["source"] = "Renamed question"
+    await put_model(jp_fetch, name, model)
+    saved = path.read_text(encoding="utf-8")
+    assert sources(core.reads(saved, path=name))[0][1] == "Renamed question"
+
+
+async def test_plain_md_with_message_section_opens_as_messages(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    text = (
+        "---\nmessage_section: Discussion\n---\n\n# Project notes\n\nA preamble kept as is.\n\n"
+        "## Discussion\n\n### %% What next?[^m1]\n\n[^m1]: [markdown]\n\nShip it?\n"
+    )
+    (jp_root_dir / "notes.md").write_text(text, encoding="utf-8")
+    model = await get_model(jp_fetch, "notes.md")
+    assert model["type"] == "notebook"
+    assert sources(model["content"]) == sources(core.reads(text, path="notes.md"))
+    await put_model(jp_fetch, "notes.md", model)
+    saved = (jp_root_dir / "notes.md").read_text(encoding="utf-8")
+    assert "# Project notes\n\nA preamble kept as is.\n" in saved
+    assert sources(core.reads(saved, path="notes.md")) == sources(core.reads(text, path="notes.md"))
+
+
+async def test_plain_md_without_it_stays_jupytext_markdown(jp_fetch, jp_root_dir: Path) -> None:
+    text = "# A document\n\nSome text.\n\n```python\n# %% a comment, not a heading\nx = 1\n```\n"
+    (jp_root_dir / "doc.md").write_text(text, encoding="utf-8")
+    model = await get_model(jp_fetch, "doc.md")
+    nb = model["content"]
+    assert nb["metadata"]["jupytext"]["text_representation"]["format_name"] == "markdown"
+    assert [c["cell_type"] for c in nb["cells"]] == ["markdown", "code"]
+    await put_model(jp_fetch, "doc.md", model)
+    saved = (jp_root_dir / "doc.md").read_text(encoding="utf-8")
+    assert not looks_like_message_text(saved)
+    assert "x = 1" in saved
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+async def test_put_writes_canonical_text_and_keeps_metadata_and_tags(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    first = model["content"]["cells"][0]
+    first["source"] = "Which plan is cheaper?"
+    first["metadata"]["tags"] = ["question", "priority"]
+    first["metadata"]["reviewed_by"] = "ana"
+    model["content"]["cells"][-1]["metadata"]["collapsed"] = True
+    await put_model(jp_fetch, "chat.msg.md", model)
+
+    saved = path.read_text(encoding="utf-8")
+    assert saved == core.writes(core.reads(saved, path="chat.msg.md"), path="chat.msg.md")
+    assert "text_representation" not in saved
+    nb = core.reads(saved, path="chat.msg.md")
+    assert nb["cells"][0]["source"] == "Which plan is cheaper?"
+    assert nb["cells"][0]["metadata"]["tags"] == ["question", "priority"]
+    assert nb["cells"][0]["metadata"]["reviewed_by"] == "ana"
+    assert nb["cells"][-1]["metadata"]["collapsed"] is True
+    assert cell_outputs(nb) == cell_outputs(core.reads(chat_text, path="chat.msg.md"))
+
+    again = await get_model(jp_fetch, "chat.msg.md")
+    assert again["content"]["cells"][0]["metadata"]["tags"] == ["question", "priority"]
+    # Saving what was just read changes nothing: the text is canonical.
+    await put_model(jp_fetch, "chat.msg.md", again)
+    assert path.read_text(encoding="utf-8") == saved
+
+
+async def test_empty_msg_md_opens_and_saves_as_a_message_file(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    path = jp_root_dir / "new chat.msg.md"
+    path.write_text("", encoding="utf-8")
+    model = await get_model(jp_fetch, "new chat.msg.md")
+    assert model["type"] == "notebook"
+    assert model["content"]["cells"] == []
+    assert model["content"]["metadata"].get("kernelspec") == core.reads(
+        "", path="new chat.msg.md"
+    )["metadata"].get("kernelspec")
+    model["content"]["cells"].append(
+        {
+            "cell_type": "code",
+            "id": "first",
+            "metadata": {},
+            "source": "Hello, agent.",
+            "outputs": [],
+            "execution_count": None,
+        }
+    )
+    await put_model(jp_fetch, "new chat.msg.md", model)
+    saved = path.read_text(encoding="utf-8")
+    assert looks_like_message_text(saved)
+    assert sources(core.reads(saved, path="new chat.msg.md")) == [("code", "Hello, agent.")]
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+async def test_malformed_file_is_a_400_naming_the_line(
+    jp_fetch, jp_root_dir: Path, malformed_text: tuple[str, int]
+) -> None:
+    text, line = malformed_text
+    (jp_root_dir / "bad.msg.md").write_text(text, encoding="utf-8")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "bad.msg.md", method="GET")
+    assert info.value.code == 400
+    body = json.loads(info.value.response.body)
+    assert f"line {line}" in body["message"] or f":{line}:" in body["message"]
+    assert "Traceback" not in body["message"]
+
+
+async def test_failing_save_leaves_the_old_file_intact(
+    jp_fetch, jp_root_dir: Path, chat_text, unwritable_cell: dict
+) -> None:
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    before = path.read_bytes()
+    model = await get_model(jp_fetch, "chat.msg.md")
+    model["content"]["cells"].append(unwritable_cell)
+    with pytest.raises(HTTPClientError) as info:
+        await put_model(jp_fetch, "chat.msg.md", model)
+    assert 400 <= info.value.code < 500
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in jp_root_dir.iterdir()) == ["chat.msg.md"]
+
+
+# --- size ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_a_50_mb_message_file_opens(jp_fetch, jp_root_dir: Path) -> None:
+    paragraph = "All work and no play makes a long conversation. " * 20 + "\n\n"
+    body = paragraph * 50  # about 50 KB a message
+    cells = [core.new_message(f"{i}\n\n{body}", cell_id=f"m{i}") for i in range(1000)]
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": cells,
+    }
+    path = jp_root_dir / "big.msg.md"
+    core.write(nb, path)
+    assert path.stat().st_size >= 50_000_000
+    model = await get_model(jp_fetch, "big.msg.md")
+    assert model["type"] == "notebook"
+    assert len(model["content"]["cells"]) == 1000
+
