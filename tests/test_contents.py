@@ -10,9 +10,8 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from tornado.httpclient import HTTPClientError
@@ -164,7 +163,7 @@ async def test_last_modified_is_the_file_time(jp_fetch, jp_root_dir: Path, chat_
     os.utime(path, (stamp, stamp))
     model = await get_model(jp_fetch, "chat.msg.md", content="0")
     when = datetime.fromisoformat(model["last_modified"].replace("Z", "+00:00"))
-    assert when == datetime.fromtimestamp(stamp, tz=timezone.utc)
+    assert when == datetime.fromtimestamp(stamp, tz=UTC)
     model = await get_model(jp_fetch, "chat.msg.md")
     assert datetime.fromisoformat(model["last_modified"].replace("Z", "+00:00")) == when
 
@@ -183,9 +182,7 @@ async def test_paths_with_spaces_and_unicode(jp_fetch, jp_root_dir: Path, chat_t
     assert sources(core.reads(saved, path=name))[0][1] == "Renamed question"
 
 
-async def test_plain_md_with_message_section_opens_as_messages(
-    jp_fetch, jp_root_dir: Path
-) -> None:
+async def test_plain_md_with_message_section_opens_as_messages(jp_fetch, jp_root_dir: Path) -> None:
     text = (
         "---\nmessage_section: Discussion\n---\n\n# Project notes\n\nA preamble kept as is.\n\n"
         "## Discussion\n\n### %% What next?[^m1]\n\n[^m1]: [markdown]\n\nShip it?\n"
@@ -246,17 +243,15 @@ async def test_put_writes_canonical_text_and_keeps_metadata_and_tags(
     assert path.read_text(encoding="utf-8") == saved
 
 
-async def test_empty_msg_md_opens_and_saves_as_a_message_file(
-    jp_fetch, jp_root_dir: Path
-) -> None:
+async def test_empty_msg_md_opens_and_saves_as_a_message_file(jp_fetch, jp_root_dir: Path) -> None:
     path = jp_root_dir / "new chat.msg.md"
     path.write_text("", encoding="utf-8")
     model = await get_model(jp_fetch, "new chat.msg.md")
     assert model["type"] == "notebook"
     assert model["content"]["cells"] == []
-    assert model["content"]["metadata"].get("kernelspec") == core.reads(
-        "", path="new chat.msg.md"
-    )["metadata"].get("kernelspec")
+    assert model["content"]["metadata"].get("kernelspec") == core.reads("", path="new chat.msg.md")[
+        "metadata"
+    ].get("kernelspec")
     model["content"]["cells"].append(
         {
             "cell_type": "code",
@@ -324,4 +319,3 @@ async def test_a_50_mb_message_file_opens(jp_fetch, jp_root_dir: Path) -> None:
     model = await get_model(jp_fetch, "big.msg.md")
     assert model["type"] == "notebook"
     assert len(model["content"]["cells"]) == 1000
-
