@@ -49,7 +49,7 @@ def _translate(err: Exception, path: str, action: str) -> Exception | None:
         return None
     line = getattr(cause, "line", None)
     where = f" at line {line}" if line is not None else ""
-    message = f"Cannot {action} {path}{where}: {cause}"
+    message = f"Cannot {action} {path.strip('/')}{where}: {cause}"
     return HTTPError(400, message, reason=f"Malformed message file{where}")
 
 
@@ -168,14 +168,35 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _link_jupyter_server_extension(serverapp: Any) -> None:
-    """Runs before the contents manager is created: derive ours from the configured class."""
-    base = serverapp.contents_manager_class
-    serverapp.contents_manager_class = build_message_contents_manager_class(base)
-    serverapp.log.info(
-        "[jupyter-percent-agent] message files (.msg.md) open as notebooks (contents manager "
-        "derived from %s)",
-        base.__name__,
-    )
+    """Runs before the contents manager is created: derive ours from the configured class.
+
+    Extensions linked after this one (JupyterLab, any ``ExtensionApp``) load their config into
+    the server again, which sets ``contents_manager_class`` back to the configured class; so
+    the trait is watched, and whatever class it is set to is derived from in turn.
+    """
+
+    def derive(_change: Any = None) -> None:
+        base = serverapp.contents_manager_class
+        if getattr(base, MESSAGE_CM_MARKER, False):
+            return
+        serverapp.contents_manager_class = _derived(base)
+        serverapp.log.info(
+            "[jupyter-percent-agent] message files (.msg.md) open as notebooks "
+            "(contents manager derived from %s)",
+            base.__name__,
+        )
+
+    serverapp.observe(derive, names=["contents_manager_class"])
+    derive()
+
+
+_DERIVED: dict[type, type] = {}
+
+
+def _derived(base: type) -> type:
+    if base not in _DERIVED:
+        _DERIVED[base] = build_message_contents_manager_class(base)
+    return _DERIVED[base]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
