@@ -12,6 +12,9 @@ import importlib
 import click
 
 COMMANDS: dict[str, str] = {
+    "chat": "jupyter_percent_agent.cli.chat:chat",
+    "list": "jupyter_percent_agent.cli.list:list_",
+    "set-default": "jupyter_percent_agent.cli.set_default:set_default",
     "tools": "jupyter_percent_agent.cli.tools:tools",
 }
 

@@ -40,7 +40,7 @@ async def run_code_cell(cell: Mapping[str, Any], run: CellRun, on_event: OnEvent
         _emit(run, on_event, fmt.error_output("LanguageError", run.error, [],
                                               out_id=f"{run.cell_id}.{n}"))
         return
-    result = await asyncio.to_thread(sandbox.execute, fmt.message_text(cell), timeout=timeout)
+    result = await sandbox.execute_async(fmt.message_text(cell), timeout=timeout)
     meta = {"status": result.status, "duration": round(result.duration, 3)}
     if result.stdout:
         _emit(run, on_event, fmt.stream_output("stdout", result.stdout,

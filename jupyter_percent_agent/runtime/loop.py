@@ -8,7 +8,6 @@ as the final answer.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,8 +96,8 @@ async def attp_loop(cell: Mapping[str, Any], agent: Agent, registry: Any,
             return
         _record(run, cell, agent, res, res.text, reasoning=1, on_event=on_event)
         call_id = f"{run.cell_id}.{nonce()}"
-        result = await asyncio.to_thread(
-            sandbox.execute, parsed.code, tools=registry, timeout=SANDBOX_TIMEOUT,
+        result = await sandbox.execute_async(
+            parsed.code, tools=registry, timeout=SANDBOX_TIMEOUT,
             on_chunk=lambda name, chunk: on_event("chunk", (name, chunk)))
         names = sorted({c.name for c in result.tool_calls}) or ["python"]
         call_out = fmt.tool_call_output(",".join(names), parsed.code, out_id=call_id,

@@ -236,13 +236,15 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 
 
 async def run_cell(nb: Mapping[str, Any], cell_id: str, options: RunOptions | None = None,
-                   on_event: OnEvent = _noop) -> CellRun:
+                   on_event: OnEvent = _noop, *, run: CellRun | None = None) -> CellRun:
     """Run the cell ``cell_id`` of ``nb`` (a message, code, tool call...) and return what it
-    produced. Model failures end as an ``[error]`` output, not an exception."""
+    produced. Model failures end as an ``[error]`` output, not an exception. Pass ``run`` to
+    keep what was produced when the task is cancelled (a partial reply is recorded with
+    ``interrupted=true``)."""
     options = options or RunOptions()
     index, cell = find_cell(nb, cell_id)
     kind = fmt.cell_kind(cell)
-    run = CellRun(cell_id=cell_id)
+    run = run if run is not None else CellRun(cell_id=cell_id)
     if kind == "code":
         from jupyter_percent_agent.runtime.cells import run_code_cell
 

@@ -1,0 +1,121 @@
+"""``tce list``: the cells of a message file, or the agents it defines (``ITEM/agent``).
+
+Imports only click and the format core, so it starts fast on large files.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jupyter_percent_agent.cli._common import EXIT_AGENT, fail, read_or_fail, resolve_item
+
+
+def _split_agent_item(item: str) -> tuple[str, bool]:
+    for suffix in ("/agent", "/agents"):
+        if item.endswith(suffix) and not Path(item).exists():
+            return item[: -len(suffix)], True
+    return item, False
+
+
+def cell_rows(nb: dict) -> list[dict[str, Any]]:
+    """One row per cell: index, id, type, title, agent, history."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime import history as hist
+
+    rows = []
+    for i, cell in enumerate(hist.conversation_cells(nb), start=1):
+        attrs = fmt.cell_attrs(cell)
+        kind = fmt.cell_kind(cell)
+        agent = attrs.get("agent") or attrs.get("name") if kind == "agent" else attrs.get("agent")
+        if not agent:
+            agents = [fmt.output_attrs(o).get("agent") for o in cell.get("outputs", []) or []
+                      if fmt.output_kind(o) == "reply"]
+            agent = ",".join(dict.fromkeys(a for a in agents if a)) or ""
+        title = _title(cell) or _first_line(fmt.message_text(cell))
+        rows.append({"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
+                     "agent": agent or "", "history": hist.history_mode(attrs.get("history"),
+                                                                        kind),
+                     "outputs": len(cell.get("outputs", []) or [])})
+    return rows
+
+
+def _title(cell: dict) -> str:
+    meta = cell.get("metadata") or {}
+    for key in ("title",):
+        if isinstance(meta.get(key), str):
+            return meta[key]
+    for value in meta.values():
+        if isinstance(value, dict) and isinstance(value.get("title"), str):
+            return value["title"]
+    return ""
+
+
+def _first_line(text: str, width: int = 50) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def agent_rows(nb: dict) -> list[dict[str, Any]]:
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime.agents import known_agents
+
+    default = fmt.front_matter(nb).get("default_agent")
+    rows = []
+    for name, agent in known_agents(nb).items():
+        rows.append({"name": name, "source": agent.source, "models": agent.models,
+                     "tools": agent.tools or [], "default": name == default})
+    seen = {r["name"] for r in rows}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) or []:
+            if fmt.output_kind(out) == "reply":
+                name = fmt.output_attrs(out).get("agent")
+                if name and name not in seen:
+                    seen.add(name)
+                    rows.append({"name": name, "source": "replies only", "models": [],
+                                 "tools": [], "default": name == default})
+    return rows
+
+
+@click.command("list")
+@click.argument("item")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+def list_(item: str, as_json: bool) -> None:
+    """List the cells of ITEM (index, type, title, agent, history), or its agents with
+    ITEM/agent."""
+    item, agents = _split_agent_item(item)
+    path = resolve_item(item)
+    nb = read_or_fail(path)
+    if agents:
+        from jupyter_percent_agent.runtime.agents import AgentError
+
+        try:
+            rows = agent_rows(nb)
+        except AgentError as exc:
+            fail(str(exc), EXIT_AGENT)
+        cols = ["name", "source", "models", "tools", "default"]
+    else:
+        rows = cell_rows(nb)
+        cols = ["index", "type", "title", "agent", "history"]
+    out = sys.stdout
+    if as_json:
+        out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        return
+    table = [[_cell(r[c]) for c in cols] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in table]) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+              for row in table]
+    out.write("\n".join(lines) + "\n")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "*" if value else ""
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
