@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 # Section headers and the canonical name each maps to.
@@ -74,6 +75,9 @@ def parse_docstring(text: str | None) -> Docstring:
         raise DocstringError("missing docstring")
     cleaned = inspect.cleandoc(text)
     lines = cleaned.splitlines()
+    header = _HEADER.match(lines[0])
+    if header and header.group("name").lower() in SECTIONS:
+        raise DocstringError("missing summary line before the sections", 1)
     head, sections = _split_sections(lines)
     summary, description = _summary(head)
     bodies = {name: _section_text(body) for name, (_, body) in sections.items()}
@@ -127,7 +131,7 @@ def _summary(head: list[str]) -> tuple[str, str]:
 
 
 def _section_text(body: list[str]) -> str:
-    return inspect.cleandoc("\n".join(body)).strip() if any(s.strip() for s in body) else ""
+    return textwrap.dedent("\n".join(body)).strip() if any(s.strip() for s in body) else ""
 
 
 def _parse_args(header_line: int, body: list[str]) -> dict[str, ArgDoc]:
