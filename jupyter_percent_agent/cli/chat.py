@@ -171,7 +171,11 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     from jupyter_percent_agent.runtime.ranges import SelectionError, parse_selection
     from jupyter_percent_agent.runtime.session import CellRun, RunOptions, run_cell
 
-    warm = _start_litellm_import()
+    from jupyter_percent_agent.runtime import models, warm as helper
+
+    models.USE_HELPER = helper.enabled()
+    warm = None if models.USE_HELPER and helper.socket_path().exists() else \
+        _start_litellm_import()
     try:
         for s in (*include, *exclude):
             parse_selection(s)
@@ -201,7 +205,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
                          file_path=path)
     printer = Printer(quiet=as_json)
     run = CellRun(cell_id=cid)
-    warm.join()
+    if warm is not None:
+        warm.join()
     try:
         asyncio.run(run_cell(nb, cid, options, printer, run=run))
     except KeyboardInterrupt:

@@ -183,10 +183,21 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_delta: OnDelta,
     result.cost = _cost(litellm, routed, result.tokens_in, result.tokens_out)
 
 
-async def complete(spec: CallSpec, on_delta: OnDelta | None = None) -> CallResult:
+USE_HELPER = False
+"""Set by ``tce``: hand calls to the warm helper process (``runtime.warm``) when one runs."""
+
+
+async def complete(spec: CallSpec, on_delta: OnDelta | None = None, *,
+                   local: bool = False) -> CallResult:
     """Stream one reply, retrying and falling over to the next model; never raises for a
     model failure (the result's ``error`` says why). Cancellation propagates."""
     on_delta = on_delta or (lambda kind, text: None)
+    if USE_HELPER and not local:
+        from jupyter_percent_agent.runtime import warm
+
+        result = await warm.try_complete(spec, on_delta)
+        if result is not None:
+            return result
     started = time.monotonic()
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
     try:

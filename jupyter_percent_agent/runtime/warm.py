@@ -1,0 +1,179 @@
+"""A small persistent helper that keeps litellm imported, so ``tce chat`` starts fast.
+
+``import litellm`` costs about 3 s here, far more than the rest of a chat. The first
+``tce chat`` starts this helper in the background (its own session, so Ctrl-C in the
+terminal does not reach it) and makes its own call in-process; later runs hand their model
+call (a ``CallSpec``, plain JSON) to the helper over a Unix socket and read the streamed
+deltas back. The helper exits after ``PERCENT_AGENT_WARM_IDLE`` seconds (default 900)
+without work. ``PERCENT_AGENT_WARM=0`` turns it off.
+
+The socket lives in a private folder (``$TMPDIR/percent-agent-UID``, mode 0700, checked
+before use) and its name is a hash of the environment, the interpreter and this package's
+code, so a helper never answers for a different set of keys, ``api_base`` or version.
+Closing the connection cancels the call in the helper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jupyter_percent_agent.runtime.models import CallResult, CallSpec, OnDelta
+
+_VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "PS1", "PS2",
+             "PYTEST_CURRENT_TEST", "PERCENT_AGENT_WARM_IDLE")
+
+
+def _folder() -> Path:
+    return Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}"
+
+
+def _private(folder: Path) -> bool:
+    try:
+        st = folder.stat()
+    except FileNotFoundError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+
+
+def socket_path(env: dict[str, str] | None = None) -> Path:
+    """Where the helper for this environment listens."""
+    env = dict(os.environ if env is None else env)
+    h = hashlib.sha256()
+    for key in sorted(env):
+        if key not in _VOLATILE:
+            h.update(f"{key}={env[key]}\0".encode())
+    h.update(sys.executable.encode())
+    here = Path(__file__).resolve().parent
+    for name in ("models.py", "warm.py"):
+        with contextlib.suppress(OSError):
+            h.update(str((here / name).stat().st_mtime_ns).encode())
+    return _folder() / f"litellm-{h.hexdigest()[:16]}.sock"
+
+
+def enabled() -> bool:
+    return os.environ.get("PERCENT_AGENT_WARM", "1").strip().lower() not in ("0", "false", "no",
+                                                                              "off")
+
+
+def spawn(path: Path) -> None:
+    """Start a helper for ``path`` in the background, detached from this terminal."""
+    folder = path.parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.warm", str(path)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+
+
+async def try_complete(spec: CallSpec, on_delta: OnDelta) -> CallResult | None:
+    """The call made by a running helper, or None when there is none (one is then started
+    for next time)."""
+    path = socket_path()
+    if not _private(path.parent) or not path.exists():
+        with contextlib.suppress(OSError):
+            marker = path.with_suffix(".starting")
+            if not marker.exists() or time.time() - marker.stat().st_mtime > 60:
+                _folder().mkdir(mode=0o700, parents=True, exist_ok=True)
+                marker.touch()
+                spawn(path)
+        return None
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(path), limit=2**24)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    streamed = False
+    try:
+        writer.write(json.dumps(spec.to_json()).encode() + b"\n")
+        await writer.drain()
+        while True:
+            line = await reader.readline()
+            if not line:  # the helper went away: the caller calls in-process
+                if streamed:
+                    on_delta("retry", "the warm helper went away; calling in-process")
+                return None
+            msg = json.loads(line)
+            if "result" in msg:
+                return CallResult(**msg["result"])
+            streamed = True
+            on_delta(msg["kind"], msg["text"])
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+# -- the helper process ------------------------------------------------------------------
+
+async def _serve(path: Path, idle: float) -> None:
+    from jupyter_percent_agent.runtime import models
+
+    models.import_litellm()
+    last = time.monotonic()
+    active = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal last, active
+        active += 1
+        try:
+            line = await reader.readline()
+            if not line:
+                return
+            spec = CallSpec(**json.loads(line))
+
+            def on_delta(kind: str, text: str) -> None:
+                writer.write(json.dumps({"kind": kind, "text": text}).encode() + b"\n")
+
+            call = asyncio.ensure_future(models.complete(spec, on_delta, local=True))
+            gone = asyncio.ensure_future(reader.read())  # EOF = the client gave up
+            done, _ = await asyncio.wait({call, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if call in done:
+                gone.cancel()
+                writer.write(json.dumps({"result": call.result().to_json()}).encode() + b"\n")
+                await writer.drain()
+            else:
+                call.cancel()
+        except (ConnectionError, json.JSONDecodeError, TypeError):
+            pass
+        finally:
+            active -= 1
+            last = time.monotonic()
+            writer.close()
+
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    server = await asyncio.start_unix_server(handle, str(path), limit=2**24)
+    os.chmod(path, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        path.with_suffix(".starting").unlink()
+    async with server:
+        while active or time.monotonic() - last < idle:
+            await asyncio.sleep(min(5.0, idle))
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(argv[0]) if argv else socket_path()
+    idle = float(os.environ.get("PERCENT_AGENT_WARM_IDLE", 900))
+    try:
+        asyncio.run(_serve(path, idle))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.with_suffix(".starting").unlink()
+
+
+if __name__ == "__main__":
+    main()
