@@ -20,6 +20,10 @@ SHARED = Path(os.environ.get("PERCENT_AGENT_SHARED", ROOT.parent / "shared"))
 
 # litellm must never reach for the network, in tests or anywhere else.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# tce chat's warm litellm helper stays off in tests unless a test turns it on; retries
+# back off without sleeping.
+os.environ.setdefault("PERCENT_AGENT_WARM", "0")
+os.environ.setdefault("PERCENT_AGENT_BACKOFF", "0")
 
 
 @pytest.fixture(scope="session")

@@ -166,12 +166,11 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
              force: bool = False) -> int:
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent.runtime import store
+    from jupyter_percent_agent.runtime import models, store
+    from jupyter_percent_agent.runtime import warm as helper
     from jupyter_percent_agent.runtime.agents import AgentError, resolve_agent
     from jupyter_percent_agent.runtime.ranges import SelectionError, parse_selection
     from jupyter_percent_agent.runtime.session import CellRun, RunOptions, run_cell
-
-    from jupyter_percent_agent.runtime import models, warm as helper
 
     models.USE_HELPER = helper.enabled()
     warm = None if models.USE_HELPER and helper.socket_path().exists() else \
