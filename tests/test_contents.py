@@ -28,6 +28,18 @@ def jp_server_config() -> dict:
 
 
 @pytest.fixture
+def malformed_text() -> tuple[str, int]:
+    """A message file whose metadata line (line 3) has an unterminated string."""
+    return '## %% Hello[^a]\n\n[^a]: [markdown] agent="oops\n\nBody\n', 3
+
+
+@pytest.fixture
+def unwritable_cell() -> dict:
+    """A cell no message file can hold: nbformat knows no such cell type."""
+    return {"cell_type": "bogus", "id": "bogus", "metadata": {}, "source": "?"}
+
+
+@pytest.fixture
 def chat_text(data_dir: Path) -> str:
     return (data_dir / "jupytext" / "chat.msg.md").read_text(encoding="utf-8")
 
