@@ -1,0 +1,171 @@
+"""`tce tools list` and `tce tools call`, through click's runner and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jupyter_percent_agent.cli import main
+
+TOOLBOX = str(Path(__file__).resolve().parent / "data" / "toolbox")
+BROKEN = str(Path(TOOLBOX) / "broken")
+TCE = Path(sys.executable).parent / "tce"
+
+
+def tce(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_list_prints_every_tool_with_its_description() -> None:
+    code, out, _ = tce("tools", "list", "--toolbox", TOOLBOX, "--no-entry-points")
+    assert code == 0
+    assert out.count("\ndef ") + out.startswith("def ") == 8
+    assert "# get_weather  (module weather: " in out
+    assert "def get_weather(city: str, unit: str = 'celsius') -> dict:\n" in out
+    assert '        >>> get_weather("Paris")\n' in out
+
+
+def test_list_selected_modules_and_names() -> None:
+    code, out, _ = tce(
+        "tools", "list", "--toolbox", TOOLBOX, "-m", "weather", "-m", "camera", "--names"
+    )
+    assert code == 0
+    assert out.splitlines() == ["get_weather", "forecast", "get_camera_live_url"]
+
+
+def test_list_refuses_a_badly_documented_tool() -> None:
+    code, out, err = tce("tools", "list", "--toolbox", BROKEN, "-m", "missing_arg")
+    assert code == 3
+    assert out == ""
+    assert err == (
+        f"Error: {BROKEN}/missing_arg.py, module 'missing_arg', tool 'greet': "
+        "parameter 'greeting' not documented in Args:\n"
+    )
+
+
+def test_list_unknown_module_is_a_usage_error() -> None:
+    code, _, err = tce("tools", "list", "--toolbox", TOOLBOX, "-m", "drone")
+    assert code == 2
+    assert err.startswith("Error: no tool module named 'drone' (known: ")
+    assert err.count("\n") == 1
+
+
+def test_call_prints_the_normalized_result_as_json() -> None:
+    code, out, err = tce(
+        "tools", "call", "forecast", "--args", '{"city": "Oslo", "days": 2}', "--toolbox", TOOLBOX
+    )
+    assert code == 0, err
+    assert json.loads(out) == {
+        "data": [4, 5],
+        "instruction": "Present the forecast as a Markdown table with one row per day.",
+    }
+
+
+def test_call_async_tool() -> None:
+    code, out, _ = tce(
+        "tools", "call", "shout", "--args", '{"text": "héllo"}', "--toolbox", TOOLBOX
+    )
+    assert code == 0
+    assert json.loads(out) == {"data": "HÉLLO", "instruction": None}
+
+
+def test_call_streaming_tool_prints_chunks_on_stderr_result_on_stdout() -> None:
+    code, out, err = tce("tools", "call", "spell", "--args", '{"word": "ok"}', "--toolbox", TOOLBOX)
+    assert code == 0
+    assert err == "o\nk\n"
+    assert json.loads(out)["data"] == ["o", "k"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["divide", "--args", '{"a": 1'], 2, "Error: --args is not valid JSON: Expecting ','"),
+        (["divide", "--args", "[1, 2]"], 2, "Error: --args must be a JSON object, not list"),
+        (["nope"], 2, "Error: unknown tool 'nope' (known: get_camera_live_url, word_count"),
+        (["divide", "--args", '{"a": 1}'], 2, "Error: divide: missing a required argument: 'b'"),
+        (
+            ["divide", "--args", '{"a": 1, "b": 0}'],
+            1,
+            "Error: tool 'divide' raised ZeroDivisionError: division by zero",
+        ),
+        (
+            ["get_weather", "--args", '{"city": "Atlantis"}'],
+            1,
+            "Error: tool 'get_weather' raised ValueError: unknown city: Atlantis",
+        ),
+    ],
+)
+def test_call_errors_are_one_line_and_an_exit_code(
+    args: list[str], code: int, message: str
+) -> None:
+    exit_code, out, err = tce("tools", "call", *args, "--toolbox", TOOLBOX)
+    assert exit_code == code
+    assert out == ""
+    assert err.startswith(message)
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_call_non_json_result_is_a_tool_error() -> None:
+    code, _, err = tce(
+        "tools",
+        "call",
+        "tags",
+        "--args",
+        '{"text": "a b"}',
+        "--toolbox",
+        BROKEN,
+        "-m",
+        "bad_result",
+    )
+    assert code == 1
+    assert err == "Error: tags returned data is a set, not a JSON value\n"
+
+
+def test_default_toolbox_is_the_one_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolbox").mkdir()
+    (tmp_path / "toolbox" / "local.py").write_text(
+        'def here() -> str:\n    """Say where."""\n    return "local"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = tce("tools", "call", "here", "--no-entry-points")
+    assert code == 0 and json.loads(out)["data"] == "local"
+
+
+# ---- the installed command, in a real process
+
+
+def run_tce(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run(
+        [str(TCE), *args], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+
+
+@pytest.mark.skipif(not TCE.exists(), reason="tce is not installed beside this interpreter")
+def test_real_tce_streams_chunks_and_prints_json() -> None:
+    proc = run_tce("tools", "call", "countdown", "--args", '{"start": 2}', "--toolbox", TOOLBOX)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "2...\n1...\n"
+    assert json.loads(proc.stdout) == {"data": "liftoff", "instruction": None}
+
+
+@pytest.mark.skipif(not TCE.exists(), reason="tce is not installed beside this interpreter")
+def test_real_tce_reports_a_broken_module_in_one_line() -> None:
+    proc = run_tce("tools", "list", "--toolbox", BROKEN, "-m", "import_error")
+    assert proc.returncode == 3
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1
+    assert "import_error.py" in lines[0]
+    assert "ModuleNotFoundError: No module named 'not_a_real_module_for_tce_tests'" in lines[0]
