@@ -321,3 +321,46 @@ def test_corpus_round_trips_strictly(notebook: str, test_strict_results: dict[st
     if notebook in CORPUS_XFAIL:
         pytest.xfail(CORPUS_XFAIL[notebook])
     assert test_strict_results[notebook] == "", test_strict_results[notebook]
+
+
+@pytest.fixture(scope="module")
+def corpus_there_and_back(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every corpus notebook through the real CLI: ipynb -> .msg.md -> ipynb."""
+    notebooks = _corpus_notebooks()
+    if not notebooks:
+        pytest.skip("corpus not found")
+    folder = tmp_path_factory.mktemp("there_and_back")
+    names = []
+    for i, src in enumerate(notebooks):
+        shutil.copy(src, folder / f"nb{i:02d}.ipynb")
+        names.append(f"nb{i:02d}")
+    env = {"PYTHONWARNINGS": "ignore"}
+    run_jupytext(
+        "--warn-only", "--to", ".msg.md", *[f"{n}.ipynb" for n in names], cwd=folder, env=env
+    )
+    run_jupytext(
+        "--warn-only", "--to", "ipynb", *[f"{n}.msg.md" for n in names], cwd=folder, env=env
+    )
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "index",
+    [pytest.param(i, id=f"{p.parent.name}/{p.name}") for i, p in enumerate(_corpus_notebooks())],
+)
+def test_corpus_outputs_ids_and_metadata_survive_the_cli(
+    index: int, corpus_there_and_back: Path
+) -> None:
+    name = f"nb{index:02d}"
+    src = _corpus_notebooks()[index]
+    key = f"{src.parent.name}/{src.name}"
+    if key in CORPUS_XFAIL:
+        pytest.xfail(CORPUS_XFAIL[key])
+    original = load_ipynb(corpus_there_and_back / f"{name}.ipynb")
+    back_path = corpus_there_and_back / f"{name}.msg.ipynb"
+    assert back_path.is_file(), f"{key} did not convert"
+    back = load_ipynb(back_path)
+    assert comparable_cells(back) == comparable_cells(original)
+    if all("id" in c for c in original["cells"]):
+        assert [c["id"] for c in back["cells"]] == [c["id"] for c in original["cells"]]
