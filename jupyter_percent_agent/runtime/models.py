@@ -124,13 +124,13 @@ def one_line(exc: BaseException) -> str:
 
 
 def _retryable(litellm: Any, exc: BaseException) -> bool:
+    if "credentials" in str(exc).lower() or "api_key" in str(exc).lower():
+        return False  # a missing key does not come back by retrying
     kinds = tuple(getattr(litellm, n) for n in (
         "Timeout", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
         "APIConnectionError", "BadGatewayError") if hasattr(litellm, n))
     if isinstance(exc, (*kinds, asyncio.TimeoutError, ConnectionError)):
         return True
-    if "credentials" in str(exc).lower() or "api_key" in str(exc).lower():
-        return False  # a missing key does not come back by retrying
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status == 429 or status >= 500)
 

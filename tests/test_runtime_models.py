@@ -1,0 +1,128 @@
+"""Model calls through litellm's real client against the local server (never the internet)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.models import CallSpec, complete, one_line, spec_for
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+
+MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
+
+
+def _spec(server: OpenAIServer, models=("test-model",), **kw) -> CallSpec:
+    kw.setdefault("timeout", 5)
+    return CallSpec(models=list(models), messages=MSGS, api_base=server.url, backoff=0, **kw)
+
+
+def _run(spec: CallSpec, events: list | None = None):
+    return asyncio.run(complete(spec, (lambda k, t: events.append((k, t)))
+                                if events is not None else None))
+
+
+def test_streams_and_measures(openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply("streamed back to you", chunk_size=4))
+    events: list = []
+    res = _run(_spec(openai_server), events)
+    assert res.error is None
+    assert res.text == "streamed back to you"
+    assert "".join(t for k, t in events if k == "content") == res.text
+    assert len([e for e in events if e[0] == "content"]) > 2
+    assert res.model == "test-model"
+    assert res.tokens_out == 4 and res.tokens_in > 0
+    body = openai_server.chat_requests[-1].body
+    assert body["messages"] == MSGS
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+
+
+def test_cost_from_the_local_cost_map(openai_server: OpenAIServer) -> None:
+    res = _run(_spec(openai_server, models=["gpt-4o-mini"]))
+    assert res.error is None
+    assert res.cost is not None and res.cost > 0
+
+
+def test_agent_settings_reach_the_server(openai_server: OpenAIServer) -> None:
+    agent = Agent(name="a", models=["m1"], max_output_tokens=77, temperature=0.3)
+    spec = spec_for(agent, MSGS, env={"PERCENT_AGENT_API_BASE": openai_server.url})
+    assert _run(spec).error is None
+    body = openai_server.chat_requests[-1].body
+    assert body["max_tokens"] == 77 and body["temperature"] == 0.3
+    no_temp = Agent(name="r", models=["m1"], use_temperature=False, temperature=0.3)
+    _run(spec_for(no_temp, MSGS, env={"PERCENT_AGENT_API_BASE": openai_server.url}))
+    assert "temperature" not in openai_server.chat_requests[-1].body
+
+
+@pytest.mark.parametrize("fault", [Reply.http_error(429), Reply.http_error(500),
+                                   Reply.http_error(503),
+                                   Reply.disconnect("a long answer cut short", after=1)])
+def test_retries_then_succeeds(openai_server: OpenAIServer, fault: Reply) -> None:
+    openai_server.script(fault, "second time lucky")
+    events: list = []
+    res = _run(_spec(openai_server), events)
+    assert res.error is None
+    assert res.text == "second time lucky"
+    assert len(openai_server.chat_requests) == 2
+    assert any(k == "retry" for k, _ in events)
+
+
+def test_timeout_is_retried(openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply.slow(3.0), "fast now")
+    res = _run(_spec(openai_server, timeout=0.5))
+    assert res.text == "fast now"
+    assert "Timeout" in res.attempts[0]
+
+
+def test_falls_over_to_the_next_model(openai_server: OpenAIServer) -> None:
+    openai_server.responder = lambda body: (Reply.http_error(500) if body["model"] == "bad"
+                                            else "from " + body["model"])
+    res = _run(_spec(openai_server, models=["bad", "good"], retries=2))
+    assert res.text == "from good"
+    assert res.model == "good"
+    assert [r.body["model"] for r in openai_server.chat_requests] == ["bad"] * 3 + ["good"]
+
+
+def test_every_model_failing_is_an_error_not_an_exception(openai_server: OpenAIServer) -> None:
+    openai_server.responder = lambda body: Reply.http_error(429, "slow down")
+    res = _run(_spec(openai_server, models=["a", "b"], retries=1))
+    assert res.text == ""
+    assert res.error is not None and "slow down" in res.error
+    assert "\n" not in res.error
+    assert len(openai_server.chat_requests) == 4
+
+
+def test_malformed_stream_is_an_error(openai_server: OpenAIServer) -> None:
+    openai_server.responder = lambda body: Reply.garbage()
+    res = _run(_spec(openai_server, retries=0))
+    assert res.error is not None and res.text == ""
+
+
+def test_unreachable_server_gives_one_line() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = CallSpec(models=["m"], messages=MSGS, api_base=f"http://127.0.0.1:{port}/v1",
+                    retries=0, backoff=0, timeout=2)
+    res = _run(spec)
+    assert res.error is not None and "\n" not in res.error
+    assert "Connection" in res.error
+
+
+def test_missing_key_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = CallSpec(models=["gpt-4o-mini"], messages=MSGS, retries=3, backoff=0, timeout=2)
+    res = _run(spec)
+    assert res.error is not None and "api_key" in res.error.lower()
+    assert len(res.attempts) == 1
+
+
+def test_one_line_removes_repeated_class_names() -> None:
+    class InternalServerError(Exception):
+        pass
+
+    assert one_line(InternalServerError("litellm.InternalServerError: InternalServerError: x\ny")
+                    ) == "InternalServerError: x y"
