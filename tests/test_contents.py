@@ -255,6 +255,23 @@ async def test_put_writes_canonical_text_and_keeps_metadata_and_tags(
     assert path.read_text(encoding="utf-8") == saved
 
 
+async def test_save_replaces_the_file_in_one_rename(jp_fetch, jp_root_dir: Path, chat_text) -> None:
+    """A reader that opened the file before the save reads the whole old text, never a mix."""
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    path.chmod(0o640)
+    model = await get_model(jp_fetch, "chat.msg.md")
+    model["content"]["cells"][0]["source"] = "A new question"
+    with path.open("rb") as reader:
+        before_inode = os.fstat(reader.fileno()).st_ino
+        await put_model(jp_fetch, "chat.msg.md", model)
+        assert reader.read() == chat_text.encode("utf-8")
+    assert path.stat().st_ino != before_inode
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert "A new question" in path.read_text(encoding="utf-8")
+    assert sorted(p.name for p in jp_root_dir.iterdir()) == ["chat.msg.md"]
+
+
 async def test_empty_msg_md_opens_and_saves_as_a_message_file(jp_fetch, jp_root_dir: Path) -> None:
     path = jp_root_dir / "new chat.msg.md"
     path.write_text("", encoding="utf-8")

@@ -20,7 +20,11 @@ finds it through ``jupyter-config/jupyter_server_config.d/jupyter_percent_agent.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
+import os
+import tempfile
 from typing import Any
 
 __all__ = [
@@ -51,6 +55,43 @@ def _translate(err: Exception, path: str, action: str) -> Exception | None:
     where = f" at line {line}" if line is not None else ""
     message = f"Cannot {action} {path.strip('/')}{where}: {cause}"
     return HTTPError(400, message, reason=f"Malformed message file{where}")
+
+
+def _replace_text(os_path: str, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``os_path``, then rename it over the file.
+
+    jupyter_server's own "atomic" writing truncates the file in place (keeping a backup), so a
+    reader (the kernel, ``tce``, an editor) can see a half-written file; a rename cannot.
+    """
+    if os.path.islink(os_path):
+        os_path = os.path.realpath(os_path)
+    folder = os.path.dirname(os_path) or "."
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".~", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, os.stat(os_path).st_mode & 0o7777)
+        os.replace(tmp, os_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _replaceable(os_path: str, format: str | None) -> bool:
+    """An existing Markdown file in a writable folder: the case where a rename is possible.
+
+    A new file has no reader yet; jupyter_server's writing (and its modes) is right for it.
+    """
+    folder = os.path.dirname(os_path) or "."
+    return (
+        format == "text"
+        and _is_md(os_path)
+        and os.path.isfile(os_path)
+        and os.access(folder, os.W_OK)
+    )
 
 
 class _MessageFilesMixin:
@@ -94,6 +135,12 @@ class _SyncMessageFiles(_MessageFilesMixin):
                     raise
                 raise translated from err
 
+    def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
+        if not _replaceable(os_path, format):
+            return super()._save_file(os_path, content, format)
+        _replace_text(os_path, content)
+        return None
+
 
 class _AsyncMessageFiles(_MessageFilesMixin):
     async def get(
@@ -126,6 +173,12 @@ class _AsyncMessageFiles(_MessageFilesMixin):
                 if translated is None:
                     raise
                 raise translated from err
+
+    async def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
+        if not _replaceable(os_path, format):
+            return await super()._save_file(os_path, content, format)
+        await asyncio.to_thread(_replace_text, os_path, content)
+        return None
 
 
 def build_message_contents_manager_class(base: type) -> type:
