@@ -298,3 +298,17 @@ def test_templates_parse() -> None:
     assert isinstance(parse_reply(SUCCESS_TEMPLATE), ToolCall)
     assert isinstance(parse_reply(FAIL_TEMPLATE), Refusal)
     assert isinstance(parse_reply(ANSWER_TEMPLATE), FinalAnswer)
+
+
+def test_reasoning_block_before_the_toml_is_skipped() -> None:
+    parsed = parse_reply(reply("success_think_prefix.md"))
+    assert parsed == ToolCall(
+        thought="Forecast Oslo for 3 days; the tool will ask for a table.",
+        target="3-day forecast for Oslo",
+        code='__result__ = forecast("Oslo", days=3)\n',
+    )
+
+
+def test_windows_line_endings_and_byte_order_mark() -> None:
+    text = reply("success_bare.toml")
+    assert parse_reply("\ufeff" + text.replace("\n", "\r\n")) == parse_reply(text)

@@ -83,6 +83,7 @@ def parse_reply(text: str) -> Reply:
     """
     if not text.strip():
         raise ATTPError("the reply is empty", reply=text)
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     doc, offset = _load(text)
     try:
         return _interpret(doc)
