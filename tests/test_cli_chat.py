@@ -1,0 +1,322 @@
+"""``tce chat`` end to end: litellm's real client against the local server, through click's
+CliRunner and through real ``tce`` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+
+DATA = Path(__file__).parent / "data" / "runtime"
+
+
+@pytest.fixture
+def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    values = {"PERCENT_AGENT_API_BASE": openai_server.url, "PERCENT_AGENT_MODEL": "test-model",
+              "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
+              "PERCENT_AGENT_TIMEOUT": "5", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    return values
+
+
+def tce(*args: str, input: str | None = None):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def cells(path: Path) -> list[dict]:
+    return hist.conversation_cells(fmt.read(path))
+
+
+def replies(cell: dict) -> list[dict]:
+    return [o for o in cell.get("outputs", []) if fmt.output_kind(o) == "reply"]
+
+
+def test_chat_creates_file_streams_and_saves(tmp_path: Path, env, openai_server) -> None:
+    openai_server.script(Reply("Paris is the capital.", chunk_size=3))
+    result = tce("chat", str(tmp_path / "geo"), "-m", "Capital of France?")
+    assert result.exit_code == 0, result.output
+    assert "Paris is the capital." in result.output
+    path = tmp_path / "geo.msg.md"
+    cs = cells(path)
+    assert len(cs) == 1
+    assert fmt.message_text(cs[0]) == "Capital of France?"
+    (reply,) = replies(cs[0])
+    assert fmt.output_text(reply) == "Paris is the capital."
+    attrs = fmt.output_attrs(reply)
+    assert attrs["agent"] == "default" and attrs["model"] == "test-model"
+    for key in ("time", "duration", "tokens_in", "tokens_out"):
+        assert key in attrs
+    text = path.read_text()
+    assert "127.0.0.1" not in text and "api_base" not in text and "no-key" not in text
+    assert openai_server.last_messages == [{"role": "user", "content": "Capital of France?"}]
+
+
+def test_second_message_sends_the_history(tmp_path: Path, env, openai_server) -> None:
+    path = tmp_path / "c.msg.md"
+    openai_server.script("first answer", "second answer")
+    assert tce("chat", str(path), "-m", "one").exit_code == 0
+    assert tce("chat", str(tmp_path / "c"), "-m", "two").exit_code == 0
+    assert openai_server.last_messages == [
+        {"role": "user", "content": "one"}, {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "two"}]
+    assert len(cells(path)) == 2
+
+
+def test_presets_system_prompt_and_named_agent(tmp_path: Path, env, openai_server) -> None:
+    path = tmp_path / "b.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    assert tce("chat", str(path), "critic", "-m", "Be harsh").exit_code == 0
+    body = openai_server.chat_requests[-1].body
+    assert body["model"] == "critic-model"
+    msgs = body["messages"]
+    assert msgs[0] == {"role": "system", "content": "You criticise."}
+    assert msgs[-1] == {"role": "user", "content": "Be harsh"}
+    sent = "\n".join(m["content"] for m in msgs)
+    assert "do not send this secret" not in sent  # history="none"
+    assert fmt.output_attrs(replies(cells(path)[-1])[0])["agent"] == "critic"
+
+
+def test_stdin_message_and_json(tmp_path: Path, env, openai_server) -> None:
+    openai_server.script("json reply")
+    result = tce("chat", str(tmp_path / "j"), "--json", "-m", "-", input="from stdin\n")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["reply"] == "json reply" and data["status"] == "ok"
+    assert data["outputs"][0]["kind"] == "reply"
+    assert openai_server.last_messages[-1]["content"] == "from stdin\n"
+
+
+def test_folder_makes_a_new_file(tmp_path: Path, env) -> None:
+    folder = tmp_path / "notes"
+    assert tce("chat", str(folder) + "/", "-m", "Plan the trip to Rome").exit_code == 0
+    assert tce("chat", str(folder) + "/", "-m", "Plan the trip to Rome").exit_code == 0
+    files = sorted(p.name for p in folder.iterdir())
+    assert len(files) == 2
+    assert all(f.endswith(".msg.md") and "plan-the-trip-to-rome" in f for f in files)
+
+
+def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
+    doc = tmp_path / "doc.md"
+    original = "# My document\n\nSome text that must stay.\n"
+    doc.write_text(original)
+    result = tce("chat", str(doc), "-m", "Is this clear?")
+    assert result.exit_code == 2
+    assert doc.read_text() == original
+    openai_server.script("Yes.")
+    assert tce("chat", str(doc), "--force", "-m", "Is this clear?").exit_code == 0
+    text = doc.read_text()
+    assert "# My document\n\nSome text that must stay.\n" in text
+    assert "Discussion" in text and "Yes." in text
+    assert tce("chat", str(doc), "-m", "Again?").exit_code == 0  # no --force needed now
+    assert len(cells(doc)) == 2
+
+
+def test_exclude_include_and_save(tmp_path: Path, env, openai_server) -> None:
+    other = tmp_path / "other.msg.md"
+    shutil.copy(DATA / "basic.msg.md", other)
+    path = tmp_path / "main.msg.md"
+    for m in ("m1", "m2", "m3"):
+        openai_server.script(f"r-{m}")
+        assert tce("chat", str(path), "-m", m).exit_code == 0
+    r = tce("chat", str(path), "-e", "[1..2]", "-i", f"{other}/[1]", "-m", "m4")
+    assert r.exit_code == 0, r.output
+    sent = [m["content"] for m in openai_server.last_messages]
+    assert "m1" not in sent and "m2" not in sent and "m3" in sent
+    assert sent[0] == "What is 2+2?" and sent[1] == "It is 4."
+    # without --save nothing was remembered
+    tce("chat", str(path), "-m", "m5")
+    assert "m1" in [m["content"] for m in openai_server.last_messages]
+    r = tce("chat", str(path), "-e", "[1]", "-i", f"{other}/[1]", "--save", "-m", "m6")
+    assert r.exit_code == 0
+    tce("chat", str(path), "-m", "m7")
+    sent = [m["content"] for m in openai_server.last_messages]
+    assert "m1" not in sent and "What is 2+2?" in sent
+    nb = fmt.read(path)
+    assert fmt.front_matter(nb)["include"] == [f"{other}/[1]"]
+    assert fmt.cell_attrs(hist.conversation_cells(nb)[0])["history"] == "exclude"
+
+
+def test_context_window_trimming_is_recorded(tmp_path: Path, env, openai_server) -> None:
+    path = tmp_path / "t.msg.md"
+    path.write_text("---\nagents:\n  small:\n    models: [test-model]\n"
+                    "    context_window: 300\n    max_output_tokens: 100\n"
+                    "    system_prompt: KEEP THIS SYSTEM PROMPT\n---\n")
+    for i in range(4):
+        openai_server.script("word " * 60)
+        assert tce("chat", str(path), "-m", f"question {i} " + "filler " * 40).exit_code == 0
+    sent = openai_server.last_messages
+    assert sent[0]["content"] == "KEEP THIS SYSTEM PROMPT"
+    assert sent[-1]["content"].startswith("question 3")
+    assert not any(m["content"].startswith("question 0") for m in sent)
+    last = replies(cells(path)[-1])[0]
+    dropped = fmt.output_attrs(last)["dropped"]
+    assert dropped and fmt.cell_id(cells(path)[0]) in dropped
+
+
+def test_model_fallback_recorded(tmp_path: Path, env, openai_server) -> None:
+    openai_server.responder = lambda b: (Reply.http_error(500) if b["model"] == "bad"
+                                         else "fallback ok")
+    r = tce("chat", str(tmp_path / "f"), "--model", "bad,good", "-m", "hi")
+    assert r.exit_code == 0
+    reply = replies(cells(tmp_path / "f.msg.md")[0])[0]
+    assert fmt.output_attrs(reply)["model"] == "good"
+
+
+def test_every_model_failing_is_exit_1_and_an_error_output(tmp_path: Path, env,
+                                                          openai_server) -> None:
+    openai_server.responder = lambda b: Reply.http_error(429, "quota exhausted")
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "e"), "-m", "hi"])
+    assert r.exit_code == 1
+    assert "quota exhausted" in r.output
+    (cell,) = cells(tmp_path / "e.msg.md")
+    kinds = [fmt.output_kind(o) for o in cell["outputs"]]
+    assert kinds == ["error"]
+    assert fmt.message_text(cell) == "hi"
+
+
+def test_malformed_file_is_left_untouched(tmp_path: Path, env) -> None:
+    bad = tmp_path / "bad.msg.md"
+    text = ("---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n"
+            "[^a]: [markdown] x=\"unterminated\n\nhi\n")
+    bad.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(bad), "-m", "hello"])
+    assert r.exit_code in (3, 5), r.output
+    assert bad.read_text() == text
+
+
+def test_unknown_agent_is_exit_5(tmp_path: Path, env) -> None:
+    path = tmp_path / "b.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    before = path.read_text()
+    r = CliRunner().invoke(main, ["chat", str(path), "nobody", "-m", "hi"])
+    assert r.exit_code == 5
+    assert "critic, planner" in r.output
+    assert path.read_text() == before
+
+
+def test_bad_selection_is_exit_2(tmp_path: Path, env) -> None:
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "x"), "-e", "[a..b]", "-m", "hi"])
+    assert r.exit_code == 2
+    assert not (tmp_path / "x.msg.md").exists()
+
+
+# -- real subprocesses ---------------------------------------------------------------------
+
+TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
+
+
+def _sub_env(env: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, **env}
+
+
+def test_subprocess_chat(tmp_path: Path, env, openai_server) -> None:
+    openai_server.script("from a subprocess")
+    p = subprocess.run([*TCE, "chat", str(tmp_path / "s"), "-m", "hi"], env=_sub_env(env),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "from a subprocess"
+
+
+def test_unreachable_server_one_line_no_traceback(tmp_path: Path, env) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    e = {**_sub_env(env), "PERCENT_AGENT_API_BASE": f"http://127.0.0.1:{port}/v1",
+         "PERCENT_AGENT_RETRIES": "0"}
+    p = subprocess.run([*TCE, "chat", str(tmp_path / "u"), "-m", "hi"], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    assert "Connection" in lines[0] and "Traceback" not in p.stderr
+
+
+def test_missing_key_one_line(tmp_path: Path, env) -> None:
+    e = {k: v for k, v in _sub_env(env).items()
+         if k not in ("PERCENT_AGENT_API_BASE", "OPENAI_API_KEY", "OPENAI_API_BASE",
+                      "OPENAI_BASE_URL")}
+    e["PERCENT_AGENT_MODEL"] = "gpt-4o-mini"
+    p = subprocess.run([*TCE, "chat", str(tmp_path / "k"), "-m", "hi"], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "api_key" in lines[0].lower(), p.stderr
+
+
+def test_two_concurrent_chats_lose_nothing(tmp_path: Path, env, openai_server) -> None:
+    path = tmp_path / "shared.msg.md"
+    openai_server.responder = lambda b: Reply("reply to " + b["messages"][-1]["content"],
+                                              chunk_size=2, chunk_delay=0.02)
+    procs = [subprocess.Popen([*TCE, "chat", str(path), "-m", f"message {i}"],
+                              env=_sub_env(env), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    cs = cells(path)
+    assert sorted(fmt.message_text(c) for c in cs) == ["message 0", "message 1"]
+    for c in cs:
+        (reply,) = replies(c)
+        assert fmt.output_text(reply) == "reply to " + fmt.message_text(c)
+
+
+def test_ctrl_c_keeps_a_valid_file_and_the_partial_reply(tmp_path: Path, env,
+                                                         openai_server) -> None:
+    path = tmp_path / "int.msg.md"
+    openai_server.script(Reply("partial " * 200, chunk_size=8, chunk_delay=0.05))
+    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "long please"], env=_sub_env(env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=0)
+    first = p.stdout.read(8)  # the reply has started streaming
+    assert first.startswith("partial")
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    (cell,) = cells(path)
+    assert fmt.message_text(cell) == "long please"
+    (reply,) = replies(cell)
+    assert fmt.output_attrs(reply)["interrupted"] is True
+    assert fmt.output_text(reply).startswith("partial")
+    assert len(fmt.output_text(reply)) < len("partial " * 200)
+
+
+def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -> None:
+    e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
+         "PERCENT_AGENT_TEST_KEY": str(tmp_path)}  # a private helper for this test
+    from jupyter_percent_agent.runtime import warm
+
+    sock = warm.socket_path({k: v for k, v in e.items()})
+    code = "import sys; from jupyter_percent_agent.cli import main; main()"
+    p = subprocess.run([sys.executable, "-c", code, "chat", str(tmp_path / "w"), "-m", "one"],
+                       env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    for _ in range(300):
+        if sock.exists():
+            break
+        time.sleep(0.1)
+    assert sock.exists()
+    probe = ("import sys, runpy\nsys.argv = ['tce', 'chat', sys.argv[1], '-m', 'two']\n"
+             "from jupyter_percent_agent.cli import main\n"
+             "try:\n    main()\nexcept SystemExit as e:\n"
+             "    print('LITELLM' if 'litellm' in sys.modules else 'NO-LITELLM', file=sys.stderr)\n"
+             "    raise\n")
+    p = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "w")], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "NO-LITELLM" in p.stderr
+    assert len(replies(cells(tmp_path / "w.msg.md")[1])) == 1
+    assert openai_server.last_messages[-1]["content"] == "two"

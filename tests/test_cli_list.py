@@ -1,0 +1,87 @@
+"""``tce list`` and ``tce set-default``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.cli import main
+
+DATA = Path(__file__).parent / "data" / "runtime"
+
+
+def tce(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_list_cells(tmp_path: Path) -> None:
+    path = tmp_path / "basic.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    r = tce("list", str(tmp_path / "basic"))
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].split() == ["INDEX", "TYPE", "TITLE", "AGENT", "HISTORY"]
+    assert len(lines) == 5
+    assert lines[1].split()[0] == "1" and "planner" in lines[1] and "include" in lines[1]
+    assert "exclude" in lines[2] and "summary" in lines[3]
+    rows = [json.loads(x) for x in tce("list", str(path), "--json").output.splitlines()]
+    assert [r["index"] for r in rows] == [1, 2, 3, 4]
+    assert rows[0]["type"] == "message" and rows[0]["agent"] == "planner"
+    assert rows[1]["history"] == "exclude"
+
+
+def test_list_agents(tmp_path: Path) -> None:
+    path = tmp_path / "agents.msg.md"
+    shutil.copy(DATA / "agents.msg.md", path)
+    r = tce("list", str(tmp_path / "agents") + "/agent", "--json")
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in r.output.splitlines()]
+    assert [x["name"] for x in rows] == ["reviewer", "bare"]
+    assert rows[0]["models"] == ["review-model", "backup-model"]
+    assert rows[0]["source"] == "cell"
+
+
+def test_set_default(tmp_path: Path) -> None:
+    path = tmp_path / "basic.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    r = tce("set-default", str(path), "critic")
+    assert r.exit_code == 0, r.output
+    assert fmt.front_matter(fmt.read(path))["default_agent"] == "critic"
+    assert "Once upon a time" in path.read_text()
+    r = tce("set-default", str(path), "ghost")
+    assert r.exit_code == 5
+    assert "critic, planner" in r.output
+    rows = [json.loads(x) for x in tce("list", str(path) + "/agent", "--json").output.split("\n")
+            if x]
+    assert [x["name"] for x in rows if x["default"]] == ["critic"]
+
+
+def test_list_missing_and_malformed(tmp_path: Path) -> None:
+    assert tce("list", str(tmp_path / "nope")).exit_code == 2
+    bad = tmp_path / "bad.msg.md"
+    bad.write_text("---\nagents: [unclosed\n---\n\n## %% x[^a]\n\n[^a]: [markdown] k=\"open\n")
+    r = tce("list", str(bad))
+    assert r.exit_code == 3
+    assert "bad.msg.md" in r.output
+
+
+def test_list_does_not_import_heavy_modules(tmp_path: Path) -> None:
+    path = tmp_path / "basic.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    code = ("import sys\nsys.argv = ['tce', 'list', sys.argv[1]]\n"
+            "from jupyter_percent_agent.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in ('litellm', 'nbformat', 'jupytext', 'openai') "
+            "if m in sys.modules)\n"
+            "print('HEAVY', heavy)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "HEAVY []" in p.stdout
+    assert "INDEX" in p.stdout
