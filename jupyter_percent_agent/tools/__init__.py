@@ -9,6 +9,7 @@ from ._docstring import ArgDoc, Docstring, DocstringError, parse_docstring
 from ._registry import ENTRY_POINT_GROUP, Registry, import_file, tools_of_module
 from ._render import render_tool, render_tools
 from ._result import STREAM_CHUNK, ToolResult, normalize_result, to_json
+from ._source import describe_source, render_source_tools
 from ._tool import (
     OnChunk,
     Tool,
@@ -36,9 +37,11 @@ __all__ = [
     "acall_tool",
     "call_tool",
     "check_docstring",
+    "describe_source",
     "import_file",
     "normalize_result",
     "parse_docstring",
+    "render_source_tools",
     "render_tool",
     "render_tools",
     "to_json",
