@@ -1,0 +1,186 @@
+"""Running cells: the ATTP loop with a real sandbox, summaries, code and tool-call cells."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.runtime.session import SUMMARY_PROMPT, RunOptions, run_cell
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+DATA = Path(__file__).parent / "data"
+
+STEP = '''thought = """I need the weather of Paris."""
+
+[tool_call]
+status = "success"
+target = "Weather in Paris"
+code = \'\'\'
+__result__ = get_weather("Paris")
+\'\'\'
+'''
+ANSWER = 'thought = "done"\nanswer = """It is **18.5 °C** in Paris."""\n'
+HEADER = ("---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n"
+          "    system_prompt: You help with weather.\n---\n")
+
+
+@pytest.fixture
+def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in {"PERCENT_AGENT_API_BASE": openai_server.url,
+                 "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_BACKOFF": "0",
+                 "PERCENT_AGENT_WARM": "0", "PERCENT_AGENT_TIMEOUT": "10"}.items():
+        monkeypatch.setenv(k, v)
+
+
+@pytest.fixture
+def tool_file(tmp_path: Path) -> Path:
+    (tmp_path / "toolbox").mkdir()
+    shutil.copy(DATA / "toolbox" / "weather.py", tmp_path / "toolbox" / "weather.py")
+    path = tmp_path / "w.msg.md"
+    path.write_text(HEADER)
+    return path
+
+
+def _cells(path: Path) -> list[dict]:
+    return hist.conversation_cells(fmt.read(path))
+
+
+def test_attp_loop_end_to_end(tool_file: Path, env, openai_server: OpenAIServer) -> None:
+    openai_server.script(STEP, ANSWER)
+    r = CliRunner().invoke(main, ["chat", str(tool_file), "-m", "Weather in Paris?"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "18.5 °C" in r.output
+    first = openai_server.chat_requests[0].messages
+    assert first[0]["role"] == "system"
+    assert "You help with weather." in first[0]["content"]
+    assert "def get_weather" in first[0]["content"]  # tools rendered for the model
+    second = openai_server.chat_requests[1].messages
+    assert second[-2] == {"role": "assistant", "content": STEP}
+    assert second[-1]["role"] == "user" and "18.5" in second[-1]["content"]
+    (cell,) = _cells(tool_file)
+    cid = fmt.cell_id(cell)
+    outs = cell["outputs"]
+    kinds = [fmt.output_kind(o) for o in outs]
+    assert kinds == ["reply", "tool_call", "tool_result", "reply"]
+    assert fmt.output_attrs(outs[0])["reasoning"] == 1
+    assert "reasoning" not in fmt.output_attrs(outs[3])
+    assert fmt.output_text(outs[3]) == "It is **18.5 °C** in Paris."
+    assert 'get_weather("Paris")' in fmt.output_text(outs[1])
+    assert "18.5" in fmt.output_text(outs[2])
+    text = tool_file.read_text()
+    ids = re.findall(r"^\[\^(" + re.escape(cid) + r"\.[^\]]+)\]:", text, re.M)
+    call_ids = [i for i in ids if re.fullmatch(re.escape(cid) + r"\.[0-9a-f]{6}", i)]
+    assert len(call_ids) == 1
+    assert f"{call_ids[0]}.1" in ids
+
+
+def test_invalid_attp_gets_one_repair_round(tool_file: Path, env,
+                                            openai_server: OpenAIServer) -> None:
+    bad = 'thought = """unclosed\n[tool_call]\nstatus = "success"\n'
+    openai_server.script(bad, ANSWER)
+    r = CliRunner().invoke(main, ["chat", str(tool_file), "-m", "Weather?"])
+    assert r.exit_code == 0, r.output
+    repair = openai_server.chat_requests[1].messages[-1]["content"]
+    assert "line" in repair and "column" in repair
+    outs = _cells(tool_file)[0]["outputs"]
+    assert fmt.output_text(outs[-1]) == "It is **18.5 °C** in Paris."
+
+
+def test_prose_after_the_repair_round_is_the_answer(tool_file: Path, env,
+                                                    openai_server: OpenAIServer) -> None:
+    openai_server.script("Just prose, no TOML = [", "Still prose: it is sunny.")
+    r = CliRunner().invoke(main, ["chat", str(tool_file), "-m", "Weather?"])
+    assert r.exit_code == 0
+    outs = _cells(tool_file)[0]["outputs"]
+    assert fmt.output_text(outs[-1]) == "Still prose: it is sunny."
+    assert len(openai_server.chat_requests) == 2
+
+
+def test_step_limit_ends_in_an_error(tool_file: Path, env, openai_server: OpenAIServer,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    openai_server.responder = lambda body: STEP
+    tool_file.write_text(HEADER.replace("    tools: [weather]\n",
+                                        "    tools: [weather]\n    max_steps: 2\n"))
+    r = CliRunner().invoke(main, ["chat", str(tool_file), "-m", "loop forever"])
+    assert r.exit_code == 1
+    outs = _cells(tool_file)[0]["outputs"]
+    assert fmt.output_kind(outs[-1]) == "error"
+    assert len(openai_server.chat_requests) == 2
+
+
+def test_summary_made_once_stored_and_used(tmp_path: Path, env,
+                                           openai_server: OpenAIServer) -> None:
+    path = tmp_path / "s.msg.md"
+    shutil.copy(DATA / "runtime" / "basic.msg.md", path)
+
+    def respond(body: dict) -> str:
+        if body["messages"][0]["content"] == SUMMARY_PROMPT:
+            return "SUMMARY: knight beats dragon."
+        return "ok"
+
+    openai_server.responder = respond
+    assert CliRunner().invoke(main, ["chat", str(path), "-m", "next"]).exit_code == 0
+    reqs = openai_server.chat_requests
+    assert len(reqs) == 2 and reqs[0].messages[0]["content"] == SUMMARY_PROMPT
+    sent = "\n".join(m["content"] for m in reqs[1].messages)
+    assert "SUMMARY: knight beats dragon." in sent and "dragon and a knight" not in sent
+    story = _cells(path)[2]
+    attrs = fmt.cell_attrs(story)
+    assert attrs["summary"] == "SUMMARY: knight beats dragon."
+    assert attrs["summary_hash"] == hist.content_hash(story)
+    openai_server.reset()
+    openai_server.responder = respond
+    assert CliRunner().invoke(main, ["chat", str(path), "-m", "again"]).exit_code == 0
+    assert len(openai_server.chat_requests) == 1  # not summarized again
+    # changing the cell makes the summary stale: made again
+    text = path.read_text().replace("a dragon and a knight", "a dragon and two knights")
+    path.write_text(text)
+    openai_server.reset()
+    openai_server.responder = respond
+    assert CliRunner().invoke(main, ["chat", str(path), "-m", "third"]).exit_code == 0
+    assert len(openai_server.chat_requests) == 2
+
+
+def test_code_cell_runs_in_the_sandbox(tmp_path: Path) -> None:
+    text = ("## %% Compute[^c1]\n\n[^c1]: [code] language=\"python\"\n\n"
+            "```python\nprint('hello', 6 * 7)\n__result__ = [1, 2]\n```\n")
+    nb = fmt.reads(text, path="c.msg.md")
+    cid = fmt.cell_id(hist.conversation_cells(nb)[0])
+    run = asyncio.run(run_cell(nb, cid, RunOptions(base_dir=tmp_path)))
+    assert run.status == "ok", run.error
+    kinds = [fmt.output_kind(o) for o in run.outputs]
+    assert "stream" in kinds
+    assert "hello 42" in "".join(fmt.output_text(o) for o in run.outputs)
+
+
+def test_code_cell_error_is_stderr(tmp_path: Path) -> None:
+    text = ("## %% Boom[^c1]\n\n[^c1]: [code] language=\"python\"\n\n"
+            "```python\nx = 1 / 0\n```\n")
+    nb = fmt.reads(text, path="c.msg.md")
+    run = asyncio.run(run_cell(nb, "c1", RunOptions(base_dir=tmp_path)))
+    assert run.status == "error"
+    assert "ZeroDivisionError" in "".join(fmt.output_text(o) for o in run.outputs)
+
+
+def test_tool_call_and_toolchain_cells_need_no_model(tool_file: Path) -> None:
+    text = (HEADER + "\n## %% Weather[^t1]\n\n"
+            "[^t1]: [tool_call] tool=\"get_weather\" args='{\"city\": \"Oslo\"}'\n\n"
+            "## %% Unknown[^t2]\n\n[^t2]: [tool_call] tool=\"nope\" args='{}'\n")
+    nb = fmt.reads(text, path=str(tool_file))
+    opts = RunOptions(base_dir=tool_file.parent)
+    run = asyncio.run(run_cell(nb, "t1", opts))
+    assert run.status == "ok", run.error
+    (out,) = run.outputs
+    assert fmt.output_kind(out) == "tool_result"
+    assert '"temperature": 4.0' in fmt.output_text(out)
+    bad = asyncio.run(run_cell(nb, "t2", opts))
+    assert bad.status == "error" and "nope" in (bad.error or "")
