@@ -454,3 +454,39 @@ def test_registry_from_functions_and_merged(registry: Registry) -> None:
     assert list(merged)[-1] == "ping" and merged["ping"].module == "cells"
     with pytest.raises(ToolLoadError, match="defined twice"):
         merged.merged(extra)
+
+
+def test_arun_keeps_the_event_loop_free_while_a_sync_tool_runs() -> None:
+    import threading
+
+    released = threading.Event()
+
+    def wait_for_release() -> bool:
+        """Wait until released."""
+        return released.wait(timeout=30)
+
+    tool = Tool.from_function(wait_for_release)
+
+    async def main() -> dict:
+        call = asyncio.ensure_future(tool.arun())
+        await asyncio.sleep(0)
+        released.set()  # runs only if the loop is not blocked by the tool
+        return await call
+
+    assert asyncio.run(main()) == {"data": True, "instruction": None}
+
+
+def test_arun_steps_sync_generators_in_a_worker_and_chunks_in_the_loop_thread(
+    registry: Registry,
+) -> None:
+    import threading
+
+    chunk_threads: list[int] = []
+
+    async def main() -> dict:
+        return await registry["countdown"].arun(
+            {"start": 2}, on_chunk=lambda _, __: chunk_threads.append(threading.get_ident())
+        )
+
+    assert asyncio.run(main()) == {"data": "liftoff", "instruction": None}
+    assert chunk_threads == [threading.get_ident()] * 2

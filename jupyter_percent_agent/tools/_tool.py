@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -138,13 +140,45 @@ class Tool:
     ) -> ToolResult:
         """Await the tool to completion and return its normalized result (any kind of tool).
 
-        Sync tools are called directly in the running loop's thread.
+        Sync tools, and each step of a sync generator tool, run in a worker thread so that the
+        event loop keeps going; ``on_chunk`` is called in the loop's thread.
         """
         bound = self.bind(args)
-        value = self.func(*bound.args, **bound.kwargs)
+        if self.is_async:
+            value = self.func(*bound.args, **bound.kwargs)
+        else:
+            value = await _in_thread(functools.partial(self.func, *bound.args, **bound.kwargs))
         if inspect.isawaitable(value) or inspect.isasyncgen(value):
             return await _collect_async(self.name, value, on_chunk)
-        return _collect_sync(self.name, value, on_chunk)
+        if not inspect.isgenerator(value):
+            return _collect_sync(self.name, value, on_chunk)
+        result: ToolResult | None = None
+        while True:
+            done, item = await _in_thread(functools.partial(_step, value))
+            if done and item is None:
+                return result or {"data": None, "instruction": None}
+            result = _absorb(self.name, item, on_chunk) or result
+            if done:
+                return result
+
+
+# Not the loop's default executor: asyncio.run() waits for that one at exit, so a stuck sync
+# tool would hold up shutdown.
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="tool")
+
+
+async def _in_thread(call: Callable[[], Any]) -> Any:
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, context.run, call)
+
+
+def _step(generator: Any) -> tuple[bool, Any]:
+    """One ``next()``: (False, item), or (True, return value) at the end (StopIteration cannot
+    cross a future)."""
+    try:
+        return False, next(generator)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 def check_docstring(doc: Docstring, signature: inspect.Signature) -> str | None:
