@@ -490,3 +490,9 @@ def test_arun_steps_sync_generators_in_a_worker_and_chunks_in_the_loop_thread(
 
     assert asyncio.run(main()) == {"data": "liftoff", "instruction": None}
     assert chunk_threads == [threading.get_ident()] * 2
+
+
+def test_a_single_module_name_given_as_a_string(toolbox: Path) -> None:
+    assert list(Registry.load(toolbox, modules="camera", entry_points=False)) == [
+        "get_camera_live_url"
+    ]

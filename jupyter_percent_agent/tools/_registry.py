@@ -50,6 +50,8 @@ class Registry(Mapping[str, Tool]):
         :class:`ToolLoadError` for a missing toolbox folder, an unknown module name, a module
         that fails to import, or a tool whose docstring does not parse.
         """
+        if isinstance(modules, str):
+            modules = [modules]  # one name, not its letters
         sources = _find_sources(toolbox, entry_points)
         wanted = list(sources) if modules is None else list(dict.fromkeys(modules))
         unknown = [name for name in wanted if name not in sources]
