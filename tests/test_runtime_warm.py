@@ -1,0 +1,64 @@
+"""The warm litellm helper: a real helper process serving a real litellm call."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jupyter_percent_agent.runtime import models, warm
+from jupyter_percent_agent.runtime.models import CallSpec
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+
+
+@pytest.fixture
+def helper(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PERCENT_AGENT_WARM_TEST", str(tmp_path))  # a private socket name
+    path = warm.socket_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = {**os.environ, "PERCENT_AGENT_WARM_IDLE": "30"}
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.warm",
+                             str(path)], env=env)
+    for _ in range(300):
+        if path.exists():
+            break
+        time.sleep(0.05)
+    assert path.exists()
+    monkeypatch.setattr(models, "USE_HELPER", True)
+    yield path
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_helper_streams_a_call(helper, openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply("via the helper", chunk_size=3))
+    events: list = []
+    spec = CallSpec(models=["m"], messages=[{"role": "user", "content": "hi"}],
+                    api_base=openai_server.url, backoff=0, timeout=5)
+    res = asyncio.run(warm.try_complete(spec, lambda k, t: events.append((k, t))))
+    assert res is not None and res.text == "via the helper"
+    assert "".join(t for k, t in events if k == "content") == "via the helper"
+    assert openai_server.last_messages == [{"role": "user", "content": "hi"}]
+    # errors come back as results too
+    openai_server.responder = lambda b: Reply.http_error(500, "down")
+    res = asyncio.run(warm.try_complete(spec.__class__(**{**spec.to_json(), "retries": 0}),
+                                        lambda k, t: None))
+    assert res is not None and "down" in (res.error or "")
+
+
+def test_no_helper_means_none(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERCENT_AGENT_WARM_TEST", str(tmp_path) + "-none")
+    monkeypatch.setattr(warm, "spawn", lambda path: None)  # do not start one here
+    spec = CallSpec(models=["m"], messages=[{"role": "user", "content": "hi"}])
+    assert asyncio.run(warm.try_complete(spec, lambda k, t: None)) is None
+
+
+def test_socket_name_depends_on_the_environment() -> None:
+    a = warm.socket_path({"OPENAI_API_KEY": "a"})
+    b = warm.socket_path({"OPENAI_API_KEY": "b"})
+    assert a != b and a.parent == b.parent
+    assert warm.socket_path({"OPENAI_API_KEY": "a", "PWD": "/x"}) == a
