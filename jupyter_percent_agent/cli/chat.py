@@ -114,8 +114,12 @@ def chat(item: str, agent: str | None, message: str, include: tuple[str, ...],
     if not message.strip():
         fail("the message is empty", EXIT_USAGE)
     path = target_path(item, message)
-    code = run_chat(path, message, agent=agent, include=include, exclude=exclude, save=save,
-                    model=model, title=title, as_json=as_json, force=force)
+    try:
+        code = run_chat(path, message, agent=agent, include=include, exclude=exclude,
+                        save=save, model=model, title=title, as_json=as_json, force=force)
+    except KeyboardInterrupt:  # before the model call started: nothing half-done to keep
+        click.echo("\n[interrupted]", err=True)
+        code = EXIT_INTERRUPTED
     sys.exit(code)
 
 
