@@ -1,5 +1,138 @@
-"""Format core: message-file text <-> nbformat v4 notebooks, as plain dicts.
+"""Format core: message-file text <-> nbformat v4.5 notebooks, as plain dicts.
 
-The bottom of the dependency graph. Imports nothing heavy (no nbformat, jupytext or
-litellm) so that the command line and the kernel start fast.
+The bottom of the dependency graph. Imports nothing heavy (no nbformat, jupytext, litellm,
+nor yaml until a front matter has to be parsed as YAML) so that the command line and the
+kernel start fast. See docs/format.md for the format and its notebook mapping.
+
+``reads``/``writes`` are pure; ``read``/``write`` do the I/O (``write`` atomically).
 """
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+
+from .emit import emit
+from .errors import FormatError
+from .model import (
+    cell_attrs,
+    cell_id,
+    cell_kind,
+    error_output,
+    front_matter,
+    message_text,
+    new_id,
+    new_message,
+    output_attrs,
+    output_id,
+    output_kind,
+    output_text,
+    reply_output,
+    set_front_matter,
+    stream_output,
+    tool_call_output,
+    tool_result_output,
+)
+from .notebook import DEFAULT_KERNELSPEC, NS, from_notebook, to_notebook
+from .parse import is_message_path, parse, section_title
+
+__all__ = [
+    "DEFAULT_KERNELSPEC",
+    "NS",
+    "FormatError",
+    "cell_attrs",
+    "cell_id",
+    "cell_kind",
+    "error_output",
+    "front_matter",
+    "message_text",
+    "new_id",
+    "new_message",
+    "output_attrs",
+    "output_id",
+    "output_kind",
+    "output_text",
+    "read",
+    "reads",
+    "reply_output",
+    "set_front_matter",
+    "stream_output",
+    "tool_call_output",
+    "tool_result_output",
+    "write",
+    "writes",
+]
+
+
+def reads(text: str, *, path: str | None = None) -> dict:
+    """The notebook (nbformat 4.5, plain dicts) that message-file ``text`` means.
+
+    ``path`` tells ``x.msg.md`` (all messages) from a plain ``x.md`` whose front matter names
+    the section holding the messages. Raises :class:`FormatError` naming the bad line.
+    """
+    path = os.fspath(path) if path is not None else None
+    try:
+        return to_notebook(parse(text, path), path)
+    except FormatError as err:
+        raise err.with_path(path) from None
+
+
+def writes(nb: Mapping, *, path: str | None = None) -> str:
+    """The message-file text of notebook ``nb`` (canonical form)."""
+    path = os.fspath(path) if path is not None else None
+    section = None
+    if path is not None and not is_message_path(path) and path.lower().endswith(".md"):
+        cells = nb.get("cells") or []
+        if cells and cells[0].get("cell_type") == "raw":
+            src = cells[0].get("source", "")
+            section = section_title(src if isinstance(src, str) else "".join(src))
+    return emit(from_notebook(nb, path, section))
+
+
+def read(path: str | os.PathLike) -> dict:
+    """Read a message file."""
+    with open(path, encoding="utf-8", newline="") as f:
+        text = f.read()
+    return reads(text, path=os.fspath(path))
+
+
+def write(nb: Mapping, path: str | os.PathLike) -> None:
+    """Write a message file atomically: a temp file in the same directory, fsync, rename.
+
+    An existing file keeps its permission bits; a reader never sees a half-written file.
+    """
+    path = os.fspath(path)
+    text = writes(nb, path=path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                               dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

@@ -1,0 +1,55 @@
+"""Records -> text: the writer. Canonical form only (FORMAT.md section 2).
+
+A cell is written as::
+
+    #{level} %%[%] Title[^ID]
+    [^ID]: [TYPE](LINK) key=value ...
+
+    body
+
+with one blank line between metadata, body and the next heading, body lines that would read
+as a heading escaped with one backslash, and an unclosed fence closed (the reader is told so
+by the caller's ``close_fence`` attribute).
+"""
+
+from __future__ import annotations
+
+from .attrs import emit_meta
+from .lines import escape_body
+from .parse import Document, Record
+
+__all__ = ["emit", "emit_record"]
+
+
+def emit_record(rec: Record, section: str | None = None) -> str:
+    """One cell, ending with a newline."""
+    head = "#" * rec.level + (" %%%" if rec.out else " %%")
+    if rec.title:
+        head += " " + rec.title
+    ref = rec.ref
+    meta = emit_meta(rec.type, rec.sub, rec.link, rec.attrs)
+    text = head + "[^" + ref + "]\n[^" + ref + "]:" + (" " + meta if meta else "") + "\n"
+    if rec.body:
+        body, _ = escape_body(rec.body, section)
+        text += "\n" + body + "\n"
+    return text
+
+
+def emit(doc: Document) -> str:
+    """The whole text of ``doc``."""
+    parts = []
+    if doc.front_matter is not None:
+        parts.append(doc.front_matter)
+    preamble = doc.preamble
+    if preamble:
+        if doc.records and not preamble.endswith("\n"):
+            preamble += "\n\n"
+        parts.append(preamble)
+    elif doc.front_matter is not None and doc.records:
+        parts.append("\n")
+    section = doc.section
+    parts.append("\n".join([emit_record(r, section) for r in doc.records]))
+    text = "".join(parts)
+    if doc.crlf:
+        text = text.replace("\n", "\r\n")
+    return text

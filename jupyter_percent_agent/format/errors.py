@@ -1,0 +1,30 @@
+"""The one error the format core raises: bad input, naming the line it is on."""
+
+from __future__ import annotations
+
+
+class FormatError(ValueError):
+    """A message file that cannot be read as meant.
+
+    ``line`` is 1-based (``None`` when no single line is at fault); ``path`` is the file, when
+    known. The message names both, so it can be shown to a user as is.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None, path: str | None = None):
+        self.reason = message
+        self.line = line
+        self.path = path
+        where = ""
+        if path is not None and line is not None:
+            where = f"{path}:{line}: "
+        elif line is not None:
+            where = f"line {line}: "
+        elif path is not None:
+            where = f"{path}: "
+        super().__init__(where + message)
+
+    def with_path(self, path: str | None) -> FormatError:
+        """The same error, naming ``path`` too."""
+        if path is None or self.path is not None:
+            return self
+        return FormatError(self.reason, line=self.line, path=path)

@@ -1,0 +1,290 @@
+"""Helpers that build and inspect cells and outputs, so no other part does it by hand.
+
+Everything here works on the plain dicts ``reads`` returns and ``writes`` accepts. The split
+between flat metadata (the footnote's ``key=value`` attributes) and the namespaced structural
+part ``metadata["percent_agent"]`` is this module's business, nobody else's.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .notebook import FRONT_MATTER_ID, LANGS, NS, _is_front_matter, join_source
+
+__all__ = [
+    "cell_attrs",
+    "cell_id",
+    "cell_kind",
+    "error_output",
+    "front_matter",
+    "message_text",
+    "new_id",
+    "new_message",
+    "output_attrs",
+    "output_id",
+    "output_kind",
+    "output_text",
+    "reply_output",
+    "set_front_matter",
+    "stream_output",
+    "tool_call_output",
+    "tool_result_output",
+]
+
+_VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _ns(obj: Mapping) -> Mapping:
+    ns = (obj.get("metadata") or {}).get(NS)
+    return ns if isinstance(ns, Mapping) else {}
+
+
+def new_id() -> str:
+    """A short, random, valid nbformat id (also a footnote id)."""
+    return "c" + secrets.token_hex(4)
+
+
+# --------------------------------------------------------------------------- front matter
+
+
+def _front_cell(nb: Mapping) -> Mapping | None:
+    cells = nb.get("cells") or []
+    if cells and _is_front_matter(cells[0]):
+        return cells[0]
+    return None
+
+
+def front_matter(nb: Mapping) -> dict:
+    """The parsed YAML front matter (``agents``, ``default_agent``, ...), ``{}`` if none."""
+    cell = _front_cell(nb)
+    if cell is None:
+        return {}
+    import yaml  # lazily: only callers who look at the front matter pay for it
+
+    text = join_source(cell["source"])
+    inner = text.split("\n")[1:-1]
+    try:
+        data = yaml.safe_load("\n".join(inner))
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def set_front_matter(nb: dict, key: str, value: Any) -> None:
+    """Set one top-level key of the front matter, keeping the rest of the YAML as written.
+
+    ``value=None`` removes the key. A front matter cell is created when there is none.
+    """
+    import yaml
+
+    cell = _front_cell(nb)
+    if cell is None:
+        if value is None:
+            return
+        cell = {"cell_type": "raw", "id": FRONT_MATTER_ID, "metadata": {},
+                "source": "---\n---"}
+        nb.setdefault("cells", []).insert(0, cell)
+    lines = join_source(cell["source"]).split("\n")
+    body = lines[1:-1]
+    start = None
+    for i, line in enumerate(body):
+        if re.match(rf"{re.escape(key)}[ \t]*:", line) or re.match(
+            rf"[\"']{re.escape(key)}[\"'][ \t]*:", line
+        ):
+            start = i
+            break
+    new = []
+    if value is not None:
+        new = yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True,
+                             default_flow_style=False, width=1000).rstrip("\n").split("\n")
+    if start is None:
+        body.extend(new)
+    else:
+        end = start + 1
+        while end < len(body) and (body[end][:1] in (" ", "\t", "-") or not body[end].strip()):
+            if body[end][:1] == "-" and not body[end].startswith("- ") and body[end] != "-":
+                break
+            end += 1
+        body[start:end] = new
+    cell["source"] = "\n".join([lines[0], *body, lines[-1]])
+
+
+# --------------------------------------------------------------------------- cells
+
+
+def cell_kind(cell: Mapping) -> str:
+    """``message``, ``code``, ``raw``, ``note``, ``agent``, ``tool``, ``tool_call``,
+    ``toolchain`` or ``async``."""
+    ct = cell.get("cell_type")
+    if ct == "markdown":
+        return "note"
+    if ct == "raw":
+        return "raw"
+    t = _ns(cell).get("type")
+    if t in ("code", "tool", "tool_call", "toolchain", "async"):
+        return t
+    if (cell.get("metadata") or {}).get("definition") == "agent":
+        return "agent"
+    return "message"
+
+
+def cell_attrs(cell: Mapping) -> dict:
+    """The footnote ``key=value`` attributes of a cell (its flat metadata)."""
+    return {k: v for k, v in (cell.get("metadata") or {}).items() if k != NS}
+
+
+def cell_id(cell: Mapping) -> str:
+    """The footnote id: ``cell.id``, or the one kept in metadata when that is not valid."""
+    return _ns(cell).get("id") or cell.get("id") or ""
+
+
+def message_text(cell: Mapping) -> str:
+    """What a message says (for ``[code]`` cells: the code)."""
+    return join_source(cell.get("source", ""))
+
+
+def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None = None,
+                title: str | None = None) -> dict:
+    """A message cell (a code cell, so running it sends it to the agent)."""
+    metadata: dict[str, Any] = dict(attrs or {})
+    ns: dict[str, Any] = {}
+    cid = cell_id or new_id()
+    if not _VALID_ID.fullmatch(cid):
+        ns["id"] = cid
+        cid = new_id()
+    if title:
+        ns["title"] = title.replace("\n", " ")
+    if ns:
+        metadata[NS] = ns
+    return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
+            "outputs": [], "execution_count": None}
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def output_kind(output: Mapping) -> str:
+    """``reply``, ``tool_call``, ``tool_result``, ``stream``, ``error`` or ``data``."""
+    ot = output.get("output_type")
+    if ot == "stream":
+        return "stream"
+    if ot == "error":
+        return "error"
+    md = output.get("metadata") or {}
+    t = _ns(output).get("type")
+    if t is None or t.lower() in LANGS:
+        return "data"
+    if t == "tool_result":
+        return "tool_result"
+    if t == "tool":
+        return "tool_result" if "status" in md else "tool_call"
+    return "reply"
+
+
+def output_attrs(output: Mapping, cell: Mapping | None = None) -> dict:
+    """An output's attributes (``agent``, ``model``, ``time``, ``tokens_in``, ``status``...).
+
+    Stream and error outputs have no metadata in nbformat: pass their ``cell`` to see the
+    attributes kept in the cell's metadata.
+    """
+    md = output.get("metadata") or {}
+    attrs = {k: v for k, v in md.items() if k != NS}
+    ns = _ns(output)
+    if output.get("output_type") in ("stream", "error") and cell is not None:
+        outs = cell.get("outputs") or []
+        for i, o in enumerate(outs):
+            if o is output:
+                info = (_ns(cell).get("outputs") or {}).get(str(i)) or {}
+                attrs = {**(info.get("attrs") or {}), **attrs}
+                break
+    t = ns.get("type")
+    if (t and "agent" not in attrs and output_kind(output) == "reply" and t != "output"):
+        attrs = {"agent": t, **attrs}
+    return attrs
+
+
+def output_id(output: Mapping) -> str | None:
+    """The footnote id given to an output, when it has one of its own."""
+    return _ns(output).get("id")
+
+
+def output_text(output: Mapping) -> str:
+    """The text of a reply, tool call or result, stream or error."""
+    ot = output.get("output_type")
+    if ot == "stream":
+        return join_source(output.get("text", ""))
+    if ot == "error":
+        tb = output.get("traceback") or []
+        if tb:
+            return "\n".join(join_source(x) for x in tb)
+        return f"{output.get('ename', '')}: {output.get('evalue', '')}"
+    data = output.get("data") or {}
+    for mime in ("text/markdown", "text/plain"):
+        if mime in data:
+            return join_source(data[mime])
+    return ""
+
+
+def _data_output(mime: str, text: str, typ: str, out_id: str | None, attrs: Mapping | None,
+                 extra: Mapping | None = None) -> dict:
+    metadata: dict[str, Any] = dict(extra or {})
+    metadata.update(attrs or {})
+    ns: dict[str, Any] = {"type": typ}
+    if out_id is not None:
+        ns["id"] = out_id
+    metadata[NS] = ns
+    return {"output_type": "display_data", "data": {mime: text}, "metadata": metadata}
+
+
+def reply_output(text: str, *, agent: str, out_id: str, attrs: Mapping | None = None) -> dict:
+    """An agent's reply: ``display_data`` with ``text/markdown``; written ``[AGENT]``."""
+    attrs = {k: v for k, v in (attrs or {}).items() if not (k == "agent" and v == agent)}
+    return _data_output("text/markdown", text, agent, out_id, attrs)
+
+
+def tool_call_output(name: str, code: str, *, out_id: str, attrs: Mapping | None = None) -> dict:
+    """A tool call made by an agent (id ``CELL.NONCE``); written ``[tool] name="NAME"``."""
+    return _data_output("text/plain", code, "tool", out_id, attrs, {"name": name})
+
+
+def tool_result_output(text: str, *, out_id: str, status: str,
+                       attrs: Mapping | None = None) -> dict:
+    """That call's result (id ``CELL.NONCE.n``); written ``[tool] status="..."``."""
+    return _data_output("text/plain", text, "tool", out_id, attrs, {"status": status})
+
+
+def _side_metadata(out_id: str | None, attrs: Mapping | None) -> dict | None:
+    md: dict[str, Any] = dict(attrs or {})
+    if out_id is not None:
+        md[NS] = {"id": out_id}
+    return md or None
+
+
+def stream_output(name: str, text: str, *, out_id: str | None = None,
+                  attrs: Mapping | None = None) -> dict:
+    """A ``stream`` output (``stdout`` or ``stderr``).
+
+    nbformat streams have no metadata: when ``out_id`` or ``attrs`` are given they ride in a
+    ``metadata`` key that ``writes`` honours and ``reads`` moves into the cell's metadata.
+    """
+    if name not in ("stdout", "stderr"):
+        raise ValueError(f"stream name must be stdout or stderr, not {name!r}")
+    out: dict[str, Any] = {"output_type": "stream", "name": name, "text": text}
+    md = _side_metadata(out_id, attrs)
+    if md:
+        out["metadata"] = md
+    return out
+
+
+def error_output(ename: str, evalue: str, traceback: Sequence[str], *,
+                 out_id: str | None = None, attrs: Mapping | None = None) -> dict:
+    """An ``error`` output; ``out_id``/``attrs`` as for :func:`stream_output`."""
+    out: dict[str, Any] = {"output_type": "error", "ename": ename, "evalue": evalue,
+                           "traceback": list(traceback)}
+    md = _side_metadata(out_id, attrs)
+    if md:
+        out["metadata"] = md
+    return out

@@ -1,0 +1,787 @@
+"""Records <-> nbformat 4.5 notebook dicts (FORMAT.md section 4).
+
+Mapping, in short (docs/format.md has the table):
+
+* ``%%`` cells are code cells (messages, ``[code]``, ``[tool]``, ``[tool_call]``, ...),
+  ``[raw]`` raw cells, ``cell_type="markdown"`` markdown cells; the preamble before the first
+  cell is a markdown cell, the front matter a raw cell with id ``front-matter``.
+* footnote ``key=value`` attributes are the cell's flat metadata; the structural parts (type,
+  title, heading level, link, invalid ids, the text around a ``[code]`` fence, stream and error
+  output attributes) live under ``metadata["percent_agent"]``.
+* ``%%%`` cells are the outputs of the input cell above them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .attrs import json_text
+from .errors import FormatError
+from .lines import Fence, fence_closes, fence_for, fence_open, scan, unclosed_fence
+from .parse import INPUT_TYPES, Document, Record
+
+NS = "percent_agent"
+DEFAULT_KERNELSPEC = {"name": "percent-agent", "display_name": "Agent", "language": "markdown"}
+FRONT_MATTER_ID = "front-matter"
+PREAMBLE_ID = "preamble"
+
+IN_STRUCT = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
+OUT_STRUCT = frozenset({"execution_count", "mime_type", "ename", "evalue", "traceback_lines",
+                        "final_newline", "close_fence", NS})
+# Types of %%% cells that are code output rather than an agent's reply.
+LANGS = frozenset({
+    "python", "python2", "python3", "ipython", "ipython3", "r", "julia", "bash", "sh", "shell",
+    "zsh", "powershell", "javascript", "js", "typescript", "ts", "node", "ruby", "scala", "java",
+    "c", "c++", "cpp", "c#", "csharp", "f#", "fsharp", "rust", "go", "sql", "matlab", "octave",
+    "perl", "lua", "kotlin", "haskell", "ocaml", "clojure", "scheme", "groovy", "sas", "stata",
+    "q", "idl", "maxima", "wolfram", "mathematica", "sage", "xonsh", "tcl", "gnuplot", "coconut",
+    "logtalk", "robotframework", "sos", "swift", "php", "dart", "elixir", "erlang", "nim", "zig",
+})
+_VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_FM_CELL = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
+
+_DERIVED_IN = ("type", "sub", "link", "title", "level", "id", "lang", "pre", "post", "fence",
+               "outputs")
+_DERIVED_OUT = ("type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename")
+
+
+def join_source(src: Any) -> str:
+    return src if isinstance(src, str) else "".join(src)
+
+
+def is_json_mime(mime: str) -> bool:
+    return mime == "application/json" or (mime.startswith("application/") and
+                                          mime.endswith("+json"))
+
+
+def default_mime(typ: str, is_lang: bool) -> str:
+    if is_lang or typ in ("tool", "tool_result", "error"):
+        return "text/plain"
+    return "text/markdown"
+
+
+class Context:
+    """What the cells of one notebook share: language, heading level, ids in use."""
+
+    __slots__ = ("doc", "lang", "level", "path", "section", "used")
+
+    def __init__(self, lang: str = "python", level: int = 1, section: str | None = None,
+                 path: str | None = None, doc: Document | None = None):
+        self.lang = lang
+        self.level = level
+        self.used: set[str] = set()
+        self.section = section
+        self.path = path
+        self.doc = doc
+
+    def is_lang(self, typ: str) -> bool:
+        return typ == self.lang or typ.lower() in LANGS
+
+    def error(self, message: str, rec: Record | None = None) -> FormatError:
+        line = self.doc.line(rec.pos) if (rec is not None and self.doc is not None) else None
+        return FormatError(message, line=line, path=self.path)
+
+    def fresh(self, base: str) -> str:
+        """A valid nbformat id not used yet, derived from ``base``."""
+        cand = _BAD_ID_CHARS.sub("-", base)[:64] or "cell"
+        n = 1
+        out = cand
+        while out in self.used:
+            n += 1
+            suffix = f"-{n}"
+            out = cand[: 64 - len(suffix)] + suffix
+        self.used.add(out)
+        return out
+
+
+def notebook_language(metadata: Mapping) -> str:
+    """The language code outputs are labelled with: the kernel's, unless it is Markdown."""
+    ks = metadata.get("kernelspec") or {}
+    lang = ks.get("language") if isinstance(ks, Mapping) else None
+    if not lang:
+        li = metadata.get("language_info") or {}
+        lang = li.get("name") if isinstance(li, Mapping) else None
+    if not isinstance(lang, str) or not lang or lang == "markdown" or " " in lang:
+        return "python"
+    return lang
+
+
+# --------------------------------------------------------------------------- front matter
+
+
+def split_front_matter(block: str) -> tuple[str | None, dict | None]:
+    """(front matter cell source without the ``jupyter:`` entry, notebook metadata or None)."""
+    lines = block.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    meta = None
+    for k in range(1, len(lines) - 1):
+        if lines[k].startswith("jupyter:"):
+            j = k + 1
+            while j < len(lines) - 1 and (lines[j][:1] in (" ", "\t") or not lines[j].strip()):
+                j += 1
+            rest = lines[k][8:].strip()
+            if rest.startswith("{") and j == k + 1:
+                try:
+                    meta = json.loads(rest)
+                except ValueError:
+                    meta = None
+            if meta is None:
+                import yaml  # only for hand-written YAML-style notebook metadata
+
+                try:
+                    meta = (yaml.safe_load("\n".join(lines[k:j])) or {}).get("jupyter")
+                except yaml.YAMLError as err:
+                    raise FormatError(f"bad YAML in the front matter's jupyter: entry: {err}",
+                                      line=k + 1) from None
+                if not isinstance(meta, dict):
+                    meta = {}
+            del lines[k:j]
+            break
+    if all(not line.strip() for line in lines[1:-1]):
+        return None, meta
+    return "\n".join(lines), meta
+
+
+def front_matter_block(source: str | None, metadata: dict) -> str | None:
+    """The front matter text to write, with notebook metadata as a one-line ``jupyter:``."""
+    jline = None
+    if metadata != {"kernelspec": DEFAULT_KERNELSPEC}:
+        jline = "jupyter: " + json_text(metadata)
+    if source is None:
+        return None if jline is None else "---\n" + jline + "\n---\n"
+    if jline is None:
+        return source + "\n"
+    head, _, last = source.rpartition("\n")
+    return head + "\n" + jline + "\n" + last + "\n"
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def to_notebook(doc: Document, path: str | None = None) -> dict:
+    """The notebook a parsed document means."""
+    metadata: dict = {"kernelspec": dict(DEFAULT_KERNELSPEC)}
+    cells: list[dict] = []
+    fm_source = None
+    if doc.front_matter is not None:
+        try:
+            fm_source, jmeta = split_front_matter(doc.front_matter)
+        except FormatError as err:
+            raise err.with_path(path) from None
+        if jmeta is not None:
+            metadata = jmeta
+    ctx = Context(notebook_language(metadata), 1, doc.section, path, doc)
+    for rec in doc.records:
+        if rec.ref is not None and _VALID_ID.fullmatch(rec.ref):
+            ctx.used.add(rec.ref)
+    if fm_source is not None:
+        cells.append({"cell_type": "raw", "id": ctx.fresh(FRONT_MATTER_ID), "metadata": {},
+                      "source": fm_source})
+    if doc.preamble is not None:
+        ns: dict[str, Any] = {"type": "preamble"}
+        if doc.section is not None:
+            ns["section"] = doc.section
+        cells.append({"cell_type": "markdown", "id": ctx.fresh(PREAMBLE_ID),
+                      "metadata": {NS: ns}, "source": doc.preamble})
+    if doc.section is not None:
+        ctx.level = 2
+    cell: dict | None = None
+    blocks = 0
+    for rec in doc.records:
+        if rec.out:
+            if cell is None:
+                raise ctx.error("an output cell (%%%) before any message", rec)
+            if cell["cell_type"] != "code":
+                raise ctx.error("an output cell (%%%) under a cell that cannot have outputs "
+                                f"({cell['cell_type']})", rec)
+            blocks += 1
+            read_block(rec, cell, blocks, ctx)
+        else:
+            cell = input_cell(rec, len(cells), ctx)
+            cells.append(cell)
+            blocks = 0
+    if doc.crlf:
+        metadata = dict(metadata)
+        metadata[NS] = {"crlf": True}
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _take_ns(attrs: dict, ctx: Context, rec: Record) -> tuple[dict, dict | None]:
+    extra = attrs.pop(NS, None)
+    if extra is None:
+        return {}, None
+    if not isinstance(extra, dict):
+        raise ctx.error(f"{NS}= must be a JSON object", rec)
+    ns = dict(extra)
+    over = ns.pop("meta", None)
+    return ns, over if isinstance(over, dict) else None
+
+
+def _drop_last_line(body: str) -> str:
+    cut = body.rfind("\n")
+    return body[:cut] if cut >= 0 else ""
+
+
+def input_cell(rec: Record, index: int, ctx: Context) -> dict:
+    """Cell of an input (``%%``) record."""
+    t = rec.type or "markdown"
+    if t not in INPUT_TYPES:
+        raise ctx.error(f"unknown cell type [{t}] (expected one of "
+                        f"{', '.join(sorted(INPUT_TYPES))})", rec)
+    attrs = rec.attrs
+    ns, over = _take_ns(attrs, ctx, rec)
+    ct = attrs.pop("cell_type", None)
+    has_ec = "execution_count" in attrs
+    ec = attrs.pop("execution_count", None)
+    attachments = attrs.pop("attachments", None)
+    close = attrs.pop("close_fence", False)
+    if ct is not None and ct not in ("code", "markdown", "raw"):
+        raise ctx.error(f"cell_type must be code, markdown or raw, not {ct!r}", rec)
+    cell_type = ct or ("raw" if t == "raw" else "code")
+    if t != ("raw" if cell_type == "raw" else "markdown"):
+        ns["type"] = t
+    body = _drop_last_line(rec.body) if close is True else rec.body
+    source = body
+    if t == "code" and cell_type == "code":
+        source = _read_code(body, ns, ctx)
+    if rec.sub is not None:
+        ns["sub"] = rec.sub
+    if rec.link is not None:
+        ns["link"] = rec.link
+    if rec.title:
+        ns["title"] = rec.title
+    if rec.level != ctx.level:
+        ns["level"] = rec.level
+    ref = rec.ref
+    if ref is None:
+        cid = ctx.fresh(f"cell-{index}")
+    elif _VALID_ID.fullmatch(ref):
+        cid = ref
+    else:
+        cid = ctx.fresh(ref)
+        ns["id"] = ref
+    if over:
+        attrs.update(over)
+    if ns:
+        attrs[NS] = ns
+    cell: dict[str, Any] = {"cell_type": cell_type, "id": cid, "metadata": attrs,
+                            "source": source}
+    if cell_type == "code":
+        if ec is not None and (not isinstance(ec, int) or isinstance(ec, bool)):
+            raise ctx.error(f"execution_count must be an integer, not {ec!r}", rec)
+        cell["execution_count"] = ec
+        cell["outputs"] = []
+    else:
+        if has_ec:
+            attrs["execution_count"] = ec
+        if attachments is not None:
+            cell["attachments"] = attachments
+    return cell
+
+
+def split_fenced(body: str) -> tuple[str, str, str, str, str] | None:
+    """(pre, open line, code, close line, post) of the first fenced block, or None."""
+    pos = 0
+    n = len(body)
+    while pos <= n:
+        eol = body.find("\n", pos)
+        if eol < 0:
+            eol = n
+        opened = fence_open(body[pos:eol])
+        if opened is not None:
+            fence = Fence(opened[0], opened[1])
+            cpos = eol + 1
+            while cpos <= n:
+                ceol = body.find("\n", cpos)
+                if ceol < 0:
+                    ceol = n
+                if fence_closes(body[cpos:ceol], fence):
+                    code = body[eol + 1 : cpos] if cpos > eol + 1 else ""
+                    if code.endswith("\n"):
+                        code = code[:-1]
+                    return body[:pos], body[pos:eol], code, body[cpos:ceol], body[ceol:]
+                cpos = ceol + 1
+            code = body[eol + 1 :] if eol < n else ""
+            return body[:pos], body[pos:eol], code, "", ""
+        pos = eol + 1
+    return None
+
+
+def _read_code(body: str, ns: dict, ctx: Context) -> str:
+    parts = split_fenced(body)
+    if parts is None:
+        return body
+    pre, open_line, code, _close, post = parts
+    fence_char = open_line.lstrip(" ")[0]
+    size = len(open_line.lstrip(" ")) - len(open_line.lstrip(" ").lstrip(fence_char))
+    info = open_line.lstrip(" ")[size:].strip()
+    if info != ctx.lang:
+        ns["lang"] = info
+    fence = fence_char * size
+    if fence != fence_for(code):
+        ns["fence"] = fence
+    if pre:
+        ns["pre"] = pre
+    if post:
+        ns["post"] = post
+    return code
+
+
+def read_block(rec: Record, cell: dict, index: int, ctx: Context) -> None:
+    """Append the outputs of one ``%%%`` record to ``cell``."""
+    t = rec.type or "output"
+    attrs = rec.attrs
+    ns, over = _take_ns(attrs, ctx, rec)
+    parent = cell_ref(cell)
+    if rec.ref is not None and rec.ref != f"{parent}.{index}":
+        ns["id"] = rec.ref
+    if rec.title:
+        ns["title"] = rec.title
+    if rec.level != min(cell_level(cell, ctx) + 1, 5):
+        ns["level"] = rec.level
+    if rec.sub is not None:
+        ns["sub"] = rec.sub
+    if rec.link is not None:
+        ns["link"] = rec.link
+    close = attrs.pop("close_fence", False)
+    body = _drop_last_line(rec.body) if close is True else rec.body
+    outputs = cell["outputs"]
+    is_lang = ctx.is_lang(t)
+    if t == "error":
+        _read_error(rec, attrs, ns, over, body, cell, ctx)
+        return
+    if t != ctx.lang:
+        ns["type"] = t
+    mt = attrs.get("mime_type")
+    if ((is_lang or (t == "output" and rec.sub in ("stdout", "stderr")))
+            and "execution_count" not in attrs and (mt is None or mt == "text/plain")):
+        _read_streams(rec, attrs, ns, over, body, cell, ctx)
+        return
+    if t == ctx.lang:
+        ns.pop("type", None)
+    mt = attrs.pop("mime_type", None)
+    has_ec = "execution_count" in attrs
+    ec = attrs.pop("execution_count", None)
+    if mt is None:
+        bundle = {default_mime(t, is_lang): body}
+    elif isinstance(mt, str):
+        bundle = {mt: _decode(mt, body, ctx, rec)}
+    elif isinstance(mt, list) and all(isinstance(m, str) for m in mt):
+        bundle = _read_bundle(mt, body, ctx, rec)
+    else:
+        raise ctx.error(f"mime_type must be a string or a list of strings, not {mt!r}", rec)
+    for key in ("ename", "evalue", "traceback_lines", "final_newline"):
+        if key in attrs:
+            raise ctx.error(f"{key}= belongs to [error] or stream cells, not [{t}]", rec)
+    if over:
+        attrs.update(over)
+    if ns:
+        attrs[NS] = ns
+    if has_ec:
+        if ec is not None and (not isinstance(ec, int) or isinstance(ec, bool)):
+            raise ctx.error(f"execution_count must be an integer, not {ec!r}", rec)
+        outputs.append({"output_type": "execute_result", "data": bundle, "metadata": attrs,
+                        "execution_count": ec})
+    else:
+        outputs.append({"output_type": "display_data", "data": bundle, "metadata": attrs})
+
+
+def _decode(mime: str, content: str, ctx: Context, rec: Record) -> Any:
+    if is_json_mime(mime):
+        try:
+            return json.loads(content)
+        except ValueError as err:
+            raise ctx.error(f"{mime} content is not JSON: {err}", rec) from None
+    return content
+
+
+def _read_bundle(mimes: list[str], body: str, ctx: Context, rec: Record) -> dict:
+    bundle: dict[str, Any] = {}
+    rest = body
+    for mime in mimes:
+        parts = split_fenced(rest)
+        if parts is None or not parts[3]:
+            raise ctx.error(f"mime_type lists {mime} but no closed fenced block holds it", rec)
+        _pre, _open, content, _close, rest = parts
+        bundle[mime] = _decode(mime, content, ctx, rec)
+    return bundle
+
+
+def _info_attrs(attrs: dict, over: dict | None) -> dict:
+    if over:
+        attrs.update(over)
+    return attrs
+
+
+def _read_streams(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str,
+                  cell: dict, ctx: Context) -> None:
+    eol = attrs.pop("final_newline", True)
+    default = rec.sub if rec.sub in ("stdout", "stderr") else "stdout"
+    streams: list[list] = []
+    if body or not eol:
+        for line in body.split("\n"):
+            if line.startswith("stdout>"):
+                name, text = "stdout", line[8:] if line.startswith("stdout> ") else line[7:]
+            elif line.startswith("stderr>"):
+                name, text = "stderr", line[8:] if line.startswith("stderr> ") else line[7:]
+            else:
+                name, text = default, line
+            if streams and streams[-1][0] == name:
+                streams[-1][1].append(text)
+            else:
+                streams.append([name, [text]])
+    outputs = cell["outputs"]
+    first = len(outputs)
+    for name, texts in streams:
+        outputs.append({"output_type": "stream", "name": name, "text": "\n".join(texts) + "\n"})
+    if not streams:
+        outputs.append({"output_type": "stream", "name": default, "text": ""})
+    elif eol is False:
+        last = outputs[-1]
+        last["text"] = last["text"][:-1]
+    attrs = _info_attrs(attrs, over)
+    if attrs:
+        ns["attrs"] = attrs
+    prev = outputs[first - 1] if first else None
+    if (not ns and prev is not None and prev["output_type"] == "stream"
+            and prev["text"].endswith("\n") and prev["name"] != outputs[first]["name"]):
+        ns["new"] = True
+    if ns:
+        ns["name"] = outputs[first]["name"]
+        cell_ns(cell)["outputs"][str(first)] = ns
+
+
+def _read_error(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str,
+                cell: dict, ctx: Context) -> None:
+    ename = attrs.pop("ename", "")
+    evalue = attrs.pop("evalue", "")
+    counts = attrs.pop("traceback_lines", None)
+    lines = body.split("\n")
+    if counts is None:
+        tb = lines
+    else:
+        if not isinstance(counts, list) or not all(
+            isinstance(n, int) and n > 0 for n in counts
+        ) or (counts and sum(counts) != len(lines)) or (not counts and body):
+            raise ctx.error("traceback_lines does not add up to the traceback's lines", rec)
+        tb, at = [], 0
+        for n in counts:
+            tb.append("\n".join(lines[at : at + n]))
+            at += n
+    attrs = _info_attrs(attrs, over)
+    if attrs:
+        ns["attrs"] = attrs
+    outputs = cell["outputs"]
+    if ns:
+        ns["ename"] = str(ename)
+        cell_ns(cell)["outputs"][str(len(outputs))] = ns
+    outputs.append({"output_type": "error", "ename": str(ename), "evalue": str(evalue),
+                    "traceback": tb})
+
+
+def cell_ns(cell: dict) -> dict:
+    """The cell's namespaced metadata, created with an ``outputs`` map if missing."""
+    ns = cell["metadata"].get(NS)
+    if ns is None:
+        ns = cell["metadata"][NS] = {}
+    ns.setdefault("outputs", {})
+    return ns
+
+
+def cell_ref(cell: Mapping) -> str:
+    ns = cell.get("metadata", {}).get(NS) or {}
+    return ns.get("id") or cell.get("id") or ""
+
+
+def cell_level(cell: Mapping, ctx: Context) -> int:
+    ns = cell.get("metadata", {}).get(NS) or {}
+    return ns.get("level", ctx.level)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def from_notebook(nb: Mapping, path: str | None = None, section: str | None = None) -> Document:
+    """The document that writes ``nb``."""
+    metadata = dict(nb.get("metadata") or {})
+    nbns = metadata.pop(NS, None) or {}
+    cells = list(nb.get("cells") or [])
+    doc = Document(crlf=bool(nbns.get("crlf")))
+    fm_source = None
+    if cells and _is_front_matter(cells[0]):
+        fm_source = join_source(cells[0]["source"])
+        cells = cells[1:]
+    doc.front_matter = front_matter_block(fm_source, metadata)
+    if cells and _is_preamble(cells[0]):
+        pns = cells[0]["metadata"][NS]
+        doc.preamble = join_source(cells[0]["source"])
+        doc.section = pns.get("section") or section
+        cells = cells[1:]
+    elif section is not None:
+        doc.section = section
+        doc.preamble = ""
+    ctx = Context(notebook_language(metadata), 2 if doc.section else 1, doc.section, path, doc)
+    for cell in cells:
+        ref = cell_ref(cell)
+        if ref:
+            ctx.used.add(ref)
+    seen: set[str] = set()
+    for cell in cells:
+        rec = input_record(cell, ctx, seen)
+        doc.records.append(rec)
+        if cell.get("cell_type") == "code" and cell.get("outputs"):
+            doc.records.extend(output_records(cell, rec, ctx, seen))
+    if doc.section is not None and doc.records and not _has_section(doc):
+        pre = doc.preamble or ""
+        if pre and not pre.endswith("\n"):
+            pre += "\n"
+        doc.preamble = pre + ("\n" if pre else "") + f"# {doc.section}\n\n"
+    return doc
+
+
+def _has_section(doc: Document) -> bool:
+    return any(k == "s" for k, _, _ in scan(doc.preamble or "", section=doc.section))
+
+
+def _is_front_matter(cell: Mapping) -> bool:
+    return (cell.get("cell_type") == "raw" and cell.get("id") == FRONT_MATTER_ID
+            and not cell.get("metadata") and not cell.get("attachments")
+            and _FM_CELL.fullmatch(join_source(cell.get("source", ""))) is not None)
+
+
+def _is_preamble(cell: Mapping) -> bool:
+    ns = (cell.get("metadata") or {}).get(NS)
+    return (cell.get("cell_type") == "markdown" and isinstance(ns, Mapping)
+            and ns.get("type") == "preamble")
+
+
+def _unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False) -> str:
+    if ref and ref not in seen and not (generated and ref in ctx.used):
+        seen.add(ref)
+        return ref
+    out = ctx.fresh(ref or "cell")
+    seen.add(out)
+    return out
+
+
+def _split_attrs(md: Mapping, struct_names: frozenset) -> tuple[dict, dict, dict]:
+    """(flat attrs, namespaced dict copy, attrs that clash with structural names)."""
+    attrs: dict[str, Any] = {}
+    over: dict[str, Any] = {}
+    for k, v in md.items():
+        if k == NS:
+            continue
+        if k in struct_names:
+            over[k] = v
+        else:
+            attrs[k] = v
+    ns = md.get(NS)
+    return attrs, dict(ns) if isinstance(ns, Mapping) else {}, over
+
+
+def _close(body: str, struct: dict) -> str:
+    line = unclosed_fence(body)
+    if line is not None:
+        struct["close_fence"] = True
+        return body + "\n" + line
+    return body
+
+
+def _finish_attrs(struct: dict, attrs: dict, ns_left: dict, over: dict) -> dict:
+    if over:
+        ns_left["meta"] = over
+    out = struct
+    out.update(attrs)
+    if ns_left:
+        out[NS] = ns_left
+    return out
+
+
+def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
+    """The ``%%`` record of a cell."""
+    ct = cell.get("cell_type", "code")
+    attrs, ns, over = _split_attrs(cell.get("metadata") or {}, IN_STRUCT)
+    t = ns.pop("type", None) or ("raw" if ct == "raw" else "markdown")
+    struct: dict[str, Any] = {}
+    if ct != ("raw" if t == "raw" else "code"):
+        struct["cell_type"] = ct
+    if ct == "code" and cell.get("execution_count") is not None:
+        struct["execution_count"] = cell["execution_count"]
+    if ct != "code" and "attachments" in cell:
+        struct["attachments"] = cell["attachments"]
+    ref = _unique_ref(ns.pop("id", None) or cell.get("id") or "", ctx, seen)
+    title = ns.pop("title", "")
+    title = title.replace("\n", " ") if isinstance(title, str) else str(title)
+    level = ns.pop("level", ctx.level)
+    sub = ns.pop("sub", None)
+    link = ns.pop("link", None)
+    lang = ns.pop("lang", None)
+    pre = ns.pop("pre", "")
+    post = ns.pop("post", "")
+    fence = ns.pop("fence", None)
+    ns.pop("outputs", None)
+    source = join_source(cell.get("source", ""))
+    if t == "code" and ct == "code":
+        lang = ctx.lang if lang is None else lang
+        if not fence or any(fence_closes(line, Fence(fence[0], len(fence)))
+                            for line in source.split("\n")):
+            fence = fence_for(source)
+        body = pre + fence + lang + "\n" + source + "\n" + fence + post
+    else:
+        body = source
+    body = _close(body, struct)
+    return Record(False, level, title, ref, t, sub, link,
+                  _finish_attrs(struct, attrs, ns, over), body)
+
+
+def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
+    ns = (cell.get("metadata") or {}).get(NS) or {}
+    info = (ns.get("outputs") or {}).get(str(i))
+    if not isinstance(info, Mapping):
+        info = {}
+    key = "name" if out.get("output_type") == "stream" else "ename"
+    if info and info.get(key) != out.get(key):
+        info = {}
+    info = dict(info)
+    extra = out.get("metadata")
+    if isinstance(extra, Mapping):  # attributes given to stream_output()/error_output()
+        for k, v in extra.items():
+            if k == NS and isinstance(v, Mapping):
+                info.update(v)
+            else:
+                info.setdefault("attrs", {})
+                info["attrs"] = {**info["attrs"], k: v}
+    return info
+
+
+def output_records(cell: Mapping, parent: Record, ctx: Context, seen: set[str]) -> list[Record]:
+    """The ``%%%`` records of a code cell's outputs."""
+    records: list[Record] = []
+    outputs = cell["outputs"]
+    i = 0
+    n = len(outputs)
+    while i < n:
+        out = outputs[i]
+        ot = out.get("output_type")
+        index = len(records) + 1
+        if ot == "stream":
+            info = _stream_info(cell, i, out)
+            group = [out]
+            j = i + 1
+            while j < n:
+                nxt = outputs[j]
+                if (nxt.get("output_type") != "stream" or _stream_info(cell, j, nxt)
+                        or nxt.get("name") == group[-1].get("name")
+                        or not join_source(group[-1].get("text", "")).endswith("\n")):
+                    break
+                group.append(nxt)
+                j += 1
+            records.append(_stream_record(group, info, parent, index, ctx, seen))
+            i = j
+            continue
+        if ot == "error":
+            info = _stream_info(cell, i, out)
+            records.append(_error_record(out, info, parent, index, ctx, seen))
+        else:
+            records.append(_data_record(out, parent, index, ctx, seen))
+        i += 1
+    return records
+
+
+def _block(info: dict, parent: Record, index: int, ctx: Context, seen: set[str],
+           default_type: str) -> tuple[str, int, str, str, str | None, str | None]:
+    given = info.get("id")
+    ref = _unique_ref(given or f"{parent.ref}.{index}", ctx, seen, generated=not given)
+    title = info.get("title", "")
+    title = title.replace("\n", " ") if isinstance(title, str) else str(title)
+    level = info.get("level", min(parent.level + 1, 5))
+    return (ref, level, title, info.get("type") or default_type, info.get("sub"),
+            info.get("link"))
+
+
+def _left(info: dict, ignore: tuple[str, ...]) -> dict:
+    return {k: v for k, v in info.items() if k not in ignore}
+
+
+def _stream_record(group: list, info: dict, parent: Record, index: int, ctx: Context,
+                   seen: set[str]) -> Record:
+    ref, level, title, t, sub, link = _block(info, parent, index, ctx, seen, ctx.lang)
+    lines = []
+    for out in group:
+        text = join_source(out.get("text", ""))
+        prefix = "stdout>" if out.get("name") == "stdout" else "stderr>"
+        if text.endswith("\n"):
+            text = text[:-1]
+        for line in text.split("\n"):
+            lines.append(prefix + " " + line if line else prefix)
+    struct: dict[str, Any] = {}
+    if not join_source(group[-1].get("text", "")).endswith("\n"):
+        struct["final_newline"] = False
+    attrs = dict(info.get("attrs") or {})
+    over = {k: attrs.pop(k) for k in list(attrs) if k in ("final_newline", "close_fence", NS,
+                                                          "execution_count")}
+    if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
+        over["mime_type"] = attrs.pop("mime_type")
+    if not ctx.is_lang(t) and not (t == "output" and sub in ("stdout", "stderr")):
+        t = ctx.lang
+    ns_left = _left(info, _DERIVED_OUT)
+    return Record(True, level, title, ref, t, sub, link,
+                  _finish_attrs(struct, attrs, ns_left, over), "\n".join(lines))
+
+
+def _error_record(out: Mapping, info: dict, parent: Record, index: int, ctx: Context,
+                  seen: set[str]) -> Record:
+    ref, level, title, _t, sub, link = _block(info, parent, index, ctx, seen, "error")
+    tb = [join_source(x) for x in out.get("traceback") or []]
+    struct: dict[str, Any] = {"ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
+    if not tb or any("\n" in x for x in tb):
+        struct["traceback_lines"] = [x.count("\n") + 1 for x in tb]
+    attrs = dict(info.get("attrs") or {})
+    over = {k: attrs.pop(k) for k in list(attrs) if k in OUT_STRUCT}
+    body = _close("\n".join(tb), struct)
+    return Record(True, level, title, ref, "error", sub, link,
+                  _finish_attrs(struct, attrs, _left(info, _DERIVED_OUT), over), body)
+
+
+def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
+                 seen: set[str]) -> Record:
+    attrs, ns, over = _split_attrs(out.get("metadata") or {}, OUT_STRUCT)
+    ref, level, title, t, sub, link = _block(ns, parent, index, ctx, seen, ctx.lang)
+    is_lang = ctx.is_lang(t)
+    struct: dict[str, Any] = {}
+    data = out.get("data") or {}
+    is_result = out.get("output_type") == "execute_result"
+    single = None
+    if len(data) == 1:
+        mime, value = next(iter(data.items()))
+        if is_json_mime(mime):
+            single = (mime, json_text(value, indent=1))
+        elif isinstance(value, (str, list)):
+            single = (mime, join_source(value))
+    if single is not None:
+        mime, body = single
+        if mime != default_mime(t, is_lang) or (is_lang and not is_result):
+            if mime == "text/plain" and is_lang and not is_result:
+                single = None
+            else:
+                struct["mime_type"] = mime
+    if single is None:
+        mimes = list(data)
+        struct["mime_type"] = mimes
+        chunks = []
+        for mime in mimes:
+            value = data[mime]
+            content = json_text(value, indent=1) if is_json_mime(mime) else join_source(value)
+            fence = fence_for(content)
+            chunks.append(fence + mime + "\n" + content + "\n" + fence)
+        body = "\n\n".join(chunks)
+    if is_result:
+        struct["execution_count"] = out.get("execution_count")
+    body = _close(body, struct)
+    return Record(True, level, title, ref, t, sub, link,
+                  _finish_attrs(struct, attrs, _left(ns, _DERIVED_OUT), over), body)

@@ -1,0 +1,311 @@
+"""Text -> records: the reader, as a few small rules over one scan of the text.
+
+The text is scanned once (``lines.scan``) for the lines that carry structure: cell headings,
+escaped headings, fences. Then each cell's span is read by three rules in turn:
+
+* ``read_heading``: ``#{1,5} %%[%] Title[^ID]`` (also the liberal forms with metadata on the
+  heading itself, seed-000 and jupytext-percent style);
+* ``read_footnote``: ``[^ID]: [TYPE](LINK) key=value`` with continuation lines;
+* ``read_body``: everything up to the next heading, one separating blank line removed and
+  escaped heading-like lines restored.
+
+No I/O and no knowledge of notebooks here: ``notebook.py`` turns records into cells.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .attrs import AttrError, parse_meta
+from .errors import FormatError
+from .lines import line_number, scan
+
+__all__ = ["INPUT_TYPES", "Document", "Record", "parse", "section_title"]
+
+INPUT_TYPES = frozenset(
+    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
+)
+_FM_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
+_FOOT = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
+_REF_AT_END = re.compile(r"\[\^([^\]\s]+)\]$")
+_INLINE = re.compile(r"(?:^|(?<=[ \t]))\[(?!\^)")
+_SECTION_KEY = re.compile(r"^message_section:[ \t]*(.*?)[ \t]*$", re.M)
+_MESSAGES_KEY = re.compile(r"^messages:[ \t]*(?:true|True|yes|on)[ \t]*$", re.M)
+_STRAY_FOOT = re.compile(
+    r"^\[\^[^\]\s]+\]:[ \t]*\[(?:markdown|code|raw|tool|tool_call|toolchain|async|output|error"
+    r"|tool_result)[\]:(]",
+    re.M,
+)
+
+
+class Record:
+    """One cell of the text: a heading, its footnote metadata and its body."""
+
+    __slots__ = ("attrs", "body", "level", "link", "out", "pos", "ref", "sub", "title", "type")
+
+    def __init__(self, out: bool, level: int, title: str, ref: str | None, typ: str | None,
+                 sub: str | None, link: str | None, attrs: dict[str, Any], body: str,
+                 pos: int = 0):
+        self.out = out
+        self.level = level
+        self.title = title
+        self.ref = ref
+        self.type = typ
+        self.sub = sub
+        self.link = link
+        self.attrs = attrs
+        self.body = body
+        self.pos = pos
+
+    def __repr__(self) -> str:
+        marker = "%%%" if self.out else "%%"
+        return (f"Record({marker} {self.title!r} ref={self.ref!r} [{self.type}:{self.sub}]"
+                f"({self.link}) {self.attrs!r} body={self.body!r})")
+
+
+class Document:
+    """A parsed text: front matter block, preamble, records, and how the text was laid out."""
+
+    __slots__ = ("crlf", "front_matter", "preamble", "records", "section", "text")
+
+    def __init__(self, front_matter: str | None = None, preamble: str | None = None,
+                 records: list[Record] | None = None, section: str | None = None,
+                 crlf: bool = False, text: str = ""):
+        self.front_matter = front_matter
+        self.preamble = preamble
+        self.records = records if records is not None else []
+        self.section = section
+        self.crlf = crlf
+        self.text = text
+
+    def line(self, pos: int) -> int:
+        return line_number(self.text, pos)
+
+
+def section_title(front_matter: str) -> str | None:
+    """The message section a plain ``.md`` file names in its front matter, if any."""
+    m = _SECTION_KEY.search(front_matter)
+    if m is not None:
+        title = m.group(1)
+        if len(title) >= 2 and title[0] == title[-1] and title[0] in "'\"":
+            title = title[1:-1]
+        return title or "Discussion"
+    if _MESSAGES_KEY.search(front_matter):
+        return "Discussion"
+    return None
+
+
+def is_message_path(path: str | None) -> bool:
+    return path is not None and str(path).lower().endswith(".msg.md")
+
+
+def parse(text: str, path: str | None = None) -> Document:
+    """Read ``text`` into a :class:`Document`. Raises :class:`FormatError`."""
+    crlf = False
+    nl = text.find("\n")
+    if nl > 0 and text[nl - 1] == "\r":
+        crlf = True
+        text = text.replace("\r\n", "\n")
+    doc = Document(crlf=crlf, text=text)
+    pos = 0
+    if text.startswith("---\n"):
+        m = _FM_END.search(text, 4)
+        if m is not None:
+            end = m.end()
+            if end < len(text):
+                end += 1
+            doc.front_matter = text[:end]
+            pos = end
+    if doc.front_matter is not None and not is_message_path(path):
+        doc.section = section_title(doc.front_matter)
+
+    heads: list[int] = []
+    escapes: list[int] = []
+    section_at = -1
+    for kind, start, _eol in scan(text, pos, section=doc.section):
+        if kind == "h":
+            heads.append(start)
+        elif kind == "e":
+            escapes.append(start)
+        elif kind == "s":
+            section_at = start
+            heads = []
+            escapes = []
+        else:  # "u": an unclosed fence
+            _check_unclosed(doc, start)
+    if doc.section is not None:
+        if section_at < 0:
+            # messages: true but no section yet: a document with no messages so far
+            doc.preamble = text[pos:]
+            return doc
+        heads = [h for h in heads if h > section_at]
+    first = heads[0] if heads else len(text)
+    preamble = text[pos:first]
+    if doc.section is not None or preamble.strip():
+        if doc.section is None:
+            m = _STRAY_FOOT.search(preamble)
+            if m is not None:
+                raise FormatError("cell metadata footnote with no cell heading above it",
+                                  line=doc.line(pos + m.start()), path=path)
+        doc.preamble = preamble
+    ends = [*heads[1:], len(text)]
+    ei = 0
+    seen: dict[str, int] = {}
+    for start, end in zip(heads, ends, strict=True):
+        while ei < len(escapes) and escapes[ei] < start:
+            ei += 1
+        mine = []
+        while ei < len(escapes) and escapes[ei] < end:
+            mine.append(escapes[ei])
+            ei += 1
+        rec = read_cell(doc, start, end, mine, path, end == len(text))
+        if rec.ref is not None:
+            if rec.ref in seen:
+                raise FormatError(f"duplicate id [^{rec.ref}] (first used on line "
+                                  f"{seen[rec.ref]})", line=doc.line(start), path=path)
+            seen[rec.ref] = doc.line(start)
+        doc.records.append(rec)
+    return doc
+
+
+def _check_unclosed(doc: Document, fence_at: int) -> None:
+    text = doc.text
+    m = re.compile(r"^(?:#{1,5} %%%?(?=[ \t\[]|$))", re.M).search(text, fence_at)
+    if m is not None:
+        raise FormatError(
+            f"unclosed fence: it hides the cell heading on line {doc.line(m.start())}",
+            line=doc.line(fence_at),
+        )
+
+
+def read_cell(doc: Document, start: int, end: int, escapes: list[int], path: str | None,
+              at_eof: bool) -> Record:
+    """Apply the heading, footnote and body rules to the span ``[start, end)``."""
+    text = doc.text
+    eol = text.find("\n", start, end)
+    if eol < 0:
+        eol = end
+    rec = read_heading(text[start:eol], doc, start, path)
+    pos = read_footnote(doc, rec, min(eol + 1, end), end, path)
+    rec.body = read_body(text, pos, end, escapes, at_eof)
+    return rec
+
+
+def read_heading(line: str, doc: Document, pos: int, path: str | None) -> Record:
+    """Heading rule: level, input/output marker, title, footnote reference."""
+    level = len(line) - len(line.lstrip("#"))
+    rest = line[level:]
+    if level:
+        rest = rest[1:]
+    out = rest.startswith("%%%")
+    rest = rest[3:] if out else rest[2:]
+    rest = rest.strip()
+    rec = Record(out, level or 1, rest, None, None, None, None, {}, "", pos)
+    m = _REF_AT_END.search(rest) if rest.endswith("]") else None
+    if m is not None:
+        rec.ref = m.group(1)
+        rec.title = rest[: m.start()].rstrip()
+        return rec
+    if "[" in rest:
+        for c in _INLINE.finditer(rest):
+            try:
+                typ, sub, link, attrs = parse_meta(rest[c.start():], need_type=True)
+            except AttrError:
+                continue
+            if not out and typ not in INPUT_TYPES:
+                continue
+            rec.title = rest[: c.start()].rstrip()
+            rec.type, rec.sub, rec.link, rec.attrs = typ, sub, link, attrs
+            break
+    return rec
+
+
+def read_footnote(doc: Document, rec: Record, pos: int, end: int, path: str | None) -> int:
+    """Footnote rule: the metadata definition under the heading. Returns where the body starts."""
+    text = doc.text
+    cand = pos
+    for _ in range(2):
+        if cand >= end:
+            return pos
+        eol = text.find("\n", cand, end)
+        if eol < 0:
+            eol = end
+        line = text[cand:eol]
+        if line.strip():
+            break
+        cand = eol + 1
+    else:
+        return _skip_blank(text, pos, end)
+    if not line.startswith("[^") or rec.type is not None:
+        return _skip_blank(text, pos, end)
+    m = _FOOT.match(line)
+    if m is None:
+        return _skip_blank(text, pos, end)
+    ref = m.group(1)
+    meta = line[m.end():]
+    nxt = eol + 1
+    while nxt < end:
+        e2 = text.find("\n", nxt, end)
+        if e2 < 0:
+            e2 = end
+        cont = text[nxt:e2]
+        if not (cont.startswith(("  ", "\t")) and cont.strip()):
+            break
+        meta += " " + cont.strip()
+        nxt = e2 + 1
+    if rec.ref is None:
+        try:
+            rec.type, rec.sub, rec.link, rec.attrs = parse_meta(meta)
+        except AttrError:
+            # a heading with no reference and an ordinary footnote under it: that is body
+            return _skip_blank(text, pos, end)
+        rec.ref = ref
+    else:
+        if ref != rec.ref:
+            raise FormatError(f"footnote [^{ref}] does not match the heading's [^{rec.ref}]",
+                              line=doc.line(cand), path=path)
+        try:
+            rec.type, rec.sub, rec.link, rec.attrs = parse_meta(meta)
+        except AttrError as err:
+            raise FormatError(f"bad metadata for [^{ref}]: {err}", line=doc.line(cand),
+                              path=path) from None
+    return _skip_blank(text, min(nxt, end), end)
+
+
+def _skip_blank(text: str, pos: int, end: int) -> int:
+    """Skip the one blank line that separates metadata from body."""
+    if pos >= end:
+        return end
+    eol = text.find("\n", pos, end)
+    if eol < 0:
+        return pos
+    if not text[pos:eol].strip():
+        return eol + 1
+    return pos
+
+
+def read_body(text: str, pos: int, end: int, escapes: list[int], at_eof: bool) -> str:
+    """Body rule: the text to the next heading, less the blank separator, unescaped."""
+    if pos >= end:
+        return ""
+    if escapes:
+        parts = []
+        last = pos
+        for e in escapes:
+            if e < pos:
+                continue
+            parts.append(text[last:e])
+            last = e + 1
+        parts.append(text[last:end])
+        body = "".join(parts)
+    else:
+        body = text[pos:end]
+    if at_eof:
+        if body.endswith("\n"):
+            body = body[:-1]
+    elif body.endswith("\n\n"):
+        body = body[:-2]
+    elif body.endswith("\n"):
+        body = body[:-1]
+    return body
