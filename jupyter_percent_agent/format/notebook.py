@@ -188,8 +188,6 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
             ns["section"] = doc.section
         cells.append({"cell_type": "markdown", "id": ctx.fresh(PREAMBLE_ID),
                       "metadata": {NS: ns}, "source": doc.preamble})
-    if doc.section is not None:
-        ctx.level = 2
     cell: dict | None = None
     blocks = 0
     for rec in doc.records:
@@ -525,7 +523,7 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     elif section is not None:
         doc.section = section
         doc.preamble = ""
-    ctx = Context(notebook_language(metadata), 2 if doc.section else 1, doc.section, path, doc)
+    ctx = Context(notebook_language(metadata), 1, doc.section, path, doc)
     for cell in cells:
         ref = cell_ref(cell)
         if ref:

@@ -149,7 +149,7 @@ def parse(text: str, path: str | None = None) -> Document:
                 raise FormatError("cell metadata footnote with no cell heading above it",
                                   line=doc.line(pos + m.start()), path=path)
         doc.preamble = preamble
-    ends = [*heads[1:], len(text)]
+    ends = [*heads[1:], len(text)] if heads else []
     ei = 0
     seen: dict[str, int] = {}
     for start, end in zip(heads, ends, strict=True):
