@@ -38,3 +38,70 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"shared data not found at {SHARED}")
     return SHARED
+
+
+class ProcessProbe:
+    """Looks at this test process and its children through /proc (Linux only)."""
+
+    WORKER_MARKER = b"jupyter_percent_agent.sandbox._child"
+
+    @staticmethod
+    def child_pids() -> set[int]:
+        """Pids of the live (non-zombie) direct children of this process."""
+        me = os.getpid()
+        pids = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == me and fields[0] != "Z":
+                pids.add(int(entry.name))
+        return pids
+
+    def worker_pids(self) -> set[int]:
+        """Pids of sandbox worker processes that are children of this process."""
+        found = set()
+        for pid in self.child_pids():
+            try:
+                if self.WORKER_MARKER in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.add(pid)
+            except OSError:
+                pass
+        return found
+
+    @staticmethod
+    def open_fds() -> dict[int, str]:
+        """This process's open descriptors and what they point at."""
+        found = {}
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                found[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+            except OSError:
+                pass  # the descriptor listdir itself used
+        return found
+
+    @staticmethod
+    def limits_of(pid: int) -> dict[str, str]:
+        """Soft limits of a process by name (``Max address space`` ...), from /proc/PID/limits."""
+        result = {}
+        for line in Path(f"/proc/{pid}/limits").read_text().splitlines()[1:]:
+            result[line[:26].strip()] = line[26:].split()[0]
+        return result
+
+    @staticmethod
+    def environ_of(pid: int) -> dict[str, str]:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if item)
+        return {k.decode(): v.decode() for k, v in pairs}
+
+
+@pytest.fixture(scope="session")
+def process_probe() -> ProcessProbe:
+    """/proc views of this process and its children (sandbox workers, leftovers)."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc")
+    return ProcessProbe()

@@ -11,6 +11,9 @@ only; the live exception never crosses.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import inspect
 import json
 import keyword
@@ -22,6 +25,10 @@ from . import _limits
 from ._types import ToolCallRecord
 
 ChunkCallback = Callable[[str, Any], None]
+
+# Not the loop's default executor: asyncio.run() waits for that one at exit, so a sync tool
+# still running past the wall clock would hold the caller after the run has timed out.
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="sandbox-tool")
 
 
 class ToolTable:
@@ -168,7 +175,9 @@ async def _invoke(tool: Any, kwargs: dict[str, Any]) -> Any:
     if _is_async(tool):
         value = tool(**kwargs)
     else:
-        value = await asyncio.to_thread(tool, **kwargs)
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, tool, **kwargs)
+        value = await asyncio.get_running_loop().run_in_executor(_EXECUTOR, call)
     if inspect.isawaitable(value):
         value = await value
     return value

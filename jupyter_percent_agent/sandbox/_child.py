@@ -121,6 +121,8 @@ def _encode_result(value: Any) -> tuple[str | None, dict[str, Any] | None]:
         text = json.dumps(value, default=default, ensure_ascii=False)
     except RecursionError:
         return None, {"type": "RecursionError", "message": "__result__ is nested too deeply"}
+    except MemoryError:
+        return None, {"type": "MemoryError", "message": "__result__ is too large to serialize"}
     except (TypeError, ValueError) as exc:
         return None, {"type": type(exc).__name__, "message": _describe(exc)}
     return text, None
@@ -163,8 +165,9 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
     text, error = _encode_result(glb.get(RESULT_NAME))
     stdout = namespace.printer.text()
     if error is not None:
-        _finish(channel, {"status": "error", "stdout": stdout, "error": error})
-    if len(text.encode("utf-8")) > _limits.MAX_RESULT_BYTES:
+        status = "memory" if error["type"] == "MemoryError" else "error"
+        _finish(channel, {"status": status, "stdout": stdout, "error": error})
+    if len(text) > _limits.MAX_RESULT_BYTES or len(text.encode()) > _limits.MAX_RESULT_BYTES:
         _finish(channel, {"status": "output_limit", "stdout": stdout, "error": {
             "type": "ResultTooLarge",
             "message": f"__result__ is larger than {_limits.MAX_RESULT_BYTES} bytes of JSON"}})
@@ -194,4 +197,10 @@ def main() -> None:
         os._exit(0)
     if job.get("t") != "job":
         os._exit(0)
-    run_job(channel, job)
+    try:
+        run_job(channel, job)
+    except BaseException as exc:  # our own code failed (out of memory while reporting...)
+        status = "memory" if isinstance(exc, MemoryError) else "error"
+        del exc
+        _finish(channel, {"status": status, "error": {
+            "type": "InternalError", "message": "the sandbox failed while reporting"}})
