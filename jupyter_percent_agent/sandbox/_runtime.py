@@ -2,9 +2,9 @@
 
 Builtins: RestrictedPython's ``safe_builtins`` minus ``setattr``/``delattr``, plus the plain
 container and iteration builtins it leaves out. Never ``getattr``, ``type``, ``vars``, ``dir``,
-``__import__``, ``open``, ``globals``, ``compile``. Guards: attribute reads refuse ``_`` names,
-inspection attributes and ``str.format``; writes are allowed only on dicts, lists, sets and
-instances of classes defined by the sandboxed code itself. One shared, size-capped print
+the real ``__import__``, ``open``, ``globals``, ``compile``. Guards: attribute reads refuse
+``_`` names, inspection attributes and ``str.format``; writes are allowed only on dicts, lists,
+sets and instances of classes defined by the sandboxed code itself. One shared, size-capped print
 collector for the whole run, so prints inside functions are kept.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import sys
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -43,10 +44,22 @@ _INPLACE = {
 }  # fmt: skip
 
 
+# C code in the allowed modules imports helpers through the frame's builtins (e.g.
+# datetime.strptime imports _strptime). Sandboxed code cannot name __import__ (no "_" names).
+_INTERNAL_IMPORTS = frozenset({"_strptime"})
+
+
+def _internal_import(name: str, *args: Any, **kwargs: Any) -> Any:
+    if name in _INTERNAL_IMPORTS and name in sys.modules:
+        return sys.modules[name]
+    raise ImportError("import is not allowed in the sandbox")
+
+
 def build_builtins() -> dict[str, Any]:
     """The ``__builtins__`` mapping of a run."""
     names = {k: v for k, v in safe_builtins.items() if k not in _REMOVED_BUILTINS}
     names.update(_EXTRA_BUILTINS)
+    names["__import__"] = _internal_import
     return names
 
 
