@@ -48,6 +48,8 @@ def test_format_table_is_an_appendable_list_of_descriptions() -> None:
 def test_patched_functions_keep_their_signatures() -> None:
     formats = jupytext.formats
     assert params(formats.guess_format) == ["text", "ext"]
+    assert params(formats.read_metadata) == ["text", "ext"]
+    assert "read_metadata(text, ext)" in inspect.getsource(formats.read_format_from_metadata)
     assert params(formats.validate_one_format) == ["jupytext_format"]
     assert "validate_one_format(" in inspect.getsource(formats.long_form_one_format)
     assert params(jupytext.jupytext.read)[:2] == ["fp", "as_version"]

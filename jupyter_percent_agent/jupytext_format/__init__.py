@@ -8,7 +8,8 @@ changes to its module state, all made here and nowhere else:
   the name added, in place, to the private set ``_VALID_FORMAT_NAMES``;
 - ``validate_one_format`` maps the ``.msg`` suffix (``.msg.md``, ``--to .msg.md``) to ``msg``;
 - ``guess_format`` recognises a message file by its content, or by its path when jupytext
-  reads it from a file named ``*.msg.md`` (so that an empty ``chat.msg.md`` is one too);
+  reads it from a file named ``*.msg.md`` (so that an empty ``chat.msg.md`` is one too), and
+  ``read_metadata`` leaves a message file's front matter to the core;
 - ``TextNotebookConverter.reads`` / ``writes`` hand the *whole* text to the format core for
   ``msg``, the same place where jupytext dispatches its own whole-text formats (pandoc,
   quarto, myst). jupytext's cell reader, header parser and cell-metadata filter never see a
@@ -114,6 +115,10 @@ def path_hint(path: str | os.PathLike[str] | None) -> Iterator[None]:
         _PATH_HINT.reset(token)
 
 
+def _is_message(text: str) -> bool:
+    return is_message_path(_PATH_HINT.get()) or looks_like_message_text(text)
+
+
 # --- delegation to the core ---------------------------------------------------------------
 
 
@@ -195,13 +200,24 @@ def _patch_formats(formats: ModuleType) -> None:
 
         formats.validate_one_format = _mark(validate_one_format, original_validate)
 
+    if not _is_patched(formats.read_metadata):
+        original_read_metadata = formats.read_metadata
+
+        def read_metadata(text: str, ext: str) -> dict[str, Any]:
+            # A message file's front matter belongs to the core. jupytext would otherwise parse
+            # the *whole* text as YAML documents (its MyST probe), which fails on the control
+            # characters of terminal outputs and costs time on large files.
+            if ext.endswith(EXTENSION) and _is_message(text):
+                return {}
+            return original_read_metadata(text, ext)
+
+        formats.read_metadata = _mark(read_metadata, original_read_metadata)
+
     if not _is_patched(formats.guess_format):
         original_guess = formats.guess_format
 
         def guess_format(text: str, ext: str) -> tuple[str, dict[str, Any]]:
-            if ext == EXTENSION and (
-                is_message_path(_PATH_HINT.get()) or looks_like_message_text(text)
-            ):
+            if ext == EXTENSION and _is_message(text):
                 return FORMAT_NAME, {}
             return original_guess(text, ext)
 
