@@ -36,23 +36,12 @@ def cell_rows(nb: dict) -> list[dict[str, Any]]:
             agents = [fmt.output_attrs(o).get("agent") for o in cell.get("outputs", []) or []
                       if fmt.output_kind(o) == "reply"]
             agent = ",".join(dict.fromkeys(a for a in agents if a)) or ""
-        title = _title(cell) or _first_line(fmt.message_text(cell))
+        title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
         rows.append({"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
                      "agent": agent or "", "history": hist.history_mode(attrs.get("history"),
                                                                         kind),
                      "outputs": len(cell.get("outputs", []) or [])})
     return rows
-
-
-def _title(cell: dict) -> str:
-    meta = cell.get("metadata") or {}
-    for key in ("title",):
-        if isinstance(meta.get(key), str):
-            return meta[key]
-    for value in meta.values():
-        if isinstance(value, dict) and isinstance(value.get("title"), str):
-            return value["title"]
-    return ""
 
 
 def _first_line(text: str, width: int = 50) -> str:
