@@ -30,6 +30,13 @@ def _slug(text: str) -> str:
     return "-".join(words)[:48] or "chat"
 
 
+def default_title(message: str, width: int = 60) -> str:
+    """The heading title of a new message: its first line, shortened."""
+    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    line = line.lstrip("#").strip()
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+
+
 def new_file_in(folder: Path, message: str) -> Path:
     """A fresh file name under ``folder`` for ``tce chat FOLDER/``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -195,7 +202,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
                 _save_choices(nb, include, exclude)
             cid = store.new_cell_id(nb)
             nb.setdefault("cells", []).append(
-                fmt.new_message(message, attrs=attrs, cell_id=cid, title=title))
+                fmt.new_message(message, attrs=attrs, cell_id=cid,
+                                title=title if title is not None else default_title(message)))
             fmt.write(nb, path)
     except fmt.FormatError as exc:
         fail(_format_error(path, exc), EXIT_FILE)

@@ -70,7 +70,17 @@ def _noop(kind: str, payload: Any) -> None:
 
 
 def _next_n(cell: Mapping[str, Any], run: CellRun) -> int:
-    return len(cell.get("outputs", []) or []) + len(run.outputs) + 1
+    """The next ``n`` of an ``ID.n`` output id (tool calls ``ID.NONCE`` do not count)."""
+    outputs = [*(cell.get("outputs", []) or []), *run.outputs]
+    prefix = run.cell_id + "."
+    numbers = [0]
+    for i, out in enumerate(outputs, start=1):
+        oid = fmt.output_id(out)
+        if oid is None:
+            numbers.append(i)
+        elif oid.startswith(prefix) and oid[len(prefix):].isdigit():
+            numbers.append(int(oid[len(prefix):]))
+    return max(numbers) + 1
 
 
 def _reply_attrs(agent: Agent, res: CallResult, **extra: Any) -> dict[str, Any]:
