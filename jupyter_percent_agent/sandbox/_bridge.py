@@ -59,7 +59,9 @@ class ToolTable:
     def _signature(self, name: str) -> inspect.Signature | None:
         if name not in self._signatures:
             tool = self._tools[name]
-            sig = getattr(tool, "__signature__", None)
+            sig = getattr(tool, "signature", None)  # tools.Tool carries its own
+            if not isinstance(sig, inspect.Signature):
+                sig = getattr(tool, "__signature__", None)
             if not isinstance(sig, inspect.Signature):
                 target = getattr(tool, "func", None) or getattr(tool, "fn", None) or tool
                 try:
@@ -81,7 +83,7 @@ class ToolTable:
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             return self._refuse(shown_name, {}, "malformed tool call")
         record_args = {"args": args, **kwargs} if args else dict(kwargs)
-        if name not in self._tools:
+        if not isinstance(name, str) or name not in self._tools:
             return self._refuse(shown_name, {}, f"there is no tool named {shown_name!r}")
         if size > _limits.MAX_TOOL_ARGS_BYTES:
             return self._refuse(
@@ -130,7 +132,7 @@ class ToolTable:
                 self.instructions.append(instruction)
             reply = {"t": "reply", "ok": True, "data": data}
             try:
-                size = len(json.dumps(reply, ensure_ascii=False))
+                size = len(json.dumps(reply, ensure_ascii=False, allow_nan=False))
             except (TypeError, ValueError, RecursionError) as exc:
                 raise _BadResult(f"{name} returned a value that is not JSON ({exc})") from None
             if size > _limits.MAX_TOOL_REPLY_BYTES:
@@ -202,20 +204,46 @@ def _take_chunk(name: str, data: Any, on_chunk: ChunkCallback | None) -> tuple[A
 
 
 async def _collect(name: str, value: Any, on_chunk: ChunkCallback | None) -> tuple[Any, str | None]:
-    """The data and instruction of a tool's return value, streaming chunks on the way."""
-    if inspect.isasyncgen(value):
-        data, instruction = None, None
-        async for item in value:
-            item_data, item_instruction = _normalize(item)
-            item_data, was_chunk = _take_chunk(name, item_data, on_chunk)
-            if item_instruction:
-                instruction = item_instruction
-            if not was_chunk or item_data:
-                data = item_data
+    """The data and instruction of a tool's return value, streaming chunks on the way.
+
+    Generators (async, or sync stepped in a thread) yield chunks; the last item that is not
+    only a chunk (or a sync generator's return value) is the result.
+    """
+    if not (inspect.isasyncgen(value) or inspect.isgenerator(value)):
+        data, instruction = _normalize(value)
+        data, _ = _take_chunk(name, data, on_chunk)
         return data, instruction
-    data, instruction = _normalize(value)
-    data, _ = _take_chunk(name, data, on_chunk)
-    return data, instruction
+    state: dict[str, Any] = {"data": None, "instruction": None}
+
+    def absorb(item: Any) -> None:
+        item_data, item_instruction = _normalize(item)
+        item_data, was_chunk = _take_chunk(name, item_data, on_chunk)
+        if item_instruction:
+            state["instruction"] = item_instruction
+        if not was_chunk or item_data:
+            state["data"] = item_data
+
+    if inspect.isasyncgen(value):
+        async for item in value:
+            absorb(item)
+    else:
+        loop = asyncio.get_running_loop()
+        while True:
+            done, item = await loop.run_in_executor(_EXECUTOR, _step, value)
+            if done:
+                if item is not None:
+                    absorb(item)
+                break
+            absorb(item)
+    return state["data"], state["instruction"]
+
+
+def _step(generator: Any) -> tuple[bool, Any]:
+    # StopIteration cannot cross a future: turn the end into a flag.
+    try:
+        return False, next(generator)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 def _message(exc: BaseException) -> str:

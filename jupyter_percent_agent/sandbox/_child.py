@@ -76,7 +76,7 @@ def _make_stub(name: str, channel: _Channel) -> Any:
     def stub(*args: Any, **kwargs: Any) -> Any:
         try:
             message = {"t": "call", "name": name, "args": list(args), "kwargs": kwargs}
-            frame_text = json.dumps(message)
+            frame_text = json.dumps(message, allow_nan=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise ToolError(f"{name}: arguments must be JSON values ({exc})") from None
         if len(frame_text) > _limits.MAX_TOOL_ARGS_BYTES:
