@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
+import inspect
+import io
 import os
 import re
 import sys
@@ -250,13 +253,36 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
     if not _is_patched(jupytext_module.read):
         original_read = jupytext_module.read
 
-        def read(fp: Any, *args: Any, **kwargs: Any) -> Any:
+        no_convert = inspect.signature(original_read).parameters["as_version"].default
+
+        def read(
+            fp: Any,
+            as_version: Any = no_convert,
+            fmt: Any = None,
+            config: Any = None,
+            **kwargs: Any,
+        ) -> Any:
+            if not isinstance(fp, str | os.PathLike) or fp == "-":
+                return original_read(fp, as_version, fmt=fmt, config=config, **kwargs)
+            path = os.fspath(fp)
             # A file name is the only place where jupytext still knows the path: keep it as
             # a hint, so that an empty or heading-less NAME.msg.md reads as a message file.
-            if isinstance(fp, str | os.PathLike) and fp != "-":
-                with path_hint(fp):
-                    return original_read(fp, *args, **kwargs)
-            return original_read(fp, *args, **kwargs)
+            with path_hint(path):
+                if not path.lower().endswith(EXTENSION):
+                    return original_read(path, as_version, fmt=fmt, config=config, **kwargs)
+                # jupytext opens files with universal newlines, which turns every \r into \n;
+                # a message file keeps its line separators (outputs with \r\n survive).
+                with open(path, encoding="utf-8", newline="") as stream:
+                    text = stream.read()
+                if not _is_message(text):
+                    text = text.replace("\r\n", "\n").replace("\r", "\n")
+                fmt = copy.copy(fmt or {})
+                if not isinstance(fmt, dict):
+                    fmt = sys.modules["jupytext.formats"].long_form_one_format(fmt)
+                fmt["extension"] = os.path.splitext(path)[1]
+                return original_read(
+                    io.StringIO(text), as_version, fmt=fmt, config=config, **kwargs
+                )
 
         jupytext_module.read = _mark(read, original_read)
         _rebind(original_read, jupytext_module.read)
