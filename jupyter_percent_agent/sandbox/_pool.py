@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import subprocess
 import threading
 from collections import deque
 
-from . import _process
+from . import _limits, _process
 
 DEFAULT_SIZE = 2
 
@@ -105,6 +106,12 @@ class WorkerPool:
                 proc = _process.spawn()
             except OSError:
                 return
+            # Pool it only once it has said "ready" (the frame stays in the pipe for the run).
+            assert proc.stdout is not None
+            readable, _, _ = select.select([proc.stdout], [], [], _limits.STARTUP_TIMEOUT)
+            if not readable:
+                _process.discard(proc)
+                continue
             with self._lock:
                 if self._closed or len(self._idle) >= self._size:
                     discard = True

@@ -63,8 +63,13 @@ def build_builtins() -> dict[str, Any]:
     return names
 
 
+_CHECKED_NAMES: set[str] = set()  # names that passed every name-only check below
+
+
 def guarded_getattr(obj: Any, name: str, default: Any = None) -> Any:
     """``_getattr_``: like RestrictedPython's ``safer_getattr_raise``, raising when missing."""
+    if type(name) is str and name in _CHECKED_NAMES:
+        return getattr(obj, name)
     if type(name) is not str:
         raise TypeError("attribute name must be a string")
     if name.startswith("_"):
@@ -77,6 +82,8 @@ def guarded_getattr(obj: Any, name: str, default: Any = None) -> Any:
         raise NotImplementedError(
             "str.format() is not available in the sandbox; use f-strings or the % operator"
         )
+    if name not in _FORMAT_METHODS and len(_CHECKED_NAMES) < 10_000:
+        _CHECKED_NAMES.add(name)
     return getattr(obj, name)
 
 
