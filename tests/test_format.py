@@ -69,7 +69,7 @@ def test_seed_agent_definition_keeps_yaml_and_prompt():
     assert fmt.cell_kind(cell) == "agent"
     assert fmt.cell_attrs(cell) == {"definition": "agent", "name": "custom-agent"}
     assert "context_window: 200000" in cell["source"]
-    assert cell["source"].endswith("This is an ad-hoc generated agent with specific capabilities...")
+    assert cell["source"].endswith("with specific capabilities...")
 
 
 def test_seed_user_input_history_none():

@@ -142,7 +142,7 @@ def split_front_matter(block: str) -> tuple[str | None, dict | None]:
                     meta = {}
             del lines[k:j]
             break
-    if all(not line.strip() for line in lines[1:-1]):
+    if meta is not None and all(not line.strip() for line in lines[1:-1]):
         return None, meta
     return "\n".join(lines), meta
 
@@ -629,7 +629,12 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         if not fence or any(fence_closes(line, Fence(fence[0], len(fence)))
                             for line in source.split("\n")):
             fence = fence_for(source)
-        body = pre + fence + lang + "\n" + source + "\n" + fence + post
+        block = fence + lang + "\n" + source + "\n" + fence
+        body = pre + block + post
+        if (pre or post) and split_fenced(body) != (pre, fence + lang, source, fence, post):
+            # text around the fence that would read back differently: keep it verbatim
+            ns["pre"], ns["post"] = pre, post
+            body = block
     else:
         body = source
     body = _close(body, struct)
