@@ -133,7 +133,12 @@ def test_random_notebooks_round_trip_exactly_through_text(nb):
     assert writes(back) == text
 
 
-text_line = st.one_of(st.sampled_from([*TRICKY_LINES, "# %% T[^c]", '[^c]: [markdown] history="none"', "## %%% R[^c.1]", "[^c.1]: [agent] n=1", "# %%% [python] t=1", "[^d]: [code] execution_count=3", "# %%[^d]", "[^e]: [raw]", '# %% [markdown] k="v"', "# %%[^e]"]), line_text)
+EXTRA_LINES = [
+    "# %% T[^c]", "[^c]: [markdown] history=\"none\"", "## %%% R[^c.1]", "[^c.1]: [agent] n=1",
+    "# %%% [python] t=1", "[^d]: [code] execution_count=3", "# %%[^d]", "[^e]: [raw]",
+    '# %% [markdown] k="v"', "# %%[^e]",
+]
+text_line = st.one_of(st.sampled_from([*TRICKY_LINES, *EXTRA_LINES]), line_text)
 texts = st.lists(text_line, max_size=14).map("\n".join)
 
 
