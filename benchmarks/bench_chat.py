@@ -157,7 +157,7 @@ def import_breakdown() -> list[list[object]]:
     for line in p.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
         if m:
-            cum[m.group(4)] = int(m.group(2))
+            cum[m.group(4)] = max(cum.get(m.group(4), 0), int(m.group(2)))
     total = cum.get("litellm", 1)
     rows: list[list[object]] = [
         ["python -c 'import litellm' (wall)", wall("import litellm"), "", ""],

@@ -117,8 +117,8 @@ def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]
     turns: list[Turn] = []
     streams: list[str] = []
     for out in outputs:
-        attrs = fmt.output_attrs(out)
-        if history_mode(attrs.get("history"), "message") == "exclude":
+        history = fmt.output_attrs(out).get("history")
+        if history is not None and history_mode(history, "message") == "exclude":
             continue
         kind = fmt.output_kind(out)
         if kind == "reply":
@@ -132,14 +132,20 @@ def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]
     return turns
 
 
-def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = None) -> list[Turn]:
-    """Turns for one earlier cell; ``summary`` replaces the whole cell when given."""
+def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = None,
+               kind: str | None = None, attrs: Mapping[str, Any] | None = None) -> list[Turn]:
+    """Turns for one earlier cell; ``summary`` replaces the whole cell when given.
+    ``kind`` and ``attrs`` may be passed when the caller already has them."""
     if summary is not None:
         return [Turn("user", f"(Summary of an earlier part of the conversation)\n{summary}",
                      group)]
-    kind = fmt.cell_kind(cell)
-    attrs = fmt.cell_attrs(cell)
+    kind = kind or fmt.cell_kind(cell)
     outputs = cell.get("outputs", []) or []
+    if kind == "message":
+        text = fmt.message_text(cell)
+        turns = [Turn("user", text, group)] if text.strip() else []
+        return turns + output_turns(outputs, group) if outputs else turns
+    attrs = attrs if attrs is not None else fmt.cell_attrs(cell)
     if kind in ("agent", "tool"):
         return []
     if kind == "code":
@@ -192,16 +198,24 @@ def earlier_cells(cells: Sequence[Mapping[str, Any]], index: int, *,
                   exclude: Iterable[int] = (), include: Iterable[int] = ()
                   ) -> list[tuple[int, Mapping[str, Any], str]]:
     """(index, cell, mode) for the cells before 1-based ``index`` that go into the history."""
+    return [(i, cell, mode) for i, cell, mode, _, _ in
+            _earlier(cells, index, exclude=exclude, include=include)]
+
+
+def _earlier(cells: Sequence[Mapping[str, Any]], index: int, *, exclude: Iterable[int] = (),
+             include: Iterable[int] = ()
+             ) -> list[tuple[int, Mapping[str, Any], str, str, dict[str, Any]]]:
     exclude, include = set(exclude), set(include)
     chosen = []
     for i, cell in enumerate(cells[: index - 1], start=1):
         if i in exclude:
             continue
-        mode = history_mode(fmt.cell_attrs(cell).get("history"), fmt.cell_kind(cell))
+        kind, attrs = fmt.cell_kind(cell), fmt.cell_attrs(cell)
+        mode = history_mode(attrs.get("history"), kind)
         if i in include and mode == "exclude":
             mode = "include"
         if mode != "exclude":
-            chosen.append((i, cell, mode))
+            chosen.append((i, cell, mode, kind, attrs))
     return chosen
 
 
@@ -221,12 +235,12 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
         turns.append(Turn("system", system_prompt, SYSTEM))
     for inc in included:
         turns.extend(cell_turns(inc.cell, inc.label))
-    for i, cell, mode in earlier_cells(cells, index, exclude=exclude, include=include):
+    for i, cell, mode, kind, attrs in _earlier(cells, index, exclude=exclude, include=include):
         cid = fmt.cell_id(cell)
         summary = None
         if mode == "summary":
             summary = summaries.get(cid) or stored_summary(cell)
-        turns.extend(cell_turns(cell, f"{cid or i}", summary=summary))
+        turns.extend(cell_turns(cell, cid or str(i), summary=summary, kind=kind, attrs=attrs))
     current = cells[index - 1] if 0 < index <= len(cells) else None
     text = current_text if current_text is not None else (
         fmt.message_text(current) if current is not None else "")
