@@ -156,7 +156,14 @@ def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None) -
         "metadata": meta,
         "cells": nb.get("cells", []),
     }
-    return core.writes(notebook, path=_core_path())
+    try:
+        return core.writes(notebook, path=_core_path())
+    except core.FormatError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError) as err:
+        # A notebook that is not nbformat-shaped (a number as a source, a list as metadata):
+        # bad input, like a bad file, so it reaches users as a FormatError, not a crash.
+        raise core.FormatError(f"this notebook cannot be written as a message file: {err}") from err
 
 
 # --- the patches ----------------------------------------------------------------------------
