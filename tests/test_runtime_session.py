@@ -184,3 +184,22 @@ def test_tool_call_and_toolchain_cells_need_no_model(tool_file: Path) -> None:
     assert '"temperature": 4.0' in fmt.output_text(out)
     bad = asyncio.run(run_cell(nb, "t2", opts))
     assert bad.status == "error" and "nope" in (bad.error or "")
+
+
+def test_async_cell_lands_in_its_file_then_shows_it(tmp_path: Path, env,
+                                                   openai_server: OpenAIServer) -> None:
+    text = ("## %% Long job[^j1]\n\n[^j1]: [async](results/j1.md) id=\"123\"\n\n"
+            "Summarize the report.\n")
+    nb = fmt.reads(text, path=str(tmp_path / "a.msg.md"))
+    openai_server.script("The report, summarized.")
+    opts = RunOptions(base_dir=tmp_path)
+    run = asyncio.run(run_cell(nb, "j1", opts))
+    assert run.status == "ok"
+    assert (tmp_path / "results" / "j1.md").read_text() == "The report, summarized."
+    assert openai_server.last_messages[-1]["content"] == "Summarize the report."
+    openai_server.reset()
+    again = asyncio.run(run_cell(nb, "j1", opts))
+    assert not openai_server.chat_requests
+    (out,) = again.outputs
+    assert fmt.output_text(out) == "The report, summarized."
+    assert fmt.output_attrs(out)["status"] == "done"

@@ -193,11 +193,10 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         fail(str(exc), EXIT_USAGE)
     try:
         _prepare(path, force)
-        snapshot = store.read(path)
-        resolve_agent(snapshot, None, cli_agent=agent, model=model)
         attrs = None
         with store.locked(path):
             nb = store.read(path)
+            resolve_agent(nb, None, cli_agent=agent, model=model)  # fail before writing
             if save:
                 _save_choices(nb, include, exclude)
             cid = store.new_cell_id(nb)

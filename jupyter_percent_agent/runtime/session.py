@@ -265,6 +265,12 @@ async def run_cell(nb: Mapping[str, Any], cell_id: str, options: RunOptions | No
 
         await run_tool_cell(cell, run, options, on_event)
         return run
+    if kind == "async":
+        done = _async_done(cell, run, options)
+        if done is not None:
+            run.outputs.append(done)
+            on_event("output", done)
+            return run
     agent = resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                           env=options.env)
     run.agent = agent.name
@@ -281,7 +287,39 @@ async def run_cell(nb: Mapping[str, Any], cell_id: str, options: RunOptions | No
 
         await attp_loop(cell, agent, registry, history.messages, run, on_event, extra,
                         max_steps=options.max_steps or agent.max_steps)
+    if kind == "async" and run.status == "ok":
+        _async_land(cell, run, options)
     return run
+
+
+def _async_file(cell: Mapping[str, Any], options: RunOptions) -> Path | None:
+    link = hist.cell_link(cell)
+    if link is None:
+        return None
+    p = Path(link)
+    return p if p.is_absolute() else (options.base_dir or Path.cwd()) / p
+
+
+def _async_done(cell: Mapping[str, Any], run: CellRun, options: RunOptions
+                ) -> dict[str, Any] | None:
+    """An ``[async](FILE)`` cell whose FILE has landed shows it (and calls no model)."""
+    path = _async_file(cell, options)
+    if path is None or not path.is_file() or not path.read_text().strip():
+        return None
+    run.reply = path.read_text()
+    return fmt.reply_output(run.reply, agent="async", out_id=f"{run.cell_id}.{_next_n(cell, run)}",
+                            attrs={"file": hist.cell_link(cell), "status": "done"})
+
+
+def _async_land(cell: Mapping[str, Any], run: CellRun, options: RunOptions) -> None:
+    """Write the reply of an ``[async](FILE)`` cell into FILE (atomically)."""
+    path = _async_file(cell, options)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(run.reply)
+    os.replace(tmp, path)
 
 
 class Partial:
