@@ -167,6 +167,13 @@ def test_timeout_ends_a_busy_loop_that_swallows_exceptions():
     assert r.error.type == "Timeout"
 
 
+def test_output_printed_before_a_timeout_is_kept():
+    r = execute("print('step 1')\nfor i in range(3):\n    print('tick', i)\nwhile True:\n"
+                "    pass\n", timeout=1.0)  # fmt: skip
+    assert r.status == "timeout"
+    assert r.stdout.startswith("step 1\n")
+
+
 def test_memory_limit_turns_a_huge_allocation_into_status_memory():
     r = execute("x = [0] * (300 * 1024 * 1024 // 8)\n__result__ = len(x)", memory_mb=64)
     assert r.status == "memory"

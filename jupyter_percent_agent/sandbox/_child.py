@@ -153,7 +153,10 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
 
     tools = {n: _make_stub(n, channel) for n in job.get("tools", [])
              if isinstance(n, str) and n.isidentifier() and not n.startswith("_")}  # fmt: skip
-    namespace = Namespace(_limits.MAX_OUTPUT_CHARS, overflow)
+    def output(text: str) -> None:
+        channel.send({"t": "out", "text": text})
+
+    namespace = Namespace(_limits.MAX_OUTPUT_CHARS, overflow, output)
     glb = namespace.globals({**build_facades(), **tools, "ToolError": ToolError})
     try:
         exec(code, glb)

@@ -164,6 +164,12 @@ class _Run:
             kind = message.get("t")
             if kind == "done":
                 return message
+            if kind == "out":  # printed so far: kept in case the run is killed
+                text = message.get("text")
+                room = _limits.MAX_OUTPUT_CHARS - len(self.stdout)
+                if isinstance(text, str) and room > 0:
+                    self.stdout += text[:room]
+                continue
             if kind != "call":
                 raise _Failure("error", "ProtocolError", f"unexpected frame {kind!r} from sandbox")
             if self.table.calls >= _limits.MAX_TOOL_CALLS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import operator
 import sys
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -104,9 +105,14 @@ class _ReadOnly:
 class Namespace:
     """Per-run state behind the guards: the classes the code defined, the print collector."""
 
-    def __init__(self, max_output: int, on_output_overflow: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        max_output: int,
+        on_output_overflow: Callable[[str], None],
+        on_output: Callable[[str], None] | None = None,
+    ) -> None:
         self.own_classes: weakref.WeakSet[type] = weakref.WeakSet()
-        self.printer = SharedPrinter(max_output, on_output_overflow)
+        self.printer = SharedPrinter(max_output, on_output_overflow, on_output)
 
     def make_class(self, name: str, bases: tuple[type, ...], body: dict[str, Any]) -> type:
         """``__metaclass__``: classes the code defines get attribute writes on instances."""
@@ -157,13 +163,27 @@ def apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 class SharedPrinter:
-    """One print collector for the whole run (RestrictedPython's makes one per function)."""
+    """One print collector for the whole run (RestrictedPython's makes one per function).
 
-    def __init__(self, max_chars: int, on_overflow: Callable[[str], None]) -> None:
+    New text is also handed to ``on_output`` at most every ``FLUSH_INTERVAL`` seconds, so that
+    the parent keeps what was printed before a run is killed at its wall clock.
+    """
+
+    FLUSH_INTERVAL = 0.05
+
+    def __init__(
+        self,
+        max_chars: int,
+        on_overflow: Callable[[str], None],
+        on_output: Callable[[str], None] | None = None,
+    ) -> None:
         self._parts: list[str] = []
         self._size = 0
         self._max = max_chars
         self._on_overflow = on_overflow
+        self._on_output = on_output
+        self._flushed = 0  # parts already handed to on_output
+        self._last_flush = -1.0
 
     def _call_print(
         self, *objects: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None,
@@ -182,6 +202,13 @@ class SharedPrinter:
             self._parts.append(text[: max(room, 0)])
             self._on_overflow(self.text())
         self._parts.append(text)
+        if self._on_output is not None:
+            now = time.monotonic()
+            if now - self._last_flush >= self.FLUSH_INTERVAL:
+                self._last_flush = now
+                new = "".join(self._parts[self._flushed :])
+                self._flushed = len(self._parts)
+                self._on_output(new)
 
     def text(self) -> str:
         return "".join(self._parts)
