@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -197,6 +198,26 @@ def test_malformed_file_is_left_untouched(tmp_path: Path, env) -> None:
     r = CliRunner().invoke(main, ["chat", str(bad), "-m", "hello"])
     assert r.exit_code in (3, 5), r.output
     assert bad.read_text() == text
+
+
+def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
+    bad = tmp_path / "fm.msg.md"
+    text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"
+    bad.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(bad), "-m", "hello"])
+    assert r.exit_code == 3
+    assert re.search(r"fm\.msg\.md:\d+: the front matter is not valid YAML", r.output)
+    assert bad.read_text() == text
+
+
+def test_bad_agent_cell_is_exit_5_on_one_line(tmp_path: Path, env) -> None:
+    bad = tmp_path / "ag.msg.md"
+    bad.write_text("## %% a[^a]\n\n[^a]: [markdown] definition=\"agent\" name=\"x\"\n\n"
+                   "```yaml\nmodels: [a\n```\nprompt\n")
+    r = CliRunner().invoke(main, ["chat", str(bad), "-m", "hello"])
+    assert r.exit_code == 5
+    assert len(r.output.strip().splitlines()) == 1
+    assert "agent 'x'" in r.output and "line 1" in r.output
 
 
 def test_unknown_agent_is_exit_5(tmp_path: Path, env) -> None:

@@ -26,7 +26,7 @@ def set_default(item: str, agent: str) -> None:
     read_or_fail(path)
     try:
         with store.locked(path):
-            nb = fmt.read(path)
+            nb = store.read(path)
             agents = known_agents(nb)
             if agent not in agents and agent != DEFAULT_AGENT_NAME:
                 known = ", ".join(sorted(agents)) or "none defined"

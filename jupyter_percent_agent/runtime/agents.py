@@ -110,7 +110,11 @@ def agent_from_cell(cell: Mapping[str, Any]) -> Agent:
     try:
         props = yaml.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as exc:
-        raise AgentError(f"agent {name!r}: its YAML does not parse: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise AgentError(f"agent {name!r} (cell {fmt.cell_id(cell)}): its YAML does not "
+                         f"parse{where}: {problem}") from None
     return agent_from_mapping(str(name), props or {}, source="cell", system_prompt=prompt)
 
 

@@ -59,10 +59,35 @@ def set_cell_attr(cell: dict[str, Any], key: str, value: Any) -> None:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """Read a message file; a missing or empty ``.msg.md`` is an empty conversation."""
+    """Read a message file; a missing or empty ``.msg.md`` is an empty conversation. A front
+    matter whose YAML does not parse is a ``FormatError`` naming its line: nothing should be
+    appended to a file whose settings cannot be read."""
     if not path.exists() or (path.name.endswith(".msg.md") and not path.read_text().strip()):
         return fmt.reads(EMPTY_MSG_FILE, path=str(path))
-    return fmt.read(path)
+    nb = fmt.read(path)
+    check_front_matter(nb, str(path))
+    return nb
+
+
+def check_front_matter(nb: Mapping[str, Any], path: str | None = None) -> None:
+    """Raise ``FormatError`` when the front-matter cell holds YAML that does not parse."""
+    cells = nb.get("cells") or []
+    if not cells or cells[0].get("cell_type") != "raw" or cells[0].get("id") != "front-matter":
+        return
+    src = cells[0].get("source", "")
+    src = "".join(src) if isinstance(src, list) else src
+    m = _FM.match(src if src.endswith("\n") else src + "\n")
+    if not m or not (m.group(1) or "").strip():
+        return
+    import yaml
+
+    try:
+        yaml.safe_load(m.group(1))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise fmt.FormatError(f"the front matter is not valid YAML: {problem}",
+                              line=mark.line + 2 if mark else 1, path=path) from None
 
 
 _FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
