@@ -306,6 +306,30 @@ async def test_empty_msg_md_opens_and_saves_as_a_message_file(jp_fetch, jp_root_
     assert sources(core.reads(saved, path="new chat.msg.md")) == [("code", "Hello, agent.")]
 
 
+async def test_a_notebook_paired_with_a_message_file(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """jupytext pairing through the server: ipynb <-> .msg.md, the message file's outputs win."""
+    nb = core.reads(chat_text, path="chat.msg.md")
+    nb["metadata"]["jupytext"] = {"formats": "ipynb,.msg.md"}
+    await put_model(jp_fetch, "pair.ipynb", {"type": "notebook", "format": "json", "content": nb})
+    msg = jp_root_dir / "pair.msg.md"
+    assert msg.is_file()
+    paired = core.reads(msg.read_text(encoding="utf-8"), path=str(msg))
+    assert sources(paired) == sources(nb)
+    assert cell_outputs(paired) == cell_outputs(nb)
+
+    # The message file is edited outside JupyterLab (a reply lands in it): it is newer now.
+    code = next(c for c in paired["cells"] if c["cell_type"] == "code")
+    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "new reply\n"}]
+    core.write(paired, msg)
+    stamp = (jp_root_dir / "pair.ipynb").stat().st_mtime + 5
+    os.utime(msg, (stamp, stamp))
+    model = await get_model(jp_fetch, "pair.ipynb")
+    reread = next(c for c in model["content"]["cells"] if c["cell_type"] == "code")
+    assert reread["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "new reply\n"}]
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 
