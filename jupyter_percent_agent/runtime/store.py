@@ -26,8 +26,10 @@ EMPTY_MSG_FILE = ""
 
 
 def _lock_path(path: Path) -> Path:
-    folder = Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}" / "locks"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    base = Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}"
+    base.mkdir(exist_ok=True, mode=0o700)
+    folder = base / "locks"
+    folder.mkdir(exist_ok=True, mode=0o700)
     key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:20]
     return folder / f"{key}.lock"
 
