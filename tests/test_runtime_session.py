@@ -203,3 +203,16 @@ def test_async_cell_lands_in_its_file_then_shows_it(tmp_path: Path, env,
     (out,) = again.outputs
     assert fmt.output_text(out) == "The report, summarized."
     assert fmt.output_attrs(out)["status"] == "done"
+
+
+def test_toolchain_feeds_each_result_to_the_next(tmp_path: Path) -> None:
+    (tmp_path / "toolbox").mkdir()
+    shutil.copy(DATA / "toolbox" / "text.py", tmp_path / "toolbox" / "text.py")
+    text = ("## %% Chain[^k1]\n\n[^k1]: [toolchain] tools=[\"shout\", \"word_count\"] "
+            "params='{\"text\": \"hello big world\"}'\n")
+    nb = fmt.reads(text, path=str(tmp_path / "k.msg.md"))
+    run = asyncio.run(run_cell(nb, "k1", RunOptions(base_dir=tmp_path)))
+    assert run.status == "ok", run.error
+    assert [fmt.output_attrs(o)["tool"] for o in run.outputs] == ["shout", "word_count"]
+    assert "HELLO BIG WORLD" in fmt.output_text(run.outputs[0])
+    assert fmt.output_text(run.outputs[1]).strip() == "3"

@@ -90,7 +90,7 @@ async def run_tool_cell(cell: Mapping[str, Any], run: CellRun, options: RunOptio
                 known = ", ".join(sorted(registry)) or "none"
                 raise KeyError(f"no tool named {name!r} (known: {known})")
             tool = registry[name]
-            call_args = data if isinstance(data, dict) else _first_arg(tool, data)
+            call_args = _chain_args(tool, data) if i else data
             result = await asyncio.wait_for(asyncio.to_thread(
                 tool.run, call_args,
                 on_chunk=lambda nm, chunk: on_event("chunk", (nm, chunk))), timeout)
@@ -110,8 +110,12 @@ async def run_tool_cell(cell: Mapping[str, Any], run: CellRun, options: RunOptio
     run.reply = to_json_text(data)
 
 
-def _first_arg(tool: Any, value: Any) -> dict[str, Any]:
-    params = list(tool.signature.parameters)
-    if not params:
-        return {}
-    return {params[0]: value}
+def _chain_args(tool: Any, value: Any) -> dict[str, Any]:
+    """The arguments a chained tool gets from the previous result: a JSON object whose keys
+    the tool accepts as keyword arguments, anything else as its first parameter."""
+    params = tool.signature.parameters
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if isinstance(value, dict) and (takes_kwargs or set(value) <= set(params)):
+        return value
+    names = [n for n, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return {names[0]: value} if names else {}
