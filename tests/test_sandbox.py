@@ -154,6 +154,40 @@ def test_augmented_assignment_classes_and_unpacking_work():
     assert r.result == [13, 2, [1], [2, 3]]
 
 
+def test_augmented_assignment_to_items_slices_and_attributes_works():
+    code = (
+        "counts = {}\n"
+        "for w in 'a b a c a'.split():\n"
+        "    counts[w] = counts.get(w, 0)\n"
+        "    counts[w] += 1\n"
+        "d = {'x': {'y': 1}}\n"
+        "d['x']['y'] *= 5\n"
+        "lst = [1, 2, 3, 4]\n"
+        "lst[1:3] += [9]\n"
+        "lst[0] -= 10\n"
+        "calls = []\n"
+        "def key():\n"
+        "    calls.append(1)\n"
+        "    return 'k'\n"
+        "once = {'k': 1}\n"
+        "once[key()] += 1\n"
+        "class C:\n"
+        "    def __init__(self):\n"
+        "        self.n = 0\n"
+        "    def bump(self):\n"
+        "        self.n += 2\n"
+        "c = C()\n"
+        "c.bump()\n"
+        "__result__ = [counts, d, lst, once, len(calls), c.n]\n"
+    )
+    r = execute(code)
+    assert r.status == "success", r.error
+    assert r.result == [{"a": 3, "b": 1, "c": 1}, {"x": {"y": 5}}, [-9, 2, 3, 9, 4], {"k": 2},
+                        1, 2]  # fmt: skip
+    missing = execute("x = {}\ny = 1\nx['k'] += 1\n")
+    assert (missing.error.type, missing.error.line) == ("KeyError", 3)
+
+
 def test_printed_output_cap_ends_the_run_with_output_limit():
     r = execute("while True:\n    print('x' * 100)\n")
     assert r.status == "output_limit"
