@@ -123,6 +123,9 @@ def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
     text = doc.read_text()
     assert "# My document\n\nSome text that must stay.\n" in text
     assert "Discussion" in text and "Yes." in text
+    sent = openai_server.last_messages
+    assert "Some text that must stay." in sent[0]["content"]  # the document is the context
+    assert sent[-1] == {"role": "user", "content": "Is this clear?"}
     assert tce("chat", str(doc), "-m", "Again?").exit_code == 0  # no --force needed now
     assert len(cells(doc)) == 2
 

@@ -20,6 +20,7 @@ from jupyter_percent_agent import format as fmt
 
 SYSTEM = "system"
 CURRENT = "current"
+DOCUMENT = "document"
 
 
 @dataclass
@@ -69,6 +70,14 @@ def conversation_cells(nb: Mapping[str, Any]) -> list[dict[str, Any]]:
     if cells and _is_front_matter_cell(cells[0]):
         cells = cells[1:]
     return [c for c in cells if not _is_preamble(c)]
+
+
+def preamble_text(nb: Mapping[str, Any]) -> str | None:
+    """The document before the Discussion heading of a plain ``.md`` (None for ``.msg.md``)."""
+    for cell in nb.get("cells", []):
+        if _is_preamble(cell):
+            return fmt.message_text(cell)
+    return None
 
 
 def _ns(cell: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -222,17 +231,22 @@ def _earlier(cells: Sequence[Mapping[str, Any]], index: int, *, exclude: Iterabl
 def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prompt: str = "",
                   current_text: str | None = None, included: Sequence[Included] = (),
                   exclude: Iterable[int] = (), include: Iterable[int] = (),
-                  summaries: Mapping[str, str] | None = None) -> History:
+                  summaries: Mapping[str, str] | None = None,
+                  document: str | None = None) -> History:
     """The turns for the cell at 1-based ``index`` of ``cells``.
 
     ``summaries`` maps cell ids to summaries made in this run (stored ones are read from the
-    cells); a ``summary`` cell with neither is sent whole. ``current_text`` overrides the
-    current cell's text (the kernel sends the cell's live source).
+    cells); a ``summary`` cell with neither is sent whole. ``document`` is the text of a plain
+    ``.md`` whose Discussion this is: sent first, as what is being discussed.
+    ``current_text`` overrides the current cell's text (the kernel sends the live source).
     """
     summaries = summaries or {}
     turns: list[Turn] = []
     if system_prompt.strip():
         turns.append(Turn("system", system_prompt, SYSTEM))
+    if document and document.strip():
+        turns.append(Turn("user", "The document under discussion:\n\n" + document.strip(),
+                          DOCUMENT))
     for inc in included:
         turns.extend(cell_turns(inc.cell, inc.label))
     for i, cell, mode, kind, attrs in _earlier(cells, index, exclude=exclude, include=include):

@@ -198,7 +198,7 @@ def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, options: RunOp
     history = hist.build_history(cells, index, system_prompt=system_prompt,
                                  current_text=options.current_text, included=included,
                                  exclude=exclude_here, include=include_here,
-                                 summaries=summaries)
+                                 summaries=summaries, document=hist.preamble_text(nb))
     budget = _budget(agent)
     if budget is None:
         return history
