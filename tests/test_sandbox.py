@@ -358,3 +358,16 @@ def test_bad_arguments_are_refused_before_anything_runs():
     with pytest.raises(TypeError):
         execute("x = 1", tools={"f": 42})
     assert execute("x = 1" + " " * 300_000).error.type == "CodeTooLong"
+
+
+def test_odd_text_never_breaks_the_protocol():
+    assert execute("x = 1\x00").error.type == "SyntaxError"
+    assert execute("# \ud800\n__result__ = 1").error.type == "SyntaxError"
+
+    def echo(s):
+        return s + "\udc80"
+
+    r = execute('x = "\\ud800 中文"\nprint(x)\n__result__ = [x, echo(x)]', tools={"echo": echo})
+    assert r.status == "success", r.error
+    assert r.result == ["\ud800 中文", "\ud800 中文\udc80"]
+    assert r.stdout == "\ud800 中文\n"

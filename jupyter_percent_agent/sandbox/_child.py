@@ -118,7 +118,7 @@ def _encode_result(value: Any) -> tuple[str | None, dict[str, Any] | None]:
         raise TypeError(f"__result__ must be a JSON value; got a {type(obj).__name__}")
 
     try:
-        text = json.dumps(value, default=default, ensure_ascii=False)
+        text = json.dumps(value, default=default)
     except RecursionError:
         return None, {"type": "RecursionError", "message": "__result__ is nested too deeply"}
     except MemoryError:
@@ -170,7 +170,7 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
     if error is not None:
         status = "memory" if error["type"] == "MemoryError" else "error"
         _finish(channel, {"status": status, "stdout": stdout, "error": error})
-    if len(text) > _limits.MAX_RESULT_BYTES or len(text.encode()) > _limits.MAX_RESULT_BYTES:
+    if len(text) > _limits.MAX_RESULT_BYTES:  # ASCII JSON: characters are bytes
         _finish(channel, {"status": "output_limit", "stdout": stdout, "error": {
             "type": "ResultTooLarge",
             "message": f"__result__ is larger than {_limits.MAX_RESULT_BYTES} bytes of JSON"}})

@@ -106,6 +106,8 @@ def compile_code(code: str) -> tuple[Any, dict[str, Any] | None]:
         return None, {"type": type(exc).__name__, "message": str(exc.msg), "line": exc.lineno}
     except (RecursionError, MemoryError) as exc:
         return None, _too_deep(exc)
+    except ValueError as exc:  # null bytes, lone surrogates
+        return None, {"type": "SyntaxError", "message": str(exc), "line": None}
     try:
         result = compile_restricted_exec(tree, FILENAME, policy=SandboxPolicy)
     except (RecursionError, MemoryError) as exc:

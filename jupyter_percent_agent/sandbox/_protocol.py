@@ -22,7 +22,8 @@ class ProtocolError(Exception):
 
 def encode(message: dict[str, Any]) -> bytes:
     """One frame for ``message`` (raises TypeError/ValueError if it is not JSON)."""
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # ASCII escapes keep lone surrogates (valid in a Python str, not in UTF-8) representable.
+    body = json.dumps(message, separators=(",", ":")).encode("ascii")
     return _HEADER.pack(len(body)) + body
 
 
