@@ -52,7 +52,10 @@ def _limit(kind: int, value: int) -> None:
     except (ValueError, OSError):
         _soft, hard = resource.getrlimit(kind)
         if hard == resource.RLIM_INFINITY or value <= hard:
-            resource.setrlimit(kind, (value, hard))
+            try:
+                resource.setrlimit(kind, (value, hard))
+            except (ValueError, OSError):
+                pass  # not supported here; the parent's wall-clock kill still holds
 
 
 def _address_space_now() -> int:

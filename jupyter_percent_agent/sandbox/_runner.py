@@ -78,7 +78,10 @@ async def execute_async(
     memory_mb: int = 512,
     on_chunk: ChunkCallback | None = None,
 ) -> SandboxResult:
-    """Run ``code`` in a fresh sandbox process from asyncio code; cancelling kills it at once."""
+    """Run ``code`` in a fresh sandbox process from asyncio code; cancelling kills it at once.
+
+    Arguments are those of :func:`execute`. Async tools are awaited in the running loop.
+    """
     if not isinstance(code, str):
         raise TypeError("code must be a string")
     if not timeout > 0:
@@ -107,6 +110,13 @@ def execute(
     on_chunk: ChunkCallback | None = None,
 ) -> SandboxResult:
     """Run ``code`` in a fresh sandbox process and wait for its result.
+
+    ``tools``: a mapping of names to callables (sync or async, e.g. a ``tools.Registry``),
+    run in this process and reached from the sandbox as plain functions over a JSON bridge.
+    ``timeout``: wall-clock seconds from the moment the worker receives the code, tool time
+    included. ``memory_mb``: address space the code may add to the worker's own footprint.
+    ``on_chunk(tool_name, chunk)``: receives each ``data.stream_chunk`` a tool streams.
+    Never raises for anything the code does; the outcome is in ``SandboxResult.status``.
 
     Safe to call from a thread that runs an event loop (the run then happens on a helper
     thread with its own loop; async tools run there).
