@@ -317,19 +317,25 @@ def test_importing_the_package_does_not_import_restrictedpython_in_the_parent():
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_pooled_workers_do_not_outlive_their_parent():
+@pytest.mark.parametrize(
+    "ending",
+    ["sys.exit(0)",  # atexit kills the idle workers
+     "os._exit(0)"],  # no atexit: the workers see their stdin close and leave by themselves
+)  # fmt: skip
+def test_pooled_workers_do_not_outlive_their_parent(ending):
     code = (
-        "import jupyter_percent_agent.sandbox as s, os\n"
+        "import os, sys\n"
+        "import jupyter_percent_agent.sandbox as s\n"
+        "from jupyter_percent_agent.sandbox._pool import POOL\n"
+        "s.execute('__result__ = 1')\n"
         "s.warm_pool(20)\n"
-        "print(' '.join(str(p) for p in __import__('jupyter_percent_agent.sandbox._pool',"
-        " fromlist=['x']).POOL._idle and [w.pid for w in __import__("
-        "'jupyter_percent_agent.sandbox._pool', fromlist=['x']).POOL._idle]))\n"
-        "os._exit(0)\n"  # no atexit: the workers must notice the closed pipe by themselves
+        "print(' '.join(str(w.pid) for w in POOL._idle), flush=True)\n"
+        f"{ending}\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)  # fmt: skip
     pids = [int(p) for p in out.stdout.split()]
-    assert pids
+    assert len(pids) == 2
     deadline = time.monotonic() + 5
     alive = pids
     while alive and time.monotonic() < deadline:

@@ -199,7 +199,7 @@ def _take_chunk(name: str, data: Any, on_chunk: ChunkCallback | None) -> tuple[A
                 on_chunk(name, data["stream_chunk"])
             except Exception:  # a broken display callback must not fail the tool call
                 pass
-        return {k: v for k, v in data.items() if k != "stream_chunk"}, True
+        return {k: v for k, v in data.items() if k != "stream_chunk"} or None, True
     return data, False
 
 
