@@ -330,6 +330,25 @@ async def test_a_notebook_paired_with_a_message_file(
     assert reread["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "new reply\n"}]
 
 
+async def test_new_untitled_message_file(jp_fetch, jp_root_dir: Path) -> None:
+    """What a "New agent chat" command can ask the server for."""
+    response = await jp_fetch(
+        "api",
+        "contents",
+        "",
+        method="POST",
+        body=json.dumps({"type": "notebook", "ext": ".msg.md"}),
+    )
+    created = json.loads(response.body)
+    assert created["path"].endswith(".msg.md")
+    model = await get_model(jp_fetch, created["path"])
+    assert model["type"] == "notebook"
+    kernelspec = core.reads("", path="x.msg.md")["metadata"]["kernelspec"]
+    assert model["content"]["metadata"]["kernelspec"] == kernelspec
+    text = (jp_root_dir / created["path"]).read_text(encoding="utf-8")
+    assert core.reads(text, path=created["path"])["cells"] == []
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 

@@ -97,6 +97,20 @@ def _replaceable(os_path: str, format: str | None) -> bool:
 class _MessageFilesMixin:
     """The parts shared by the sync and the async classes."""
 
+    def _seed_new(self, model: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
+        """A new message notebook starts as an empty message file reads: the agent kernel."""
+        from jupyter_percent_agent.jupytext_format import is_message_path
+
+        if model is None or model.get("type") != "notebook" or "content" in model:
+            return model
+        if not is_message_path(path):
+            return model
+        import nbformat
+
+        from jupyter_percent_agent import format as core
+
+        return {**model, "format": "json", "content": nbformat.from_dict(core.reads("", path=path))}
+
     def _hint(self, path: str) -> Any:
         from jupyter_percent_agent.jupytext_format import path_hint
 
@@ -141,6 +155,9 @@ class _SyncMessageFiles(_MessageFilesMixin):
         _replace_text(os_path, content)
         return None
 
+    def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
+        return super().new(self._seed_new(model, path.strip("/")), path)
+
 
 class _AsyncMessageFiles(_MessageFilesMixin):
     async def get(
@@ -173,6 +190,9 @@ class _AsyncMessageFiles(_MessageFilesMixin):
                 if translated is None:
                     raise
                 raise translated from err
+
+    async def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
+        return await super().new(self._seed_new(model, path.strip("/")), path)
 
     async def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
         if not _replaceable(os_path, format):

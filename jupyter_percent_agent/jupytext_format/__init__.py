@@ -235,13 +235,24 @@ def _patch_formats(formats: ModuleType) -> None:
         _rebind(original_guess, formats.guess_format)
 
 
+def _converts_messages(converter: Any) -> bool:
+    """The converter is for the msg format, or for ``.md`` text of a file named NAME.msg.md.
+
+    The second case is a new notebook saved by the contents manager: jupytext then knows only
+    the ``.md`` extension and no format name, and would write jupytext Markdown.
+    """
+    if converter.fmt.get("format_name") == FORMAT_NAME:
+        return True
+    return converter.ext == EXTENSION and is_message_path(_PATH_HINT.get())
+
+
 def _patch_converter(jupytext_module: ModuleType) -> None:
     converter = jupytext_module.TextNotebookConverter
     if not _is_patched(converter.reads):
         original_reads = converter.reads
 
         def reads(self: Any, s: str, **kwargs: Any) -> Any:
-            if self.fmt.get("format_name") == FORMAT_NAME:
+            if _converts_messages(self):
                 return _read_notebook(s)
             return original_reads(self, s, **kwargs)
 
@@ -251,7 +262,7 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
         original_writes = converter.writes
 
         def writes(self: Any, nb: Any, metadata: Any = None, **kwargs: Any) -> str:
-            if self.fmt.get("format_name") == FORMAT_NAME:
+            if _converts_messages(self):
                 return _write_notebook(nb, metadata)
             return original_writes(self, nb, metadata, **kwargs)
 
