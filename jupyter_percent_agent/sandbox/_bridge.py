@@ -132,7 +132,7 @@ class ToolTable:
                 self.instructions.append(instruction)
             reply = {"t": "reply", "ok": True, "data": data}
             try:
-                size = len(json.dumps(reply, ensure_ascii=False, allow_nan=False))
+                size = len(json.dumps(reply, allow_nan=False))  # as framed: ASCII JSON
             except (TypeError, ValueError, RecursionError) as exc:
                 raise _BadResult(f"{name} returned a value that is not JSON ({exc})") from None
             if size > _limits.MAX_TOOL_REPLY_BYTES:
