@@ -107,6 +107,11 @@ def test_hook_files_are_installed_at_the_site_packages_root() -> None:
     assert pth.is_file() and start.is_file() and module.is_file(), (
         "the startup hook is not installed: run `pip install -e .` (make setup)"
     )
+    source = Path(__file__).resolve().parent.parent / "jupyter_percent_agent" / "_hook"
+    for installed in (pth, start, module):
+        assert installed.read_text() == (source / installed.name).read_text(), (
+            f"{installed} is stale (editable installs copy it): run `pip install -e .`"
+        )
     assert pth.read_text().startswith("import _jupyter_percent_agent_hook")
     assert start.read_text().strip() == "_jupyter_percent_agent_hook:install"
 
