@@ -142,6 +142,9 @@ class ToolTable:
                 ToolCallRecord(name, kwargs, time.monotonic() - start, "timeout", "cancelled")
             )
             raise
+        except _BadResult as exc:
+            status, error = "error", str(exc)
+            reply = {"t": "reply", "ok": False, "error": error}
         except Exception as exc:
             status, error = "error", _message(exc)
             reply = {"t": "reply", "ok": False, "error": error}
