@@ -187,6 +187,11 @@ async def test_last_modified_is_the_file_time(jp_fetch, jp_root_dir: Path, chat_
     assert when == datetime.fromtimestamp(stamp, tz=UTC)
     model = await get_model(jp_fetch, "chat.msg.md")
     assert datetime.fromisoformat(model["last_modified"].replace("Z", "+00:00")) == when
+    # JupyterLab can also compare content hashes: the file's, as for any text file.
+    hashed = await get_model(jp_fetch, "chat.msg.md", content="0", hash="1")
+    import hashlib
+
+    assert hashed["hash"] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("name", ["my chat.msg.md", "dossier été/Ünïcødé 会話.msg.md"])
