@@ -6,6 +6,7 @@ The extension is enabled the way a user (or the installed jupyter-config file) d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -189,8 +190,6 @@ async def test_last_modified_is_the_file_time(jp_fetch, jp_root_dir: Path, chat_
     assert datetime.fromisoformat(model["last_modified"].replace("Z", "+00:00")) == when
     # JupyterLab can also compare content hashes: the file's, as for any text file.
     hashed = await get_model(jp_fetch, "chat.msg.md", content="0", hash="1")
-    import hashlib
-
     assert hashed["hash"] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
