@@ -126,7 +126,7 @@ def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]
     turns: list[Turn] = []
     streams: list[str] = []
     for out in outputs:
-        history = fmt.output_attrs(out).get("history")
+        history = (out.get("metadata") or {}).get("history")  # attrs live in its metadata
         if history is not None and history_mode(history, "message") == "exclude":
             continue
         kind = fmt.output_kind(out)
@@ -213,14 +213,19 @@ def earlier_cells(cells: Sequence[Mapping[str, Any]], index: int, *,
 
 def _earlier(cells: Sequence[Mapping[str, Any]], index: int, *, exclude: Iterable[int] = (),
              include: Iterable[int] = ()
-             ) -> list[tuple[int, Mapping[str, Any], str, str, dict[str, Any]]]:
+             ) -> list[tuple[int, Mapping[str, Any], str, str, dict[str, Any] | None]]:
     exclude, include = set(exclude), set(include)
     chosen = []
     for i, cell in enumerate(cells[: index - 1], start=1):
         if i in exclude:
             continue
-        kind, attrs = fmt.cell_kind(cell), fmt.cell_attrs(cell)
-        mode = history_mode(attrs.get("history"), kind)
+        # Attributes are the cell's flat metadata (FORMAT.md section 4): reading one key
+        # directly keeps a 5,000-cell history cheap; the full dict only when needed.
+        kind = fmt.cell_kind(cell)
+        attrs = None if kind == "message" else fmt.cell_attrs(cell)
+        value = (cell.get("metadata") or {}).get("history") if attrs is None \
+            else attrs.get("history")
+        mode = history_mode(value, kind)
         if i in include and mode == "exclude":
             mode = "include"
         if mode != "exclude":
