@@ -377,3 +377,17 @@ def test_odd_text_never_breaks_the_protocol():
     assert r.status == "success", r.error
     assert r.result == ["\ud800 中文", "\ud800 中文\udc80"]
     assert r.stdout == "\ud800 中文\n"
+
+
+def test_a_pooled_worker_that_died_while_idle_is_replaced_transparently():
+    import os
+    import signal
+
+    from jupyter_percent_agent.sandbox._pool import POOL
+
+    set_pool_size(2)
+    assert warm_pool(timeout=30)
+    for proc in list(POOL._idle):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert execute("__result__ = 'still fine'").result == "still fine"

@@ -93,12 +93,16 @@ async def execute_async(
     if len(code) > _limits.MAX_CODE_CHARS:
         return _result(table, started, "error", error=ErrorInfo(
             "CodeTooLong", f"code longer than {_limits.MAX_CODE_CHARS} characters"))  # fmt: skip
-    proc = POOL.acquire()
-    run = _Run(proc, table, on_chunk)
-    try:
-        return await run.run(code, float(timeout), int(memory_mb), started)
-    finally:
-        run.close()
+    # A pooled worker that died while idle fails before it gets the job: retry once, fresh.
+    for proc in (POOL.acquire(), None):
+        run = _Run(proc or _process.spawn(), table, on_chunk)
+        try:
+            result = await run.run(code, float(timeout), int(memory_mb), started)
+        finally:
+            run.close()
+        if run.job_sent or proc is None:
+            return result
+    raise AssertionError("unreachable")
 
 
 def execute(
@@ -142,6 +146,7 @@ class _Run:
         self.read_transport: asyncio.BaseTransport | None = None
         self.write_transport: asyncio.WriteTransport | None = None
         self.stdout = ""
+        self.job_sent = False
 
     async def run(self, code: str, timeout: float, memory_mb: int, started: float) -> SandboxResult:
         loop = asyncio.get_running_loop()
@@ -156,6 +161,7 @@ class _Run:
                 raise _Failure("error", "ProtocolError", "the sandbox did not start properly")
             self._send({"t": "job", "code": code, "timeout": timeout, "memory_mb": memory_mb,
                         "tools": self.table.names})  # fmt: skip
+            self.job_sent = True
             deadline = time.monotonic() + timeout
             try:
                 done = await asyncio.wait_for(self._serve(deadline), timeout)
