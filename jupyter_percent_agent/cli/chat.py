@@ -73,6 +73,9 @@ class Printer:
             stream.write(payload)
             stream.flush()
             self.wrote = not self.tool_mode or self.wrote
+        elif kind == "reasoning":  # a reasoning model's thinking: shown, not the answer
+            sys.stderr.write(payload)
+            sys.stderr.flush()
         elif kind == "retry":
             click.echo(f"\n[{payload}]", err=True)
         elif kind == "status":
