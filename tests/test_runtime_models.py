@@ -126,3 +126,12 @@ def test_one_line_removes_repeated_class_names() -> None:
 
     assert one_line(InternalServerError("litellm.InternalServerError: InternalServerError: x\ny")
                     ) == "InternalServerError: x y"
+
+
+def test_reasoning_content_is_streamed_apart(openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply("the answer", reasoning="let me think"))
+    events: list = []
+    res = _run(_spec(openai_server), events)
+    assert res.text == "the answer"
+    assert res.reasoning == "let me think"
+    assert "".join(t for k, t in events if k == "reasoning") == "let me think"
