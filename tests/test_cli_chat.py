@@ -344,3 +344,34 @@ def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -
     assert "NO-LITELLM" in p.stderr
     assert len(replies(cells(tmp_path / "w.msg.md")[1])) == 1
     assert openai_server.last_messages[-1]["content"] == "two"
+
+
+def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> None:
+    from jupyter_percent_agent.runtime import warm
+
+    e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
+         "PERCENT_AGENT_TEST_KEY": str(tmp_path) + "-int"}
+    sock = warm.socket_path(e)
+    path = tmp_path / "wi.msg.md"
+    p = subprocess.run([*TCE, "chat", str(path), "-m", "start the helper"], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    for _ in range(300):
+        if sock.exists():
+            break
+        time.sleep(0.1)
+    assert sock.exists()
+    openai_server.script(Reply("partial " * 200, chunk_size=8, chunk_delay=0.05))
+    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "long please"], env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=0)
+    assert p.stdout.read(8).startswith("partial")
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    (reply,) = replies(cells(path)[1])
+    assert fmt.output_attrs(reply)["interrupted"] is True
+    assert sock.exists()  # the helper lives on (its own session)
+    openai_server.script("after the interrupt")
+    p = subprocess.run([*TCE, "chat", str(path), "-m", "still there?"], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "after the interrupt"
