@@ -100,7 +100,12 @@ def _describe(out: dict) -> dict:
             "text": fmt.output_text(out)}
 
 
-@click.command("chat")
+EPILOG = ("Exit codes: 0 done, 1 the model call failed (recorded as [error]), 2 usage, "
+          "3 malformed file (left untouched), 4 tools, 5 unknown or bad agent, "
+          "130 Ctrl-C (partial reply kept with interrupted=true). See docs/cli.md.")
+
+
+@click.command("chat", epilog=EPILOG)
 @click.argument("item")
 @click.argument("agent", required=False)
 @click.option("-m", "--message", "message", required=True,
