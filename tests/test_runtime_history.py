@@ -119,3 +119,20 @@ def test_fit_keeps_system_and_current_even_when_too_big() -> None:
     fitted = hist.fit(hist.History(turns), 50, _words)
     assert [t.group for t in fitted.turns] == [hist.SYSTEM, hist.CURRENT]
     assert fitted.dropped == ["c1"]
+
+
+def test_fit_uses_a_batch_counter_when_there_is_one() -> None:
+    calls: list[int] = []
+
+    class Counter:
+        def __call__(self, messages: list[dict]) -> int:
+            raise AssertionError("per-message counting")
+
+        def each(self, messages: list[dict]) -> list[int]:
+            calls.append(len(messages))
+            return [len(m["content"].split()) + 1 for m in messages]
+
+    turns = [hist.Turn("user", "x " * 50, "c1"), hist.Turn("user", "now", hist.CURRENT)]
+    fitted = hist.fit(hist.History(turns), 20, Counter())
+    assert calls == [2]
+    assert fitted.dropped == ["c1"]

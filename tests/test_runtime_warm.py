@@ -62,3 +62,11 @@ def test_socket_name_depends_on_the_environment() -> None:
     b = warm.socket_path({"OPENAI_API_KEY": "b"})
     assert a != b and a.parent == b.parent
     assert warm.socket_path({"OPENAI_API_KEY": "a", "PWD": "/x"}) == a
+
+
+def test_helper_counts_tokens_like_litellm(helper) -> None:
+    msgs = [{"role": "user", "content": "hello there " * 20},
+            {"role": "assistant", "content": "short"}]
+    counts = warm.try_count("gpt-4o-mini", msgs)
+    assert counts == models.count_tokens("gpt-4o-mini", msgs)
+    assert counts[0] > counts[1] > 0

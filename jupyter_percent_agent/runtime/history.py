@@ -281,7 +281,9 @@ def fit(history: History, budget: int | None,
     cheap = sum(len(t.content.encode()) + 8 for t in turns)
     if cheap <= budget:
         return History(list(turns), [], None)
-    sizes = [count([t.message()]) for t in turns]
+    each = getattr(count, "each", None)  # a counter may count many messages in one go
+    sizes = (list(each([t.message() for t in turns])) if each is not None
+             else [count([t.message()]) for t in turns])
     total = sum(sizes) + 3
     order: list[str] = []
     for t in turns:

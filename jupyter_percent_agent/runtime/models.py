@@ -95,6 +95,19 @@ def import_litellm() -> Any:
     return litellm
 
 
+def count_tokens(model: str, messages: list[dict[str, Any]]) -> list[int]:
+    """The tokens of each message, by litellm's counter for ``model`` (its default tokenizer
+    when it has none for that model)."""
+    litellm = import_litellm()
+    out = []
+    for m in messages:
+        try:
+            out.append(int(litellm.token_counter(model=model, messages=[m])))
+        except Exception:
+            out.append(int(litellm.token_counter(messages=[m])))
+    return out
+
+
 def _provider_model(litellm: Any, name: str, api_base: str | None) -> str:
     """The name litellm routes: an unknown provider behind an api_base speaks OpenAI."""
     base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")

@@ -206,7 +206,8 @@ def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, options: RunOp
 
 
 class _LazyCounter:
-    """Imports litellm only when the cheap byte bound says counting is needed."""
+    """Counts tokens only when the cheap byte bound says it is needed: through the warm
+    helper when ``tce`` uses one (so litellm is not imported here), else with litellm."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
@@ -216,6 +217,17 @@ class _LazyCounter:
         if self._count is None:
             self._count = _token_counter(self.agent)
         return self._count(messages)
+
+    def each(self, messages: list[dict[str, str]]) -> list[int]:
+        from jupyter_percent_agent.runtime import models
+
+        if models.USE_HELPER:
+            from jupyter_percent_agent.runtime import warm
+
+            counts = warm.try_count(self.agent.models[0], messages)
+            if counts is not None:
+                return counts
+        return models.count_tokens(self.agent.models[0], messages)
 
 
 async def make_summaries(nb: Mapping[str, Any], index: int, agent: Agent,

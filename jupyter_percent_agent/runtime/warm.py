@@ -20,12 +20,14 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from jupyter_percent_agent.runtime.models import CallResult, CallSpec, OnDelta
 
@@ -114,6 +116,30 @@ async def try_complete(spec: CallSpec, on_delta: OnDelta) -> CallResult | None:
             await writer.wait_closed()
 
 
+def try_count(model: str, messages: list[dict[str, Any]]) -> list[int] | None:
+    """Token counts of each message from a running helper (None when there is none). A
+    short blocking exchange, so it can be made from synchronous code."""
+    path = socket_path()
+    if not _private(path.parent) or not path.exists():
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(60)
+            sock.connect(str(path))
+            sock.sendall(json.dumps({"count": {"model": model, "messages": messages}}).encode()
+                         + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    return None
+                data += chunk
+        counts = json.loads(data)["counts"]
+        return [int(c) for c in counts] if len(counts) == len(messages) else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 # -- the helper process ------------------------------------------------------------------
 
 async def _serve(path: Path, idle: float) -> None:
@@ -130,7 +156,14 @@ async def _serve(path: Path, idle: float) -> None:
             line = await reader.readline()
             if not line:
                 return
-            spec = CallSpec(**json.loads(line))
+            request = json.loads(line)
+            if "count" in request:
+                counts = models.count_tokens(request["count"]["model"],
+                                             request["count"]["messages"])
+                writer.write(json.dumps({"counts": counts}).encode() + b"\n")
+                await writer.drain()
+                return
+            spec = CallSpec(**request)
 
             def on_delta(kind: str, text: str) -> None:
                 writer.write(json.dumps({"kind": kind, "text": text}).encode() + b"\n")
