@@ -44,6 +44,8 @@ def parse_value_bare(word: str) -> Any:
         return False
     if word == "null":
         return None
+    if word.isdigit() and word.isascii() and (word[0] != "0" or len(word) == 1):
+        return int(word)
     c = word[0]
     if c == "-" or c.isdigit():
         if _INT.fullmatch(word):
@@ -85,8 +87,47 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
     return parse_value_bare(word), m.end()
 
 
+_FAST_META = re.compile(
+    r"\[([^\[\]\s:()^][^\[\]\s:()]*)(?::([^\[\]\s()]*))?\](?:\(([^()\s]*)\))?"
+    r"((?: [A-Za-z_@][\w.\-/@+]*=(?:\"[^\"\\\n]*\"|'[^'\n]*'|[^\s\"'\[{]+))*)"
+)
+_FAST_PAIR = re.compile(
+    r" ([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n]*)\"|'([^'\n]*)'|([^\s\"'\[{]+))"
+)
+
+
+_CACHE: dict[str, Meta] = {}
+
+
 def parse_meta(s: str, *, need_type: bool = False) -> Meta:
-    """Parse ``[TYPE:SUB](LINK) k=v ...`` into (type, subtype, link, attrs)."""
+    """Parse ``[TYPE:SUB](LINK) k=v ...`` into (type, subtype, link, attrs).
+
+    The attrs dict returned is the caller's own to change.
+    """
+    hit = _CACHE.get(s)
+    if hit is not None:
+        return hit[0], hit[1], hit[2], hit[3].copy()
+    m = _FAST_META.fullmatch(s)
+    if m is None:
+        return _parse_meta(s, need_type)
+    # the canonical shape: plain strings and bare words only
+    typ, sub, link, pairs = m.groups()
+    attrs: dict[str, Any] = {}
+    if pairs:
+        for key, dq, sq, bare in _FAST_PAIR.findall(pairs):
+            if bare:
+                attrs[key] = parse_value_bare(bare)
+            elif dq or not sq:
+                attrs[key] = dq
+            else:
+                attrs[key] = sq
+    if len(_CACHE) > 2048:
+        _CACHE.clear()
+    _CACHE[s] = (typ, sub, link, attrs)
+    return typ, sub, link, attrs.copy()
+
+
+def _parse_meta(s: str, need_type: bool) -> Meta:
     n = len(s)
     i = 0
     while i < n and s[i] in " \t":
@@ -156,9 +197,15 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
     return text.translate(_RAW_BREAKS)
 
 
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
+_KEYS: dict[str, str] = {}
+
+
 def emit_value(value: Any) -> str:
     """One value in canonical form."""
-    if isinstance(value, str):
+    if type(value) is str:
+        if _PLAIN.fullmatch(value):
+            return '"' + value + '"'
         if '"' in value and _LITERAL_OK.fullmatch(value):
             return "'" + value + "'"
         return json_text(value)
@@ -168,8 +215,12 @@ def emit_value(value: Any) -> str:
         return "false"
     if value is None:
         return "null"
-    if isinstance(value, int):
+    if type(value) is int:
         return str(value)
+    if isinstance(value, str):
+        return emit_value(str(value))
+    if isinstance(value, int):
+        return str(int(value))
     if isinstance(value, float):
         text = repr(value)
         if _FLOAT.fullmatch(text):
@@ -181,9 +232,12 @@ def emit_value(value: Any) -> str:
 
 def emit_key(key: str) -> str:
     """A key, bare when it can be, else as a JSON string."""
-    if _KEY.fullmatch(key):
-        return key
-    return json_text(key)
+    out = _KEYS.get(key)
+    if out is None:
+        out = key if _KEY.fullmatch(key) else json_text(key)
+        if len(_KEYS) < 4096:
+            _KEYS[key] = out
+    return out
 
 
 def emit_meta(
@@ -197,6 +251,5 @@ def emit_meta(
             head += "(" + link + ")"
         parts.append(head)
     items = attrs.items() if isinstance(attrs, dict) else attrs
-    for key, value in items:
-        parts.append(emit_key(key) + "=" + emit_value(value))
+    parts.extend([emit_key(key) + "=" + emit_value(value) for key, value in items])
     return " ".join(parts)

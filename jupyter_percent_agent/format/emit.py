@@ -28,11 +28,14 @@ def emit_record(rec: Record, section: str | None = None) -> str:
         head += " " + rec.title
     ref = rec.ref
     meta = emit_meta(rec.type, rec.sub, rec.link, rec.attrs)
-    text = head + "[^" + ref + "]\n[^" + ref + "]:" + (" " + meta if meta else "") + "\n"
-    if rec.body:
-        body, _ = escape_body(rec.body, section)
-        text += "\n" + body + "\n"
-    return text
+    if meta:
+        meta = " " + meta
+    body = rec.body
+    if body:
+        if section is not None or "%%" in body:
+            body = escape_body(body, section)[0]
+        return f"{head}[^{ref}]\n[^{ref}]:{meta}\n\n{body}\n"
+    return f"{head}[^{ref}]\n[^{ref}]:{meta}\n"
 
 
 def emit(doc: Document) -> str:

@@ -40,7 +40,13 @@ def _token_re(section: str | None) -> re.Pattern[str]:
         pattern = section_pattern(section)
         head = head + "|" + pattern
         sect = f"(?P<s>{pattern})|"
-    return re.compile(rf"^(?:(?P<h>{HEAD})|{sect}(?P<e>\\+(?:{head}))|(?P<f>{FENCE}))", re.M)
+    # Anchored on the newline before the line (the caller prepends one at the start), with a
+    # look-ahead on the first character: much faster than a MULTILINE '^' in CPython's re.
+    return re.compile(
+        rf"\n(?=[#%\\ `~])(?:(?P<h>{HEAD})|{sect}(?P<e>\\+(?:{head}))"
+        rf"|(?P<f> {{0,3}}(?P<fc>`{{3,}}|~{{3,}})(?P<fi>[^\n]*)))",
+        re.M,
+    )
 
 
 def section_pattern(title: str) -> str:
@@ -84,73 +90,102 @@ def fence_closes(line: str, fence: Fence) -> bool:
     return len(s) - len(rest) >= fence.size and rest.strip(" \t") == ""
 
 
+def scan_all(text: str, start: int = 0,
+             section: str | None = None) -> tuple[list[int], list[int], list[int], int]:
+    """Positions of headings, escaped headings and section headings outside fences.
+
+    The fourth item is where a fence left open at the end starts (-1 when none).
+    """
+    heads: list[int] = []
+    escapes: list[int] = []
+    sections: list[int] = []
+    fchar = ""
+    fsize = 0
+    fence_at = -1
+    # a virtual newline before ``start`` lets the first line match too
+    if start == 0:
+        src = "\n" + text
+        shift = 0
+    else:
+        src = text
+        start -= 1
+        shift = 1
+    for m in _token_re(section).finditer(src, start):
+        kind = m.lastgroup
+        if kind == "fi" or kind == "fc" or kind == "f":
+            run = m.group("fc")
+            if fchar:
+                if run[0] == fchar and len(run) >= fsize and not m.group("fi").strip(" \t"):
+                    fchar = ""
+                continue
+            if run[0] == "`" and "`" in m.group("fi"):
+                continue
+            fchar = run[0]
+            fsize = len(run)
+            fence_at = m.start() + shift
+            continue
+        if fchar:
+            continue
+        pos = m.start() + shift
+        if kind == "h":
+            heads.append(pos)
+        elif kind == "e":
+            escapes.append(pos)
+        else:
+            sections.append(pos)
+    return heads, escapes, sections, fence_at if fchar else -1
+
+
 def scan(text: str, start: int = 0, end: int | None = None,
          section: str | None = None) -> Iterator[tuple[str, int, int]]:
     """Yield ``(kind, line_start, line_end)`` for structural lines outside fences.
 
     ``kind`` is ``"h"`` (heading), ``"e"`` (escaped heading), ``"s"`` (section heading, only
     when ``section`` is given) or, at the end when a fence is still open, ``"u"`` with the
-    opening fence line. Fence lines themselves are tracked, not yielded.
+    opening fence line.
     """
-    if end is None:
-        end = len(text)
-    fence: Fence | None = None
-    fence_at = 0
-    for m in _token_re(section).finditer(text, start, end):
-        pos = m.start()
-        eol = text.find("\n", pos, end)
-        if eol < 0:
-            eol = end
-        kind = m.lastgroup
-        if fence is not None:
-            if kind == "f" and fence_closes(text[pos:eol], fence):
-                fence = None
-            continue
-        if kind == "f":
-            opened = fence_open(text[pos:eol])
-            if opened is not None:
-                fence = Fence(opened[0], opened[1])
-                fence_at = pos
-            continue
-        yield kind, pos, eol
-    if fence is not None:
-        eol = text.find("\n", fence_at, end)
-        yield "u", fence_at, end if eol < 0 else eol
+    if end is not None and end < len(text):
+        text = text[:end]
+    heads, escapes, sections, fence_at = scan_all(text, start, section)
+    items = sorted([("h", p) for p in heads] + [("e", p) for p in escapes]
+                   + [("s", p) for p in sections], key=lambda item: item[1])
+    for kind, pos in items:
+        eol = text.find("\n", pos)
+        yield kind, pos, len(text) if eol < 0 else eol
+    if fence_at >= 0:
+        eol = text.find("\n", fence_at)
+        yield "u", fence_at, len(text) if eol < 0 else eol
 
 
 def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
     """Backslash-escape heading-like lines outside fences; report an unclosed fence."""
-    if "%%" not in body and "```" not in body and "~~~" not in body and section is None:
+    if section is None and "%%" not in body:
         return body, False
+    heads, escapes, sections, fence_at = scan_all(body, 0, section)
+    marks = heads + escapes + sections
+    if not marks:
+        return body, fence_at >= 0
+    marks.sort()
     parts = []
     last = 0
-    unclosed = False
-    for kind, pos, _eol in scan(body, section=section):
-        if kind == "u":
-            unclosed = True
-            continue
+    for pos in marks:
         parts.append(body[last:pos])
         parts.append("\\")
         last = pos
-    if not parts:
-        return body, unclosed
     parts.append(body[last:])
-    return "".join(parts), unclosed
+    return "".join(parts), fence_at >= 0
 
 
 def unclosed_fence(body: str) -> str | None:
     """The closing line that an unclosed fence at the end of ``body`` needs, else None."""
     if "```" not in body and "~~~" not in body:
         return None
-    fence = None
-    for line in body.split("\n"):
-        if fence is None:
-            opened = fence_open(line)
-            if opened is not None:
-                fence = Fence(opened[0], opened[1])
-        elif fence_closes(line, fence):
-            fence = None
-    return None if fence is None else fence.char * fence.size
+    fence_at = scan_all(body)[3]
+    if fence_at < 0:
+        return None
+    opened = fence_open(body[fence_at:].split("\n", 1)[0])
+    assert opened is not None
+    return opened[0] * opened[1]
 
 
 def close_fence_line(body: str) -> str | None:

@@ -67,19 +67,23 @@ def default_mime(typ: str, is_lang: bool) -> str:
 class Context:
     """What the cells of one notebook share: language, heading level, ids in use."""
 
-    __slots__ = ("doc", "lang", "level", "path", "section", "used")
+    __slots__ = ("_langs", "doc", "lang", "level", "path", "section", "used")
 
     def __init__(self, lang: str = "python", level: int = 1, section: str | None = None,
                  path: str | None = None, doc: Document | None = None):
         self.lang = lang
         self.level = level
         self.used: set[str] = set()
+        self._langs: dict[str, bool] = {}
         self.section = section
         self.path = path
         self.doc = doc
 
     def is_lang(self, typ: str) -> bool:
-        return typ == self.lang or typ.lower() in LANGS
+        known = self._langs.get(typ)
+        if known is None:
+            known = self._langs[typ] = typ == self.lang or typ.lower() in LANGS
+        return known
 
     def error(self, message: str, rec: Record | None = None) -> FormatError:
         line = self.doc.line(rec.pos) if (rec is not None and self.doc is not None) else None
@@ -569,6 +573,8 @@ def _unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False)
 
 def _split_attrs(md: Mapping, struct_names: frozenset) -> tuple[dict, dict, dict]:
     """(flat attrs, namespaced dict copy, attrs that clash with structural names)."""
+    if md.keys().isdisjoint(struct_names):
+        return md, {}, {}  # type: ignore[return-value]
     attrs: dict[str, Any] = {}
     over: dict[str, Any] = {}
     for k, v in md.items():
@@ -590,7 +596,9 @@ def _close(body: str, struct: dict) -> str:
     return body
 
 
-def _finish_attrs(struct: dict, attrs: dict, ns_left: dict, over: dict) -> dict:
+def _finish_attrs(struct: dict, attrs: Mapping, ns_left: dict, over: dict) -> Mapping:
+    if not struct and not ns_left and not over:
+        return attrs
     if over:
         ns_left["meta"] = over
     out = struct
@@ -612,18 +620,28 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         struct["execution_count"] = cell["execution_count"]
     if ct != "code" and "attachments" in cell:
         struct["attachments"] = cell["attachments"]
-    ref = _unique_ref(ns.pop("id", None) or cell.get("id") or "", ctx, seen)
-    title = ns.pop("title", "")
-    title = title.replace("\n", " ") if isinstance(title, str) else str(title)
-    level = ns.pop("level", ctx.level)
-    sub = ns.pop("sub", None)
-    link = ns.pop("link", None)
-    lang = ns.pop("lang", None)
-    pre = ns.pop("pre", "")
-    post = ns.pop("post", "")
-    fence = ns.pop("fence", None)
-    ns.pop("outputs", None)
-    source = join_source(cell.get("source", ""))
+    ref = ns.pop("id", None) or cell.get("id") or ""
+    if not ref or ref in seen:
+        ref = _unique_ref(ref, ctx, seen)
+    else:
+        seen.add(ref)
+    if ns:
+        title = ns.pop("title", "")
+        title = title.replace("\n", " ") if isinstance(title, str) else str(title)
+        level = ns.pop("level", ctx.level)
+        sub = ns.pop("sub", None)
+        link = ns.pop("link", None)
+        lang = ns.pop("lang", None)
+        pre = ns.pop("pre", "")
+        post = ns.pop("post", "")
+        fence = ns.pop("fence", None)
+        ns.pop("outputs", None)
+    else:
+        title, level, sub, link, lang, pre, post, fence = (
+            "", ctx.level, None, None, None, "", "", None)
+    source = cell.get("source", "")
+    if type(source) is not str:
+        source = join_source(source)
     if t == "code" and ct == "code":
         lang = ctx.lang if lang is None else lang
         if not fence or any(fence_closes(line, Fence(fence[0], len(fence)))
@@ -637,7 +655,8 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
             body = block
     else:
         body = source
-    body = _close(body, struct)
+    if "```" in body or "~~~" in body:
+        body = _close(body, struct)
     return Record(False, level, title, ref, t, sub, link,
                   _finish_attrs(struct, attrs, ns, over), body)
 
@@ -698,6 +717,13 @@ def output_records(cell: Mapping, parent: Record, ctx: Context, seen: set[str]) 
 
 def _block(info: dict, parent: Record, index: int, ctx: Context, seen: set[str],
            default_type: str) -> tuple[str, int, str, str, str | None, str | None]:
+    if not info:
+        ref = f"{parent.ref}.{index}"
+        if ref in seen or ref in ctx.used:
+            ref = _unique_ref(ref, ctx, seen, generated=True)
+        else:
+            seen.add(ref)
+        return ref, min(parent.level + 1, 5), "", default_type, None, None
     given = info.get("id")
     ref = _unique_ref(given or f"{parent.ref}.{index}", ctx, seen, generated=not given)
     title = info.get("title", "")
@@ -785,6 +811,7 @@ def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
         body = "\n\n".join(chunks)
     if is_result:
         struct["execution_count"] = out.get("execution_count")
-    body = _close(body, struct)
+    if "```" in body or "~~~" in body:
+        body = _close(body, struct)
     return Record(True, level, title, ref, t, sub, link,
                   _finish_attrs(struct, attrs, _left(ns, _DERIVED_OUT), over), body)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .attrs import AttrError, parse_meta
 from .errors import FormatError
-from .lines import line_number, scan
+from .lines import line_number, scan_all
 
 __all__ = ["INPUT_TYPES", "Document", "Record", "parse", "section_title"]
 
@@ -27,6 +27,9 @@ INPUT_TYPES = frozenset(
     {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
 )
 _FM_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
+_CANONICAL_HEAD = re.compile(
+    r"(#{1,5}) (%%%?)(?: ([^\n]*?))?\[\^([^\]\s]+)\]\n\[\^([^\]\s]+)\]:(?: ([^\n]*))?\n"
+)
 _FOOT = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
 _REF_AT_END = re.compile(r"\[\^([^\]\s]+)\]$")
 _INLINE = re.compile(r"(?:^|(?<=[ \t]))\[(?!\^)")
@@ -120,26 +123,17 @@ def parse(text: str, path: str | None = None) -> Document:
     if doc.front_matter is not None and not is_message_path(path):
         doc.section = section_title(doc.front_matter)
 
-    heads: list[int] = []
-    escapes: list[int] = []
-    section_at = -1
-    for kind, start, _eol in scan(text, pos, section=doc.section):
-        if kind == "h":
-            heads.append(start)
-        elif kind == "e":
-            escapes.append(start)
-        elif kind == "s":
-            section_at = start
-            heads = []
-            escapes = []
-        else:  # "u": an unclosed fence
-            _check_unclosed(doc, start)
+    heads, escapes, sections, fence_at = scan_all(text, pos, doc.section)
+    if fence_at >= 0:
+        _check_unclosed(doc, fence_at)
     if doc.section is not None:
-        if section_at < 0:
+        if not sections:
             # messages: true but no section yet: a document with no messages so far
             doc.preamble = text[pos:]
             return doc
+        section_at = sections[-1]
         heads = [h for h in heads if h > section_at]
+        escapes = [e for e in escapes if e > section_at]
     first = heads[0] if heads else len(text)
     preamble = text[pos:first]
     if doc.section is not None or preamble.strip():
@@ -163,8 +157,9 @@ def parse(text: str, path: str | None = None) -> Document:
         if rec.ref is not None:
             if rec.ref in seen:
                 raise FormatError(f"duplicate id [^{rec.ref}] (first used on line "
-                                  f"{seen[rec.ref]})", line=doc.line(start), path=path)
-            seen[rec.ref] = doc.line(start)
+                                  f"{doc.line(seen[rec.ref])})", line=doc.line(start),
+                                  path=path)
+            seen[rec.ref] = start
         doc.records.append(rec)
     return doc
 
@@ -183,6 +178,27 @@ def read_cell(doc: Document, start: int, end: int, escapes: list[int], path: str
               at_eof: bool) -> Record:
     """Apply the heading, footnote and body rules to the span ``[start, end)``."""
     text = doc.text
+    m = _CANONICAL_HEAD.match(text, start, end)
+    if m is not None:
+        hashes, marker, title, ref, ref2, meta = m.groups()
+        pos = m.end()
+    if m is not None and ref == ref2 and (pos >= end or text[pos] not in " \t"):
+        # fast path for the canonical heading + footnote pair
+        if title is None:
+            title = ""
+        elif title[-1:] in (" ", "\t"):
+            title = title.rstrip()
+        try:
+            typ, sub, link, attrs = parse_meta(meta or "")
+        except AttrError as err:
+            raise FormatError(f"bad metadata for [^{ref}]: {err}",
+                              line=doc.line(m.start(5) - 2), path=path) from None
+        rec = Record(len(marker) == 3, len(hashes), title, ref, typ, sub, link, attrs, "",
+                     start)
+        if pos < end and text[pos] == "\n":
+            pos += 1
+        rec.body = read_body(text, pos, end, escapes, at_eof)
+        return rec
     eol = text.find("\n", start, end)
     if eol < 0:
         eol = end
