@@ -51,10 +51,11 @@ def conversation(n: int = CELLS) -> dict:
 
 def main() -> None:
     import jupytext
+    import nbformat
 
     text = fmt.writes(conversation())
     nb = fmt.reads(text)
-    jnb = jupytext.reads(text, fmt="md")  # the same notebook as jupytext holds it
+    jnb = nbformat.from_dict(copy.deepcopy(nb))  # the same notebook, as jupytext takes it
     md_text = jupytext.writes(jnb, fmt="md")
     py_text = jupytext.writes(jnb, fmt="py:percent")
     lines = len(text.split("\n"))
@@ -65,11 +66,9 @@ def main() -> None:
     t_read = median_seconds(lambda: fmt.reads(text), repeat=7)
     t_write = median_seconds(lambda: fmt.writes(nb), repeat=7)
     t_jmd_read = median_seconds(lambda: jupytext.reads(md_text, fmt="md"), repeat=3)
-    t_jmd_write = median_seconds(lambda: jupytext.writes(copy.deepcopy(jnb), fmt="md"),
-                                 repeat=3)
+    t_jmd_write = median_seconds(lambda: jupytext.writes(jnb, fmt="md"), repeat=3)
     t_jpy_read = median_seconds(lambda: jupytext.reads(py_text, fmt="py:percent"), repeat=3)
-    t_jpy_write = median_seconds(
-        lambda: jupytext.writes(copy.deepcopy(jnb), fmt="py:percent"), repeat=3)
+    t_jpy_write = median_seconds(lambda: jupytext.writes(jnb, fmt="py:percent"), repeat=3)
 
     rows = [
         ["str.splitlines", t_split, ""],
