@@ -255,18 +255,23 @@ def test_async_variant_runs_concurrently_and_returns_results():
 def test_cancelling_the_async_run_kills_the_worker_at_once(process_probe):
     async def main():
         task = asyncio.create_task(execute_async("while True:\n    pass\n", timeout=30))
-        await asyncio.sleep(0.5)
-        busy = {p for p in process_probe.worker_pids()
-                if process_probe.limits_of(p)["Max address space"] != "unlimited"}  # fmt: skip
+        busy: set[int] = set()
+        for _ in range(200):  # until the worker has its job (its limits are set then)
+            await asyncio.sleep(0.05)
+            busy = {p for p in process_probe.worker_pids()
+                    if process_probe.limits_of(p)["Max address space"] != "unlimited"}  # fmt: skip
+            if busy:
+                break
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         return busy
 
+    start = time.monotonic()
     busy = asyncio.run(main())
     assert len(busy) == 1
-    time.sleep(0.2)
-    assert not (busy & process_probe.worker_pids())
+    assert not (busy & process_probe.worker_pids())  # gone when the cancelled call returns
+    assert time.monotonic() - start < 15
 
 
 def test_sync_execute_works_inside_a_running_event_loop():
@@ -299,6 +304,9 @@ def test_without_a_pool_each_run_starts_a_fresh_worker(process_probe):
     try:
         shutdown_pool()
         assert execute("__result__ = 1").result == 1
+        deadline = time.monotonic() + 5
+        while process_probe.worker_pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert process_probe.worker_pids() == set()
     finally:
         set_pool_size(2)
