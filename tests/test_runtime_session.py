@@ -164,11 +164,13 @@ def test_code_cell_runs_in_the_sandbox(tmp_path: Path) -> None:
 
 def test_code_cell_error_is_stderr(tmp_path: Path) -> None:
     text = ("## %% Boom[^c1]\n\n[^c1]: [code] language=\"python\"\n\n"
-            "```python\nx = 1 / 0\n```\n")
+            "```python\nprint('before')\nx = 1 / 0\n```\n")
     nb = fmt.reads(text, path="c.msg.md")
     run = asyncio.run(run_cell(nb, "c1", RunOptions(base_dir=tmp_path)))
     assert run.status == "error"
     assert "ZeroDivisionError" in "".join(fmt.output_text(o) for o in run.outputs)
+    assert [fmt.output_id(o) for o in run.outputs] == [f"c1.{i + 1}"
+                                                        for i in range(len(run.outputs))]
 
 
 def test_tool_call_and_toolchain_cells_need_no_model(tool_file: Path) -> None:

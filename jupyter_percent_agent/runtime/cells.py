@@ -42,16 +42,19 @@ async def run_code_cell(cell: Mapping[str, Any], run: CellRun, on_event: OnEvent
         return
     result = await sandbox.execute_async(fmt.message_text(cell), timeout=timeout)
     meta = {"status": result.status, "duration": round(result.duration, 3)}
+
+    def stream(name: str, text: str) -> None:
+        # nbformat keeps stdout and stderr as separate outputs: each gets its own ID.n
+        _emit(run, on_event, fmt.stream_output(
+            name, text, out_id=f"{run.cell_id}.{_next_n(cell, run)}", attrs=meta))
+
     if result.stdout:
-        _emit(run, on_event, fmt.stream_output("stdout", result.stdout,
-                                               out_id=f"{run.cell_id}.{n}", attrs=meta))
+        stream("stdout", result.stdout)
     if result.status == "success" and result.result is not None:
-        _emit(run, on_event, fmt.stream_output("stdout", to_json_text(result.result) + "\n",
-                                               out_id=f"{run.cell_id}.{n}", attrs=meta))
+        stream("stdout", to_json_text(result.result) + "\n")
     if result.error is not None:
         run.status, run.error = "error", str(result.error)
-        _emit(run, on_event, fmt.stream_output("stderr", str(result.error) + "\n",
-                                               out_id=f"{run.cell_id}.{n}", attrs=meta))
+        stream("stderr", str(result.error) + "\n")
 
 
 def _args(value: Any) -> dict[str, Any]:
