@@ -44,6 +44,7 @@ _VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
+_NOT_DATA = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
 _DERIVED_IN = ("type", "sub", "link", "title", "level", "id", "lang", "pre", "post", "fence",
                "outputs")
 _DERIVED_OUT = ("type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename")
@@ -180,9 +181,11 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
         if jmeta is not None:
             metadata = jmeta
     ctx = Context(notebook_language(metadata), 1, doc.section, path, doc)
+    used = ctx.used
     for rec in doc.records:
-        if rec.ref is not None and _VALID_ID.fullmatch(rec.ref):
-            ctx.used.add(rec.ref)
+        ref = rec.ref
+        if ref is not None and "." not in ref and _VALID_ID.fullmatch(ref):
+            used.add(ref)
     if fm_source is not None:
         cells.append({"cell_type": "raw", "id": ctx.fresh(FRONT_MATTER_ID), "metadata": {},
                       "source": fm_source})
@@ -194,6 +197,8 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
                       "metadata": {NS: ns}, "source": doc.preamble})
     cell: dict | None = None
     blocks = 0
+    parent = ""
+    out_level = 2
     for rec in doc.records:
         if rec.out:
             if cell is None:
@@ -202,11 +207,13 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
                 raise ctx.error("an output cell (%%%) under a cell that cannot have outputs "
                                 f"({cell['cell_type']})", rec)
             blocks += 1
-            read_block(rec, cell, blocks, ctx)
+            read_block(rec, cell, blocks, ctx, parent, out_level)
         else:
             cell = input_cell(rec, len(cells), ctx)
             cells.append(cell)
             blocks = 0
+            parent = cell_ref(cell)
+            out_level = min(rec.level + 1, 5)
     if doc.crlf:
         metadata = dict(metadata)
         metadata[NS] = {"crlf": True}
@@ -236,12 +243,15 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
                         f"{', '.join(sorted(INPUT_TYPES))})", rec)
     attrs = rec.attrs
-    ns, over = _take_ns(attrs, ctx, rec)
-    ct = attrs.pop("cell_type", None)
-    has_ec = "execution_count" in attrs
-    ec = attrs.pop("execution_count", None)
-    attachments = attrs.pop("attachments", None)
-    close = attrs.pop("close_fence", False)
+    if attrs.keys().isdisjoint(IN_STRUCT):
+        ns, over, ct, has_ec, ec, attachments, close = {}, None, None, False, None, None, False
+    else:
+        ns, over = _take_ns(attrs, ctx, rec)
+        ct = attrs.pop("cell_type", None)
+        has_ec = "execution_count" in attrs
+        ec = attrs.pop("execution_count", None)
+        attachments = attrs.pop("attachments", None)
+        close = attrs.pop("close_fence", False)
     if ct is not None and ct not in ("code", "markdown", "raw"):
         raise ctx.error(f"cell_type must be code, markdown or raw, not {ct!r}", rec)
     cell_type = ct or ("raw" if t == "raw" else "code")
@@ -262,7 +272,7 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
     ref = rec.ref
     if ref is None:
         cid = ctx.fresh(f"cell-{index}")
-    elif _VALID_ID.fullmatch(ref):
+    elif ref in ctx.used:  # every valid footnote id is in ``used``; parse rejected duplicates
         cid = ref
     else:
         cid = ctx.fresh(ref)
@@ -334,23 +344,23 @@ def _read_code(body: str, ns: dict, ctx: Context) -> str:
     return code
 
 
-def read_block(rec: Record, cell: dict, index: int, ctx: Context) -> None:
+def read_block(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
+               out_level: int) -> None:
     """Append the outputs of one ``%%%`` record to ``cell``."""
     t = rec.type or "output"
     attrs = rec.attrs
-    ns, over = _take_ns(attrs, ctx, rec)
-    parent = cell_ref(cell)
+    ns, over = _take_ns(attrs, ctx, rec) if NS in attrs else ({}, None)
     if rec.ref is not None and rec.ref != f"{parent}.{index}":
         ns["id"] = rec.ref
     if rec.title:
         ns["title"] = rec.title
-    if rec.level != min(cell_level(cell, ctx) + 1, 5):
+    if rec.level != out_level:
         ns["level"] = rec.level
     if rec.sub is not None:
         ns["sub"] = rec.sub
     if rec.link is not None:
         ns["link"] = rec.link
-    close = attrs.pop("close_fence", False)
+    close = attrs.pop("close_fence", False) if "close_fence" in attrs else False
     body = _drop_last_line(rec.body) if close is True else rec.body
     outputs = cell["outputs"]
     is_lang = ctx.is_lang(t)
@@ -377,9 +387,9 @@ def read_block(rec: Record, cell: dict, index: int, ctx: Context) -> None:
         bundle = _read_bundle(mt, body, ctx, rec)
     else:
         raise ctx.error(f"mime_type must be a string or a list of strings, not {mt!r}", rec)
-    for key in ("ename", "evalue", "traceback_lines", "final_newline"):
-        if key in attrs:
-            raise ctx.error(f"{key}= belongs to [error] or stream cells, not [{t}]", rec)
+    if not attrs.keys().isdisjoint(_NOT_DATA):
+        key = sorted(attrs.keys() & _NOT_DATA)[0]
+        raise ctx.error(f"{key}= belongs to [error] or stream cells, not [{t}]", rec)
     if over:
         attrs.update(over)
     if ns:
