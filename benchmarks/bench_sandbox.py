@@ -132,11 +132,15 @@ def main() -> None:
                 ["runner", "ms", "speed vs plain"])  # fmt: skip
     print("\nratios:")
     print(f"  warm overhead {warm * 1000:.1f} ms (target <= 50 ms)")
-    print(f"  sandbox speed vs plain exec: {plain / exec_only:.2f}x execution only, "
-          f"{plain / sandbox_warm:.2f}x warm, {plain / sandbox_cold:.2f}x cold (target >= 0.3x)")
+    print(
+        f"  sandbox speed vs plain exec: {plain / exec_only:.2f}x execution only, "
+        f"{plain / sandbox_warm:.2f}x warm, {plain / sandbox_cold:.2f}x cold (target >= 0.3x)"
+    )
     if smol is not None:
-        print(f"  sandbox faster than smolagents: {smol_time / sandbox_warm:.1f}x warm, "
-              f"{smol_time / sandbox_cold:.1f}x cold (target >= 5x)")
+        print(
+            f"  sandbox faster than smolagents: {smol_time / sandbox_warm:.1f}x warm, "
+            f"{smol_time / sandbox_cold:.1f}x cold (target >= 5x)"
+        )
     shutdown_pool()
 
 

@@ -100,8 +100,11 @@ def test_stream_chunks_reach_on_chunk_as_they_arrive_and_not_the_code():
         return {"data": {"stream_chunk": "<video>x</video>", "id": 7}, "instruction": ""}
 
     got = []
-    r = execute("__result__ = [live(3), once()]", tools={"live": live, "once": once},
-                on_chunk=lambda name, chunk: got.append((name, getattr(chunk, "text", chunk))))
+    r = execute(
+        "__result__ = [live(3), once()]",
+        tools={"live": live, "once": once},
+        on_chunk=lambda name, chunk: got.append((name, getattr(chunk, "text", chunk))),
+    )
     assert r.status == "success", r.error
     assert got == [("live", "part 0"), ("live", "part 1"), ("live", "part 2"),
                    ("once", "<video>x</video>")]  # fmt: skip
@@ -114,8 +117,11 @@ def test_real_registry_tools_work_through_the_bridge():
 
     registry = Registry.load(DATA / "toolbox", entry_points=False)
     got = []
-    r = execute("__result__ = [add(2, 3), add(a=1, b=1)['sum'], countdown(2), steps(n=2)]",
-                tools=registry, on_chunk=lambda name, chunk: got.append((name, chunk)))
+    r = execute(
+        "__result__ = [add(2, 3), add(a=1, b=1)['sum'], countdown(2), steps(n=2)]",
+        tools=registry,
+        on_chunk=lambda name, chunk: got.append((name, chunk)),
+    )
     assert r.status == "success", r.error
     assert r.result == [{"sum": 5}, 2, {"done": True}, {"steps": 2}]
     assert got == [("countdown", "2..."), ("countdown", "1..."),
@@ -336,8 +342,9 @@ def test_bad_final_reports_become_errors(mode, status, error_type):
 
 def test_forked_children_die_with_the_process_group_at_the_wall_clock():
     reported = []
-    result, elapsed, _ = _run_hostile("fork_and_hang", {"record": lambda x: reported.append(x)},
-                                       timeout=1.0)
+    result, elapsed, _ = _run_hostile(
+        "fork_and_hang", {"record": lambda x: reported.append(x)}, timeout=1.0
+    )
     assert result.status == "timeout"
     assert elapsed <= 3.0  # the wall clock plus one second, plus the hostile interpreter's start
     kids = reported[0]

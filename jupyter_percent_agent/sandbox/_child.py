@@ -139,8 +139,10 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
 
     code_text = job.get("code")
     if not isinstance(code_text, str):
-        _finish(channel, {"status": "error", "error": {"type": "ProtocolError",
-                                                        "message": "no code in job"}})
+        _finish(
+            channel,
+            {"status": "error", "error": {"type": "ProtocolError", "message": "no code in job"}},
+        )
     _apply_job_limits(float(job.get("timeout", 10.0)), int(job.get("memory_mb", 512)))
 
     def overflow(text: str) -> NoReturn:
@@ -156,6 +158,7 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
 
     tools = {n: _make_stub(n, channel) for n in job.get("tools", [])
              if isinstance(n, str) and n.isidentifier() and not n.startswith("_")}  # fmt: skip
+
     def output(text: str) -> None:
         channel.send({"t": "out", "text": text})
 
@@ -174,9 +177,17 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
         status = "memory" if error["type"] == "MemoryError" else "error"
         _finish(channel, {"status": status, "stdout": stdout, "error": error})
     if len(text) > _limits.MAX_RESULT_BYTES:  # ASCII JSON: characters are bytes
-        _finish(channel, {"status": "output_limit", "stdout": stdout, "error": {
-            "type": "ResultTooLarge",
-            "message": f"__result__ is larger than {_limits.MAX_RESULT_BYTES} bytes of JSON"}})
+        _finish(
+            channel,
+            {
+                "status": "output_limit",
+                "stdout": stdout,
+                "error": {
+                    "type": "ResultTooLarge",
+                    "message": f"__result__ exceeds {_limits.MAX_RESULT_BYTES} bytes of JSON",
+                },
+            },
+        )
     _finish(channel, {"status": "success", "stdout": stdout, "result_json": text})
 
 
@@ -208,5 +219,10 @@ def main() -> None:
     except BaseException as exc:  # our own code failed (out of memory while reporting...)
         status = "memory" if isinstance(exc, MemoryError) else "error"
         del exc
-        _finish(channel, {"status": status, "error": {
-            "type": "InternalError", "message": "the sandbox failed while reporting"}})
+        _finish(
+            channel,
+            {
+                "status": status,
+                "error": {"type": "InternalError", "message": "the sandbox failed while reporting"},
+            },
+        )

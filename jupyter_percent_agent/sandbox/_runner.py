@@ -166,8 +166,9 @@ class _Run:
             try:
                 done = await asyncio.wait_for(self._serve(deadline), timeout)
             except TimeoutError:
-                raise _Failure("timeout", "Timeout",
-                               f"the code ran longer than {timeout:g} s (wall clock)") from None
+                raise _Failure(
+                    "timeout", "Timeout", f"the code ran longer than {timeout:g} s (wall clock)"
+                ) from None
         except _Failure as failure:
             _process.kill_group(self.proc)
             return _result(self.table, started, failure.status, stdout=self.stdout,
@@ -189,8 +190,11 @@ class _Run:
             if kind != "call":
                 raise _Failure("error", "ProtocolError", f"unexpected frame {kind!r} from sandbox")
             if self.table.calls >= _limits.MAX_TOOL_CALLS:
-                raise _Failure("error", "ToolCallLimit",
-                               f"more than {_limits.MAX_TOOL_CALLS} tool calls in one run")
+                raise _Failure(
+                    "error",
+                    "ToolCallLimit",
+                    f"more than {_limits.MAX_TOOL_CALLS} tool calls in one run",
+                )
             self._send(await self.table.call(message, size, self.on_chunk))
 
     async def _next(self, deadline: float, *, starting: bool = False) -> _Frame:

@@ -20,7 +20,7 @@ def send(obj):
 def send_raw(data):
     view = memoryview(data)
     while view:
-        view = view[os.write(1, view):]
+        view = view[os.write(1, view) :]
 
 
 def recv():
