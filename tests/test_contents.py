@@ -405,3 +405,27 @@ async def test_a_50_mb_message_file_opens(jp_fetch, jp_root_dir: Path) -> None:
     model = await get_model(jp_fetch, "big.msg.md", timeout=600)
     assert model["type"] == "notebook"
     assert len(model["content"]["cells"]) == 1100
+
+
+def test_sync_manager_reads_and_saves_message_files(tmp_path: Path, chat_text) -> None:
+    """The same behaviour on top of a synchronous (deprecated but configurable) manager."""
+    from jupyter_server.services.contents.largefilemanager import LargeFileManager
+    from tornado.web import HTTPError
+
+    from jupyter_percent_agent.contents import build_message_contents_manager_class
+
+    cm = build_message_contents_manager_class(LargeFileManager)(root_dir=str(tmp_path))
+    (tmp_path / "chat.msg.md").write_text(chat_text, encoding="utf-8")
+    model = cm.get("chat.msg.md")
+    assert model["type"] == "notebook"
+    model["content"]["cells"][0]["metadata"]["tags"] = ["sync"]
+    saved = cm.save({"type": "notebook", "content": model["content"]}, "chat.msg.md")
+    assert saved["type"] == "notebook"
+    text = (tmp_path / "chat.msg.md").read_text(encoding="utf-8")
+    assert core.reads(text, path="chat.msg.md")["cells"][0]["metadata"]["tags"] == ["sync"]
+
+    (tmp_path / "bad.msg.md").write_text("## %% A[^a]\n\nx\n\n## %% B[^a]\n\ny\n", encoding="utf-8")
+    with pytest.raises(HTTPError) as info:
+        cm.get("bad.msg.md")
+    assert info.value.status_code == 400
+    assert "line 5" in info.value.log_message

@@ -97,6 +97,40 @@ def _replaceable(os_path: str, format: str | None) -> bool:
 class _MessageFilesMixin:
     """The parts shared by the sync and the async classes."""
 
+    # The jupytext class this one derives from (set by build_message_contents_manager_class).
+    _jupytext_cls: type
+
+    def _single_message_file(self, model: dict[str, Any], path: str, config: Any) -> bool:
+        """A notebook saved to NAME.msg.md and paired with nothing: no need for jupytext.
+
+        jupytext's save converts the whole notebook to NotebookNodes before writing it, which
+        costs more than writing the message file itself.
+        """
+        from jupytext.config import notebook_formats
+
+        from jupyter_percent_agent.jupytext_format import is_message_path
+
+        if model.get("type") != "notebook" or not is_message_path(path):
+            return False
+        content = model.get("content")
+        if not isinstance(content, dict) or not isinstance(content.get("metadata"), dict):
+            return False
+        formats = notebook_formats(content, config, path)
+        return not formats or len(formats) <= 1
+
+    def _text_model(self, model: dict[str, Any], path: str) -> dict[str, Any]:
+        from jupyter_percent_agent.jupytext_format import message_text
+
+        try:
+            text = message_text(model["content"], path=path)
+        except Exception as err:
+            translated = _translate(err, path, "save")
+            if translated is None:
+                raise
+            raise translated from err
+        self.drop_paired_notebook(path)  # type: ignore[attr-defined]
+        return {"type": "file", "format": "text", "content": text}
+
     def _seed_new(self, model: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
         """A new message notebook starts as an empty message file reads: the agent kernel."""
         from jupyter_percent_agent.jupytext_format import is_message_path
@@ -140,6 +174,10 @@ class _SyncMessageFiles(_MessageFilesMixin):
     def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         if not _is_md(path):
             return super().save(model, path)
+        plain = path.strip("/")
+        if self._single_message_file(model, plain, self.get_config(plain)):  # type: ignore[attr-defined]
+            text_model = self._text_model(model, plain)
+            return super(self._jupytext_cls, self).save(text_model, path)
         with self._hint(path):
             try:
                 return super().save(model, path)
@@ -182,6 +220,11 @@ class _AsyncMessageFiles(_MessageFilesMixin):
     async def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         if not _is_md(path):
             return await super().save(model, path)
+        plain = path.strip("/")
+        config = await self.get_config(plain)  # type: ignore[attr-defined]
+        if self._single_message_file(model, plain, config):
+            text_model = self._text_model(model, plain)
+            return await super(self._jupytext_cls, self).save(text_model, path)
         with self._hint(path):
             try:
                 return await super().save(model, path)
@@ -230,6 +273,7 @@ def build_message_contents_manager_class(base: type) -> type:
         (mixin, jupytext_cls),
         {
             MESSAGE_CM_MARKER: True,
+            "_jupytext_cls": jupytext_cls,
             "__module__": __name__,
             "__doc__": f"Message files as notebooks, on jupytext's manager over {base.__name__}.",
         },

@@ -50,6 +50,7 @@ __all__ = [
     "is_message_path",
     "is_registered",
     "looks_like_message_text",
+    "message_text",
     "on_jupytext_module_loaded",
     "path_hint",
     "register",
@@ -139,6 +140,20 @@ def _read_notebook(text: str) -> Any:
 
 
 def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> str:
+    return message_text(nb, metadata=metadata, path=_core_path())
+
+
+def message_text(
+    nb: Mapping[str, Any],
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> str:
+    """The message-file text of a notebook that came through jupytext (or JupyterLab).
+
+    jupytext's bookkeeping (``metadata.jupytext.text_representation``) is left out; anything
+    that is not nbformat-shaped is a :class:`FormatError`, as a bad file is.
+    """
     from jupyter_percent_agent import format as core
 
     meta = dict(metadata if metadata is not None else nb.get("metadata", {}))
@@ -157,7 +172,7 @@ def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None) -
         "cells": nb.get("cells", []),
     }
     try:
-        return core.writes(notebook, path=_core_path())
+        return core.writes(notebook, path=None if path is None else os.fspath(path))
     except core.FormatError:
         raise
     except (TypeError, ValueError, AttributeError, KeyError) as err:
