@@ -95,9 +95,10 @@ def _error_out(run: CellRun, cell: Mapping[str, Any], agent: Agent, res: CallRes
                ) -> dict[str, Any]:
     attrs = {"agent": agent.name, "time": res.time, "duration": res.duration,
              "models": list(agent.models)}
-    return fmt.error_output(res.error_type or "ModelError", res.error or "model call failed",
-                            res.attempts, out_id=f"{run.cell_id}.{_next_n(cell, run)}",
-                            attrs=attrs)
+    ename = res.error_type or "ModelError"
+    evalue = (res.error or "model call failed").removeprefix(f"{ename}: ")
+    return fmt.error_output(ename, evalue, res.attempts,
+                            out_id=f"{run.cell_id}.{_next_n(cell, run)}", attrs=attrs)
 
 
 def load_included(selections: Sequence[Selection], base_dir: Path,
