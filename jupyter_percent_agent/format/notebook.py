@@ -47,7 +47,8 @@ _FM_CELL = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 _NOT_DATA = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
 _DERIVED_IN = ("type", "sub", "link", "title", "level", "id", "lang", "pre", "post", "fence",
                "outputs")
-_DERIVED_OUT = ("type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename")
+_DERIVED_OUT = frozenset(
+    {"type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename"})
 
 
 def join_source(src: Any) -> str:
@@ -583,9 +584,16 @@ def _unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False)
 
 def _split_attrs(md: Mapping, struct_names: frozenset) -> tuple[dict, dict, dict]:
     """(flat attrs, namespaced dict copy, attrs that clash with structural names)."""
-    if md.keys().isdisjoint(struct_names):
+    clash = md.keys() & struct_names
+    if not clash:
         return md, {}, {}  # type: ignore[return-value]
-    attrs: dict[str, Any] = {}
+    if len(clash) == 1 and NS in clash:
+        attrs = dict(md)
+        ns = attrs.pop(NS)
+        if type(ns) is dict:
+            return attrs, ns.copy(), {}
+        return attrs, dict(ns) if isinstance(ns, Mapping) else {}, {}
+    attrs = {}
     over: dict[str, Any] = {}
     for k, v in md.items():
         if k == NS:
@@ -743,7 +751,9 @@ def _block(info: dict, parent: Record, index: int, ctx: Context, seen: set[str],
             info.get("link"))
 
 
-def _left(info: dict, ignore: tuple[str, ...]) -> dict:
+def _left(info: dict, ignore: frozenset[str]) -> dict:
+    if info.keys() <= ignore:
+        return {}
     return {k: v for k, v in info.items() if k not in ignore}
 
 
