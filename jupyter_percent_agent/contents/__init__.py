@@ -10,12 +10,17 @@ adapter (``jupyter_percent_agent.jupytext_format``). What this layer adds:
   message file (jupytext alone only sees the ``.md`` extension and the content);
 - a malformed message file is an HTTP 400 whose message names the line, not a 500;
 - a notebook that cannot be written as a message file is refused with a 400; the text is
-  made before anything touches the disk, and the write itself is atomic, so the old file
-  stays as it was.
+  made before anything touches the disk, and an existing file is replaced by a rename
+  (jupyter_server's own "atomic" writing truncates in place), so the old file stays whole;
+- a message file paired with nothing is saved straight through the core, skipping jupytext's
+  conversion of the whole notebook to NotebookNodes (pairs still go through jupytext);
+- a new ``.msg.md`` notebook starts with what an empty message file reads as (agent kernel).
 
 The server extension (``_link_jupyter_server_extension``) sets
-``ServerApp.contents_manager_class`` before the contents manager is created; jupyter_server
-finds it through ``jupyter-config/jupyter_server_config.d/jupyter_percent_agent.json``.
+``ServerApp.contents_manager_class`` before the contents manager is created, and keeps it
+derived if a later extension reloads the configured class; jupyter_server finds it through
+``jupyter-config/jupyter_server_config.d/jupyter_percent_agent.json``, installed (wheel and
+editable) into ``etc/jupyter/jupyter_server_config.d``.
 """
 
 from __future__ import annotations
