@@ -87,16 +87,17 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
     return parse_value_bare(word), m.end()
 
 
-_FAST_META = re.compile(
+_TYPE_HEAD = re.compile(
     r"\[([^\[\]\s:()^][^\[\]\s:()]*)(?::([^\[\]\s()]*))?\](?:\(([^()\s]*)\))?"
-    r"((?: [A-Za-z_@][\w.\-/@+]*=(?:\"[^\"\\\n]*\"|'[^'\n]*'|[^\s\"'\[{]+))*)"
 )
+# one ' key=value' with a plain "string", a 'literal' or a bare word; must be followed by a
+# space or the end, so that consecutive matches cover the text exactly
 _FAST_PAIR = re.compile(
-    r" ([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n]*)\"|'([^'\n]*)'|([^\s\"'\[{]+))"
+    r" ([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n]*)\"|'([^'\n]*)'|([^\s\"'\[{][^\s\"']*))(?= |$)"
 )
-
-
 _CACHE: dict[str, Meta] = {}
+_BARE_CACHE: dict[str, Any] = {}
+_MISSING = object()
 
 
 def parse_meta(s: str, *, need_type: bool = False) -> Meta:
@@ -107,20 +108,29 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     hit = _CACHE.get(s)
     if hit is not None:
         return hit[0], hit[1], hit[2], hit[3].copy()
-    m = _FAST_META.fullmatch(s)
+    m = _TYPE_HEAD.match(s)
     if m is None:
         return _parse_meta(s, need_type)
-    # the canonical shape: plain strings and bare words only
-    typ, sub, link, pairs = m.groups()
+    # the canonical shape: plain strings and bare words only; the pairs must cover the rest
+    rest = s[m.end():]
     attrs: dict[str, Any] = {}
-    if pairs:
-        for key, dq, sq, bare in _FAST_PAIR.findall(pairs):
+    if rest:
+        if _FAST_PAIR.sub("", rest):
+            return _parse_meta(s, need_type)
+        bare_cache = _BARE_CACHE
+        for key, dq, sq, bare in _FAST_PAIR.findall(rest):
             if bare:
-                attrs[key] = parse_value_bare(bare)
+                value = bare_cache.get(bare, _MISSING)
+                if value is _MISSING:
+                    value = parse_value_bare(bare)
+                    if len(bare_cache) < 4096:
+                        bare_cache[bare] = value
+                attrs[key] = value
             elif dq or not sq:
                 attrs[key] = dq
             else:
                 attrs[key] = sq
+    typ, sub, link = m.groups()
     if len(_CACHE) > 2048:
         _CACHE.clear()
     _CACHE[s] = (typ, sub, link, attrs)

@@ -18,7 +18,6 @@ from functools import lru_cache
 
 __all__ = [
     "Fence",
-    "close_fence_line",
     "escape_body",
     "fence_for",
     "line_number",
@@ -186,11 +185,6 @@ def unclosed_fence(body: str) -> str | None:
     opened = fence_open(body[fence_at:].split("\n", 1)[0])
     assert opened is not None
     return opened[0] * opened[1]
-
-
-def close_fence_line(body: str) -> str | None:
-    """Alias kept for readability at call sites."""
-    return unclosed_fence(body)
 
 
 def fence_for(content: str, char: str = "`") -> str:

@@ -44,12 +44,9 @@ _VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
-_NOT_DATA = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
-_DERIVED_IN = ("type", "sub", "link", "title", "level", "id", "lang", "pre", "post", "fence",
-               "outputs")
 _DERIVED_OUT = frozenset(
     {"type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename"})
-
+_NOT_DATA = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
 
 def join_source(src: Any) -> str:
     return src if isinstance(src, str) else "".join(src)

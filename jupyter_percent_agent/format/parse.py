@@ -145,22 +145,29 @@ def parse(text: str, path: str | None = None) -> Document:
         doc.preamble = preamble
     ends = [*heads[1:], len(text)] if heads else []
     ei = 0
+    n_esc = len(escapes)
     seen: dict[str, int] = {}
+    records = doc.records
+    size = len(text)
+    none: list[int] = []
     for start, end in zip(heads, ends, strict=True):
-        while ei < len(escapes) and escapes[ei] < start:
-            ei += 1
-        mine = []
-        while ei < len(escapes) and escapes[ei] < end:
-            mine.append(escapes[ei])
-            ei += 1
-        rec = read_cell(doc, start, end, mine, path, end == len(text))
-        if rec.ref is not None:
-            if rec.ref in seen:
-                raise FormatError(f"duplicate id [^{rec.ref}] (first used on line "
-                                  f"{doc.line(seen[rec.ref])})", line=doc.line(start),
+        mine = none
+        if ei < n_esc:
+            while ei < n_esc and escapes[ei] < start:
+                ei += 1
+            mine = []
+            while ei < n_esc and escapes[ei] < end:
+                mine.append(escapes[ei])
+                ei += 1
+        rec = read_cell(doc, start, end, mine, path, end == size)
+        ref = rec.ref
+        if ref is not None:
+            if ref in seen:
+                raise FormatError(f"duplicate id [^{ref}] (first used on line "
+                                  f"{doc.line(seen[ref])})", line=doc.line(start),
                                   path=path)
-            seen[rec.ref] = start
-        doc.records.append(rec)
+            seen[ref] = start
+        records.append(rec)
     return doc
 
 
@@ -197,7 +204,17 @@ def read_cell(doc: Document, start: int, end: int, escapes: list[int], path: str
                      start)
         if pos < end and text[pos] == "\n":
             pos += 1
-        rec.body = read_body(text, pos, end, escapes, at_eof)
+        if escapes or pos >= end:
+            rec.body = read_body(text, pos, end, escapes, at_eof)
+        else:
+            # read_body, inlined for the common case
+            if at_eof:
+                cut = end - 1 if text[end - 1] == "\n" else end
+            elif text[end - 2] == "\n" and end - 2 >= pos:
+                cut = end - 2
+            else:
+                cut = end - 1
+            rec.body = text[pos:cut]
         return rec
     eol = text.find("\n", start, end)
     if eol < 0:
