@@ -261,5 +261,17 @@ def emit_meta(
             head += "(" + link + ")"
         parts.append(head)
     items = attrs.items() if isinstance(attrs, dict) else attrs
-    parts.extend([emit_key(key) + "=" + emit_value(value) for key, value in items])
+    keys = _KEYS
+    plain = _PLAIN.fullmatch
+    for key, value in items:
+        k = keys.get(key)
+        if k is None:
+            k = emit_key(key)
+        tv = type(value)
+        if tv is str and plain(value):
+            parts.append(k + '="' + value + '"')
+        elif tv is int:
+            parts.append(k + "=" + str(value))
+        else:
+            parts.append(k + "=" + emit_value(value))
     return " ".join(parts)
