@@ -100,6 +100,13 @@ _BARE_CACHE: dict[str, Any] = {}
 _MISSING = object()
 
 
+_TOKEN = re.compile(
+    r"([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n]*)\"|'([^'\n]*)'|([^\s\"'\[{][^\s\"']*))"
+)
+_TOKENS: dict[str, tuple[str, Any]] = {}
+_HEADS: dict[str, tuple[str | None, str | None, str | None]] = {}
+
+
 def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     """Parse ``[TYPE:SUB](LINK) k=v ...`` into (type, subtype, link, attrs).
 
@@ -108,33 +115,39 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     hit = _CACHE.get(s)
     if hit is not None:
         return hit[0], hit[1], hit[2], hit[3].copy()
-    m = _TYPE_HEAD.match(s)
-    if m is None:
-        return _parse_meta(s, need_type)
-    # the canonical shape: plain strings and bare words only; the pairs must cover the rest
-    rest = s[m.end():]
-    attrs: dict[str, Any] = {}
-    if rest:
-        if _FAST_PAIR.sub("", rest):
+    # Canonical shape: single spaces between ``key=value`` tokens whose strings hold no space.
+    # Each token must match on its own: a string with a space in it splits into a token with
+    # an unterminated quote, which does not, and sends the whole line to the full parser.
+    toks = s.split(" ")
+    head = _HEADS.get(toks[0])
+    if head is None:
+        m = _TYPE_HEAD.fullmatch(toks[0])
+        if m is None:
             return _parse_meta(s, need_type)
-        bare_cache = _BARE_CACHE
-        for key, dq, sq, bare in _FAST_PAIR.findall(rest):
-            if bare:
-                value = bare_cache.get(bare, _MISSING)
-                if value is _MISSING:
-                    value = parse_value_bare(bare)
-                    if len(bare_cache) < 4096:
-                        bare_cache[bare] = value
-                attrs[key] = value
-            elif dq or not sq:
-                attrs[key] = dq
+        head = m.groups()
+        if len(_HEADS) < 1024:
+            _HEADS[toks[0]] = head
+    attrs: dict[str, Any] = {}
+    tokens = _TOKENS
+    for tok in toks[1:]:
+        kv = tokens.get(tok)
+        if kv is None:
+            p = _TOKEN.fullmatch(tok)
+            if p is None:
+                return _parse_meta(s, need_type)
+            key, dq, sq, bare = p.groups()
+            if bare is not None:
+                kv = (key, parse_value_bare(bare))
             else:
-                attrs[key] = sq
-    typ, sub, link = m.groups()
+                kv = (key, dq if dq is not None else sq)
+            if len(tokens) > 8192:
+                tokens.clear()
+            tokens[tok] = kv
+        attrs[kv[0]] = kv[1]
     if len(_CACHE) > 2048:
         _CACHE.clear()
-    _CACHE[s] = (typ, sub, link, attrs)
-    return typ, sub, link, attrs.copy()
+    _CACHE[s] = (head[0], head[1], head[2], attrs)
+    return head[0], head[1], head[2], attrs.copy()
 
 
 def _parse_meta(s: str, need_type: bool) -> Meta:
