@@ -175,16 +175,29 @@ def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
     return "".join(parts), fence_at >= 0
 
 
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n]*)", re.M)
+
+
 def unclosed_fence(body: str) -> str | None:
-    """The closing line that an unclosed fence at the end of ``body`` needs, else None."""
+    """The closing line that an unclosed fence at the end of ``body`` needs, else None.
+
+    The same fence rules as :func:`scan_all` (heading lines never start with a fence
+    character, so they need no tracking here).
+    """
     if "```" not in body and "~~~" not in body:
         return None
-    fence_at = scan_all(body)[3]
-    if fence_at < 0:
-        return None
-    opened = fence_open(body[fence_at:].split("\n", 1)[0])
-    assert opened is not None
-    return opened[0] * opened[1]
+    fchar = ""
+    fsize = 0
+    for run, info in _FENCE_LINE.findall(body):
+        if fchar:
+            if run[0] == fchar and len(run) >= fsize and not info.strip(" \t"):
+                fchar = ""
+            continue
+        if run[0] == "`" and "`" in info:
+            continue
+        fchar = run[0]
+        fsize = len(run)
+    return fchar * fsize if fchar else None
 
 
 def fence_for(content: str, char: str = "`") -> str:

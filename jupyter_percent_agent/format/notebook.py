@@ -46,6 +46,7 @@ _FM_CELL = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
 _DERIVED_OUT = frozenset(
     {"type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename"})
+_PLAIN_TYPES = frozenset({"tool", "tool_result", "error"})
 _NOT_DATA = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
 
 def join_source(src: Any) -> str:
@@ -802,21 +803,25 @@ def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
     struct: dict[str, Any] = {}
     data = out.get("data") or {}
     is_result = out.get("output_type") == "execute_result"
-    single = None
+    body = None
     if len(data) == 1:
-        mime, value = next(iter(data.items()))
-        if is_json_mime(mime):
-            single = (mime, json_text(value, indent=1))
-        elif isinstance(value, (str, list)):
-            single = (mime, join_source(value))
-    if single is not None:
-        mime, body = single
-        if mime != default_mime(t, is_lang) or (is_lang and not is_result):
-            if mime == "text/plain" and is_lang and not is_result:
-                single = None
-            else:
+        for mime, value in data.items():
+            if is_json_mime(mime):
+                body = json_text(value, indent=1)
+            elif type(value) is str:
+                body = value
+            elif isinstance(value, list):
+                body = join_source(value)
+        if body is not None:
+            default = "text/plain" if (is_lang or t in _PLAIN_TYPES) else "text/markdown"
+            if is_lang and not is_result:
+                if mime == "text/plain":
+                    body = None  # would read back as a stream: use the bundle form
+                else:
+                    struct["mime_type"] = mime
+            elif mime != default:
                 struct["mime_type"] = mime
-    if single is None:
+    if body is None:
         mimes = list(data)
         struct["mime_type"] = mimes
         chunks = []
