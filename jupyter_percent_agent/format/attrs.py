@@ -222,6 +222,7 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
 
 _PLAIN = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
 _KEYS: dict[str, str] = {}
+_STR_TOKENS: dict[tuple[str, str], str] = {}  # (key, string value) -> "key=value" text
 
 
 def emit_value(value: Any) -> str:
@@ -274,17 +275,20 @@ def emit_meta(
             head += "(" + link + ")"
         parts.append(head)
     items = attrs.items() if isinstance(attrs, dict) else attrs
-    keys = _KEYS
-    plain = _PLAIN.fullmatch
+    tokens = _STR_TOKENS
+    append = parts.append
     for key, value in items:
-        k = keys.get(key)
-        if k is None:
-            k = emit_key(key)
         tv = type(value)
-        if tv is str and plain(value):
-            parts.append(k + '="' + value + '"')
+        if tv is str:
+            tok = tokens.get((key, value))
+            if tok is None:
+                tok = emit_key(key) + "=" + emit_value(value)
+                if len(tokens) > 8192:
+                    tokens.clear()
+                tokens[(key, value)] = tok
+            append(tok)
         elif tv is int:
-            parts.append(k + "=" + str(value))
+            append(emit_key(key) + "=" + str(value))
         else:
-            parts.append(k + "=" + emit_value(value))
+            append(emit_key(key) + "=" + emit_value(value))
     return " ".join(parts)

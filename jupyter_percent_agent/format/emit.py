@@ -51,7 +51,25 @@ def emit(doc: Document) -> str:
     elif doc.front_matter is not None and doc.records:
         parts.append("\n")
     section = doc.section
-    parts.append("\n".join([emit_record(r, section) for r in doc.records]))
+    out = []
+    append = out.append
+    for rec in doc.records:
+        # emit_record, inlined: this loop runs once per cell and output
+        head = "#" * rec.level + (" %%%" if rec.out else " %%")
+        if rec.title:
+            head += " " + rec.title
+        ref = rec.ref
+        meta = emit_meta(rec.type, rec.sub, rec.link, rec.attrs)
+        body = rec.body
+        if body:
+            if section is not None or "%%" in body:
+                body = escape_body(body, section)[0]
+            append(f"{head}[^{ref}]\n[^{ref}]: {meta}\n\n{body}\n" if meta else
+                   f"{head}[^{ref}]\n[^{ref}]:\n\n{body}\n")
+        else:
+            append(f"{head}[^{ref}]\n[^{ref}]: {meta}\n" if meta else
+                   f"{head}[^{ref}]\n[^{ref}]:\n")
+    parts.append("\n".join(out))
     text = "".join(parts)
     if doc.crlf:
         text = text.replace("\n", "\r\n")

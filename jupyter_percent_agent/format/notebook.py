@@ -537,16 +537,20 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
         doc.section = section
         doc.preamble = ""
     ctx = Context(notebook_language(metadata), 1, doc.section, path, doc)
+    used = ctx.used
     for cell in cells:
-        ref = cell_ref(cell)
+        md = cell.get("metadata")
+        ns = md.get(NS) if md else None
+        ref = (ns.get("id") if ns else None) or cell.get("id")
         if ref:
-            ctx.used.add(ref)
+            used.add(ref)
     seen: set[str] = set()
+    records = doc.records
     for cell in cells:
         rec = input_record(cell, ctx, seen)
-        doc.records.append(rec)
-        if cell.get("cell_type") == "code" and cell.get("outputs"):
-            doc.records.extend(output_records(cell, rec, ctx, seen))
+        records.append(rec)
+        if cell.get("outputs") and cell.get("cell_type") == "code":
+            records.extend(output_records(cell, rec, ctx, seen))
     if doc.section is not None and doc.records and not _has_section(doc):
         pre = doc.preamble or ""
         if pre and not pre.endswith("\n"):
