@@ -222,7 +222,9 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
 
 _PLAIN = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
 _KEYS: dict[str, str] = {}
-_STR_TOKENS: dict[tuple[str, str], str] = {}  # (key, string value) -> "key=value" text
+_STR_TOKENS: dict[tuple[str, str], str] = {}
+# floats apart from strings and ints: 1 == 1.0 == True as dict keys
+_FLOAT_TOKENS: dict[tuple[str, float], str] = {}  # (key, string value) -> "key=value" text
 
 
 def emit_value(value: Any) -> str:
@@ -288,7 +290,15 @@ def emit_meta(
                 tokens[(key, value)] = tok
             append(tok)
         elif tv is int:
-            append(emit_key(key) + "=" + str(value))
+            append((_KEYS.get(key) or emit_key(key)) + "=" + str(value))
+        elif tv is float and value:  # not 0.0: -0.0 == 0.0 as a dict key
+            tok = _FLOAT_TOKENS.get((key, value))
+            if tok is None:
+                tok = emit_key(key) + "=" + emit_value(value)
+                if len(_FLOAT_TOKENS) > 4096:
+                    _FLOAT_TOKENS.clear()
+                _FLOAT_TOKENS[(key, value)] = tok
+            append(tok)
         else:
             append(emit_key(key) + "=" + emit_value(value))
     return " ".join(parts)

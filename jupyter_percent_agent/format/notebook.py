@@ -584,7 +584,8 @@ def _unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False)
     return out
 
 
-def _split_attrs(md: Mapping, struct_names: frozenset) -> tuple[dict, dict, dict]:
+def _split_attrs(md: Mapping, struct_names: frozenset,
+                 copy_ns: bool = True) -> tuple[dict, dict, dict]:
     """(flat attrs, namespaced dict copy, attrs that clash with structural names)."""
     clash = md.keys() & struct_names
     if not clash:
@@ -593,7 +594,7 @@ def _split_attrs(md: Mapping, struct_names: frozenset) -> tuple[dict, dict, dict
         attrs = dict(md)
         ns = attrs.pop(NS)
         if type(ns) is dict:
-            return attrs, ns.copy(), {}
+            return attrs, ns.copy() if copy_ns else ns, {}
         return attrs, dict(ns) if isinstance(ns, Mapping) else {}, {}
     attrs = {}
     over: dict[str, Any] = {}
@@ -745,10 +746,17 @@ def _block(info: dict, parent: Record, index: int, ctx: Context, seen: set[str],
             seen.add(ref)
         return ref, min(parent.level + 1, 5), "", default_type, None, None
     given = info.get("id")
-    ref = _unique_ref(given or f"{parent.ref}.{index}", ctx, seen, generated=not given)
-    title = info.get("title", "")
-    title = title.replace("\n", " ") if isinstance(title, str) else str(title)
-    level = info.get("level", min(parent.level + 1, 5))
+    if given and given not in seen:
+        seen.add(given)
+        ref = given
+    else:
+        ref = _unique_ref(given or f"{parent.ref}.{index}", ctx, seen, generated=not given)
+    title = info.get("title")
+    if not title:
+        title = ""
+    elif type(title) is not str or "\n" in title:
+        title = str(title).replace("\n", " ")
+    level = info.get("level") or min(parent.level + 1, 5)
     return (ref, level, title, info.get("type") or default_type, info.get("sub"),
             info.get("link"))
 
@@ -801,7 +809,7 @@ def _error_record(out: Mapping, info: dict, parent: Record, index: int, ctx: Con
 
 def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
                  seen: set[str]) -> Record:
-    attrs, ns, over = _split_attrs(out.get("metadata") or {}, OUT_STRUCT)
+    attrs, ns, over = _split_attrs(out.get("metadata") or {}, OUT_STRUCT, copy_ns=False)
     ref, level, title, t, sub, link = _block(ns, parent, index, ctx, seen, ctx.lang)
     is_lang = ctx.is_lang(t)
     struct: dict[str, Any] = {}
