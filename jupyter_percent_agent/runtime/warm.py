@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -54,7 +55,8 @@ def socket_path(env: dict[str, str] | None = None) -> Path:
     for key in sorted(env):
         if key not in _VOLATILE:
             h.update(f"{key}={env[key]}\0".encode())
-    h.update(sys.executable.encode())
+    # the environment's interpreter, however it was named (python, python3, a relative path)
+    h.update(f"{sys.prefix}\0{os.path.realpath(sys.executable)}".encode())
     here = Path(__file__).resolve().parent
     for name in ("models.py", "warm.py"):
         with contextlib.suppress(OSError):
@@ -77,23 +79,29 @@ def spawn(path: Path) -> None:
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
 
+def _start(path: Path) -> None:
+    """Start a helper unless one is already starting (a marker younger than a minute)."""
+    with contextlib.suppress(OSError):
+        marker = path.with_suffix(".starting")
+        if not marker.exists() or time.time() - marker.stat().st_mtime > 60:
+            _folder().mkdir(mode=0o700, parents=True, exist_ok=True)
+            marker.touch()
+            spawn(path)
+
+
 async def try_complete(spec: CallSpec, on_delta: OnDelta) -> CallResult | None:
     """The call made by a running helper, or None when there is none (one is then started
     for next time)."""
     path = socket_path()
     if not _private(path.parent) or not path.exists():
-        with contextlib.suppress(OSError):
-            marker = path.with_suffix(".starting")
-            if not marker.exists() or time.time() - marker.stat().st_mtime > 60:
-                _folder().mkdir(mode=0o700, parents=True, exist_ok=True)
-                marker.touch()
-                spawn(path)
+        _start(path)
         return None
     try:
         reader, writer = await asyncio.open_unix_connection(str(path), limit=2**24)
-    except OSError:
+    except OSError:  # a stale socket: its helper was killed
         with contextlib.suppress(OSError):
             path.unlink()
+        _start(path)
         return None
     streamed = False
     try:
@@ -201,11 +209,13 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     path = Path(argv[0]) if argv else socket_path()
     idle = float(os.environ.get("PERCENT_AGENT_WARM_IDLE", 900))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # clean up the socket on kill
     try:
         asyncio.run(_serve(path, idle))
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            path.with_suffix(".starting").unlink()
+        for leftover in (path, path.with_suffix(".starting")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 if __name__ == "__main__":
