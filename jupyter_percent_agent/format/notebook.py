@@ -632,6 +632,25 @@ def _finish_attrs(struct: dict, attrs: Mapping, ns_left: dict, over: dict) -> Ma
 def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
     """The ``%%`` record of a cell."""
     ct = cell.get("cell_type", "code")
+    md = cell.get("metadata") or {}
+    if ct == "code" and md.keys().isdisjoint(IN_STRUCT):
+        # a plain message: no namespaced structure, no clashing keys
+        ref = cell.get("id") or ""
+        if not ref or ref in seen:
+            ref = _unique_ref(ref, ctx, seen)
+        else:
+            seen.add(ref)
+        source = cell.get("source", "")
+        if type(source) is not str:
+            source = join_source(source)
+        ec = cell.get("execution_count")
+        struct: dict[str, Any] = {} if ec is None else {"execution_count": ec}
+        if "```" in source or "~~~" in source:
+            source = _close(source, struct)
+        if struct:
+            struct.update(md)
+            md = struct
+        return Record(False, ctx.level, "", ref, "markdown", None, None, md, source)
     attrs, ns, over = _split_attrs(cell.get("metadata") or {}, IN_STRUCT)
     t = ns.pop("type", None) or ("raw" if ct == "raw" else "markdown")
     struct: dict[str, Any] = {}
@@ -807,8 +826,44 @@ def _error_record(out: Mapping, info: dict, parent: Record, index: int, ctx: Con
                   _finish_attrs(struct, attrs, _left(info, _DERIVED_OUT), over), body)
 
 
+_REPLY_NS = frozenset({"type", "id"})
+
+
 def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
                  seen: set[str]) -> Record:
+    md = out.get("metadata")
+    data = out.get("data")
+    if md and data and len(data) == 1 and out.get("output_type") == "display_data":
+        # fast path: a reply, tool call or result as the model helpers make them
+        ns = md.get(NS)
+        if (type(ns) is dict and ns.keys() <= _REPLY_NS and len(md.keys() & OUT_STRUCT) == 1
+                and ns.get("type") and not ctx.is_lang(ns["type"])):
+            t = ns["type"]
+            mime, body = next(iter(data.items()))
+            if type(body) is str and mime == ("text/plain" if t in _PLAIN_TYPES
+                                              else "text/markdown"):
+                given = ns.get("id")
+                if given and given not in seen:
+                    seen.add(given)
+                    ref = given
+                else:
+                    ref = _unique_ref(given or f"{parent.ref}.{index}", ctx, seen,
+                                      generated=not given)
+                attrs = dict(md)
+                del attrs[NS]
+                if "```" in body or "~~~" in body:
+                    struct: dict[str, Any] = {}
+                    body = _close(body, struct)
+                    if struct:
+                        struct.update(attrs)
+                        attrs = struct
+                return Record(True, min(parent.level + 1, 5), "", ref, t, None, None, attrs,
+                              body)
+    return _data_record_general(out, parent, index, ctx, seen)
+
+
+def _data_record_general(out: Mapping, parent: Record, index: int, ctx: Context,
+                         seen: set[str]) -> Record:
     attrs, ns, over = _split_attrs(out.get("metadata") or {}, OUT_STRUCT, copy_ns=False)
     ref, level, title, t, sub, link = _block(ns, parent, index, ctx, seen, ctx.lang)
     is_lang = ctx.is_lang(t)
