@@ -29,18 +29,22 @@ def cell_rows(nb: dict) -> list[dict[str, Any]]:
 
     rows = []
     for i, cell in enumerate(hist.conversation_cells(nb), start=1):
-        attrs = fmt.cell_attrs(cell)
         kind = fmt.cell_kind(cell)
-        agent = attrs.get("agent") or attrs.get("name") if kind == "agent" else attrs.get("agent")
-        if not agent:
-            agents = [fmt.output_attrs(o).get("agent") for o in cell.get("outputs", []) or []
-                      if fmt.output_kind(o) == "reply"]
-            agent = ",".join(dict.fromkeys(a for a in agents if a)) or ""
+        meta = cell.get("metadata") or {}  # the attributes, flat (FORMAT.md, section 4)
+        agent = meta.get("name") if kind == "agent" else meta.get("agent")
+        outputs = cell.get("outputs") or []
+        if not agent and outputs:
+            seen: list[str] = []
+            for o in outputs:
+                if o.get("output_type") == "display_data" and fmt.output_kind(o) == "reply":
+                    name = fmt.output_attrs(o).get("agent")
+                    if name and name not in seen:
+                        seen.append(name)
+            agent = ",".join(seen)
         title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
         rows.append({"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
-                     "agent": agent or "", "history": hist.history_mode(attrs.get("history"),
-                                                                        kind),
-                     "outputs": len(cell.get("outputs", []) or [])})
+                     "agent": agent or "", "outputs": len(outputs),
+                     "history": hist.history_mode(meta.get("history"), kind)})
     return rows
 
 
