@@ -40,8 +40,6 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # The front end has its own tests; this one is about the Python side.
         env={**os.environ, "SKIP_JUPYTER_BUILDER": "1"},
     )
-    if proc.returncode != 0 and "No module named" in proc.stderr:
-        pytest.skip(f"build backend not installed here: {proc.stderr.strip().splitlines()[-1]}")
     assert proc.returncode == 0, proc.stderr
     (found,) = out.glob("jupyter_percent_agent-*.whl")
     return found
