@@ -63,23 +63,6 @@ class Fence:
         self.size = size
 
 
-def fence_open(line: str) -> tuple[str, int, str] | None:
-    """(char, length, info) when ``line`` opens a fenced block."""
-    s = line.lstrip(" ")
-    if len(line) - len(s) > 3 or len(s) < 3:
-        return None
-    c = s[0]
-    if c != "`" and c != "~":
-        return None
-    n = len(s) - len(s.lstrip(c))
-    if n < 3:
-        return None
-    info = s[n:]
-    if c == "`" and "`" in info:
-        return None
-    return c, n, info.strip()
-
-
 def fence_closes(line: str, fence: Fence) -> bool:
     """Whether ``line`` closes ``fence``."""
     s = line.lstrip(" ")
@@ -177,7 +160,7 @@ def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
 
 # A fence line, anchored on the newline before it (prepend one for the first line): as for
 # the scanner, much faster than a MULTILINE '^'.
-_FENCE_LINE = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
+FENCE_LINE = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
 
 
 def unclosed_fence(body: str) -> str | None:
@@ -190,7 +173,7 @@ def unclosed_fence(body: str) -> str | None:
         return None
     fchar = ""
     fsize = 0
-    for run, info in _FENCE_LINE.findall("\n" + body):
+    for run, info in FENCE_LINE.findall("\n" + body):
         if fchar:
             if run[0] == fchar and len(run) >= fsize and not info.strip(" \t"):
                 fchar = ""

@@ -20,7 +20,7 @@ from typing import Any
 
 from .attrs import json_text
 from .errors import FormatError
-from .lines import Fence, fence_closes, fence_for, fence_open, scan, unclosed_fence
+from .lines import FENCE_LINE, Fence, fence_closes, fence_for, scan, unclosed_fence
 from .parse import INPUT_TYPES, Document, Record
 
 NS = "percent_agent"
@@ -297,30 +297,27 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
 
 def split_fenced(body: str) -> tuple[str, str, str, str, str] | None:
     """(pre, open line, code, close line, post) of the first fenced block, or None."""
-    pos = 0
-    n = len(body)
-    while pos <= n:
-        eol = body.find("\n", pos)
-        if eol < 0:
-            eol = n
-        opened = fence_open(body[pos:eol])
-        if opened is not None:
-            fence = Fence(opened[0], opened[1])
-            cpos = eol + 1
-            while cpos <= n:
-                ceol = body.find("\n", cpos)
-                if ceol < 0:
-                    ceol = n
-                if fence_closes(body[cpos:ceol], fence):
-                    code = body[eol + 1 : cpos] if cpos > eol + 1 else ""
-                    if code.endswith("\n"):
-                        code = code[:-1]
-                    return body[:pos], body[pos:eol], code, body[cpos:ceol], body[ceol:]
-                cpos = ceol + 1
-            code = body[eol + 1 :] if eol < n else ""
-            return body[:pos], body[pos:eol], code, "", ""
-        pos = eol + 1
-    return None
+    if "```" not in body and "~~~" not in body:
+        return None
+    opened = None
+    # matched in "\n" + body: a match's start is the start of its line in ``body``, and its
+    # end less one the end of that line
+    for m in FENCE_LINE.finditer("\n" + body):
+        run, info = m.groups()
+        if opened is None:
+            if run[0] == "`" and "`" in info:
+                continue  # not a fence: a backtick fence's info string has no backtick
+            opened = m
+            char, size = run[0], len(run)
+        elif run[0] == char and len(run) >= size and not info.strip(" \t"):
+            start, eol = opened.start(), opened.end() - 1
+            cpos, ceol = m.start(), m.end() - 1
+            code = body[eol + 1 : cpos - 1] if cpos > eol + 1 else ""
+            return body[:start], body[start:eol], code, body[cpos:ceol], body[ceol:]
+    if opened is None:
+        return None
+    start, eol = opened.start(), opened.end() - 1
+    return body[:start], body[start:eol], body[eol + 1 :], "", ""
 
 
 def _read_code(body: str, ns: dict, ctx: Context) -> str:
