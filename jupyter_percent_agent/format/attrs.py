@@ -107,6 +107,24 @@ _TOKENS: dict[str, tuple[str, Any]] = {}
 _HEADS: dict[str, tuple[str | None, str | None, str | None]] = {}
 
 
+def _token(tok: str) -> tuple[str, Any] | None:
+    """``(key, value)`` of one canonical ``key=value`` token (cached), None if it is not one."""
+    kv = _TOKENS.get(tok)
+    if kv is None:
+        p = _TOKEN.fullmatch(tok)
+        if p is None:
+            return None
+        key, dq, sq, bare = p.groups()
+        if bare is not None:
+            kv = (key, parse_value_bare(bare))
+        else:
+            kv = (key, dq if dq is not None else sq)
+        if len(_TOKENS) > 8192:
+            _TOKENS.clear()
+        _TOKENS[tok] = kv
+    return kv
+
+
 def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     """Parse ``[TYPE:SUB](LINK) k=v ...`` into (type, subtype, link, attrs).
 
@@ -127,23 +145,16 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
         head = m.groups()
         if len(_HEADS) < 1024:
             _HEADS[toks[0]] = head
-    attrs: dict[str, Any] = {}
-    tokens = _TOKENS
-    for tok in toks[1:]:
-        kv = tokens.get(tok)
-        if kv is None:
-            p = _TOKEN.fullmatch(tok)
-            if p is None:
+    try:
+        # every token seen before: the dict is built in C from the cached (key, value) pairs
+        attrs: dict[str, Any] = dict(map(_TOKENS.__getitem__, toks[1:]))
+    except KeyError:
+        attrs = {}
+        for tok in toks[1:]:
+            kv = _token(tok)
+            if kv is None:
                 return _parse_meta(s, need_type)
-            key, dq, sq, bare = p.groups()
-            if bare is not None:
-                kv = (key, parse_value_bare(bare))
-            else:
-                kv = (key, dq if dq is not None else sq)
-            if len(tokens) > 8192:
-                tokens.clear()
-            tokens[tok] = kv
-        attrs[kv[0]] = kv[1]
+            attrs[kv[0]] = kv[1]
     if len(_CACHE) > 2048:
         _CACHE.clear()
     _CACHE[s] = (head[0], head[1], head[2], attrs)

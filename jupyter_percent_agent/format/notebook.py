@@ -345,6 +345,10 @@ def read_block(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
     """Append the outputs of one ``%%%`` record to ``cell``."""
     t = rec.type or "output"
     attrs = rec.attrs
+    if (rec.sub is None and t != "error" and attrs.keys().isdisjoint(OUT_STRUCT)
+            and not ctx.is_lang(t)):
+        cell["outputs"].append(_reply(rec, t, index, parent, out_level))
+        return
     ns, over = _take_ns(attrs, ctx, rec) if NS in attrs else ({}, None)
     if rec.ref is not None and rec.ref != f"{parent}.{index}":
         ns["id"] = rec.ref
@@ -397,6 +401,26 @@ def read_block(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
                         "execution_count": ec})
     else:
         outputs.append({"output_type": "display_data", "data": bundle, "metadata": attrs})
+
+
+def _reply(rec: Record, t: str, index: int, parent: str, out_level: int) -> dict:
+    """A reply, tool call or result (no structural attributes): what ``read_block`` makes of
+    it, made directly."""
+    ns: dict[str, Any] = {}
+    ref = rec.ref
+    if ref is not None and ref != f"{parent}.{index}":
+        ns["id"] = ref
+    if rec.title:
+        ns["title"] = rec.title
+    if rec.level != out_level:
+        ns["level"] = rec.level
+    if rec.link is not None:
+        ns["link"] = rec.link
+    ns["type"] = t
+    attrs = rec.attrs
+    attrs[NS] = ns
+    mime = "text/plain" if t == "tool" or t == "tool_result" else "text/markdown"
+    return {"output_type": "display_data", "data": {mime: rec.body}, "metadata": attrs}
 
 
 def _decode(mime: str, content: str, ctx: Context, rec: Record) -> Any:
