@@ -1,0 +1,112 @@
+"""The notebook a cell runs against: the file on disk, plus what the front end knows better.
+
+The kernel never writes the file (JupyterLab owns the document and saves it), so the disk copy
+may lag behind the editor: the running cell may be new or edited, and cells run earlier in
+this session may not be saved yet. ``Session.prepare`` reads the file with the format core and
+lays over it the running cell's live source and what this kernel ran and has not seen saved.
+Only the format core is imported here (no nbformat, jupytext or litellm).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+
+EMPTY = ""
+
+
+def notebook_path(env: Mapping[str, str] | None = None) -> Path | None:
+    """The notebook this kernel serves, from ``JPY_SESSION_NAME`` (an absolute path when
+    JupyterLab starts the kernel; a relative one is taken from the working directory)."""
+    env = os.environ if env is None else env
+    name = (env.get("JPY_SESSION_NAME") or "").strip()
+    if not name:
+        return None
+    path = Path(name)
+    if not path.is_absolute():
+        path = Path.cwd() / path
+        if not path.exists() and (Path.cwd() / Path(name).name).exists():
+            path = Path.cwd() / Path(name).name  # a path relative to the server root
+    return path
+
+
+def read_notebook(path: Path | None) -> dict[str, Any]:
+    """The saved notebook: a message file through the format core, an ``.ipynb`` as JSON,
+    a missing or empty file as an empty conversation. ``FormatError`` for a bad file."""
+    if path is None or not path.exists() or not path.read_text(encoding="utf-8").strip():
+        return fmt.reads(EMPTY, path="untitled.msg.md")
+    if path.suffix == ".ipynb":
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    return fmt.read(path)
+
+
+@dataclass
+class _Ran:
+    source: str
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Session:
+    """What this kernel ran, by nbformat cell id, in the order it ran it."""
+
+    def __init__(self) -> None:
+        self.ran: dict[str, _Ran] = {}
+
+    def record(self, nb_id: str, source: str, outputs: list[dict[str, Any]]) -> None:
+        """Remember a cell that ran and what it produced (a re-run replaces it)."""
+        self.ran.pop(nb_id, None)
+        self.ran[nb_id] = _Ran(source, [dict(o) for o in outputs])
+
+    def prepare(self, nb: dict[str, Any], nb_id: str | None, source: str
+                ) -> tuple[dict[str, Any], str, str]:
+        """Lay the live state over ``nb`` (changed in place); returns it, the nbformat id of
+        the running cell and its footnote id (what ``run_cell`` takes).
+
+        - cells this kernel ran that the file lacks are appended, in the order they ran;
+        - such a cell found in the file with its source unchanged and no outputs gets the
+          outputs this kernel gave it (it ran after the last save);
+        - the running cell is found by id (or, with no id, by its text), given its live
+          source and no outputs (the front end clears them), or appended when new.
+        """
+        cells = nb.setdefault("cells", [])
+        by_id = {c.get("id"): c for c in cells}
+        if nb_id is None:
+            nb_id = _match_by_text(cells, source, set(self.ran)) or fmt.new_id()
+        for rid, ran in self.ran.items():
+            if rid == nb_id:
+                continue
+            cell = by_id.get(rid)
+            if cell is None:
+                cell = fmt.new_message(ran.source, cell_id=rid)
+                cell["outputs"] = [dict(o) for o in ran.outputs]
+                cells.append(cell)
+                by_id[rid] = cell
+            elif not cell.get("outputs") and fmt.message_text(cell) == ran.source:
+                cell["outputs"] = [dict(o) for o in ran.outputs]
+        cell = by_id.get(nb_id)
+        if cell is None:
+            cell = fmt.new_message(source, cell_id=nb_id)
+            cells.append(cell)
+        else:
+            cell["source"] = source
+            if cell.get("cell_type") == "code":
+                cell["outputs"] = []
+        return nb, cell["id"], fmt.cell_id(cell)
+
+
+def _match_by_text(cells: list[dict[str, Any]], source: str, skip: set[str]) -> str | None:
+    """The id of a code cell whose text is ``source`` (a front end that sends no cell id):
+    the first not already run in this session, else the first."""
+    found = [c.get("id") for c in cells
+             if c.get("cell_type") == "code" and fmt.message_text(c) == source]
+    for cid in found:
+        if cid not in skip:
+            return cid
+    return found[0] if found else None

@@ -1,0 +1,353 @@
+"""The agent kernel over the real Jupyter protocol: a kernel process started from the
+project's kernelspec by jupyter_client, talking through litellm's real client to the local
+OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+
+TIMEOUT = 30
+
+CONVERSATION = """\
+---
+agents:
+  writer:
+    models: [test-model]
+    system_prompt: You write short answers.
+default_agent: writer
+---
+
+# %% First question[^q1]
+[^q1]: [markdown]
+
+What is the capital of France?
+
+## %%%[^q1.1]
+[^q1.1]: [writer] model="test-model"
+
+Paris.
+
+# %% Second question[^q2]
+[^q2]: [markdown]
+
+Saved text of the second question.
+"""
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kernels folder holding a copy of the project's kernelspec."""
+    kernels = tmp_path_factory.mktemp("jupyter") / "kernels"
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    return kernels
+
+
+def kernel_env(server: OpenAIServer, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
+    env.update({"PERCENT_AGENT_API_BASE": server.url, "PERCENT_AGENT_MODEL": "test-model",
+                "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_RETRIES": "0",
+                "PERCENT_AGENT_TIMEOUT": "20", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "PERCENT_AGENT_WARM": "0"})
+    env.update(extra)
+    return env
+
+
+def start(spec_dir: Path, env: dict[str, str], **launch: Any) -> tuple[KernelManager, Any]:
+    ksm = KernelSpecManager(kernel_dirs=[str(spec_dir)])
+    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
+    km.start_kernel(env=env, **launch)
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=TIMEOUT)
+    return km, kc
+
+
+def stop(km: KernelManager, kc: Any) -> None:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file the module's kernel serves (JPY_SESSION_NAME); each test writes it."""
+    return tmp_path_factory.mktemp("nb") / "chat.msg.md"
+
+
+@pytest.fixture(scope="module")
+def kernel(spec_dir: Path, server: OpenAIServer, notebook: Path) -> Iterator[Any]:
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)),
+                   cwd=str(notebook.parent))
+    yield km, kc
+    stop(km, kc)
+
+
+@pytest.fixture
+def srv(server: OpenAIServer) -> Iterator[OpenAIServer]:
+    server.reset()
+    yield server
+    server.reset()
+
+
+def execute(kc: Any, code: str, cell_id: str | None = None) -> tuple[dict, list[dict]]:
+    """Send an execute_request as JupyterLab does (cellId in the metadata); return the
+    reply and the iopub messages of that request up to idle."""
+    msg = kc.session.msg("execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True})
+    if cell_id is not None:
+        msg["metadata"]["cellId"] = cell_id
+    kc.shell_channel.send(msg)
+    return collect(kc, msg["header"]["msg_id"])
+
+
+def collect(kc: Any, msg_id: str) -> tuple[dict, list[dict]]:
+    iopub: list[dict] = []
+    while True:
+        m = kc.get_iopub_msg(timeout=TIMEOUT)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            break
+        iopub.append(m)
+    while True:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply, iopub
+
+
+def outputs(iopub: list[dict]) -> list[dict]:
+    return [m for m in iopub if m["msg_type"] in (
+        "display_data", "update_display_data", "stream", "error", "execute_result")]
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_kernel_info(kernel: Any) -> None:
+    _km, kc = kernel
+    info = kc.kernel_info(reply=True, timeout=TIMEOUT)["content"]
+    assert info["language_info"]["name"] == "markdown"
+    assert info["language_info"]["mimetype"] == "text/markdown"
+    assert info["language_info"]["file_extension"] == ".md"
+    assert info["implementation"] == "percent-agent"
+    assert "debugger" not in info.get("supported_features", [])
+
+
+def test_message_cell_streams_a_reply_updated_in_place(kernel: Any, notebook: Path,
+                                                       srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    before = notebook.read_text()
+    srv.script(Reply("Lyon is the second city of France.", chunk_size=4, chunk_delay=0.02))
+    reply, iopub = execute(kc, "What is the second city of France? (unsaved edit)", "q2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    outs = outputs(iopub)
+    assert outs[0]["msg_type"] == "display_data"
+    display_id = outs[0]["content"]["transient"]["display_id"]
+    assert display_id
+    updates = [m for m in outs[1:] if m["msg_type"] == "update_display_data"]
+    assert updates and all(m["content"]["transient"]["display_id"] == display_id
+                           for m in updates)
+    assert [m["msg_type"] for m in outs] == ["display_data"] + ["update_display_data"] * len(
+        updates)
+    final = updates[-1]["content"]
+    assert final["data"]["text/markdown"] == "Lyon is the second city of France."
+    out = {"output_type": "display_data", "data": final["data"], "metadata": final["metadata"]}
+    assert fmt.output_kind(out) == "reply"
+    attrs = fmt.output_attrs(out)
+    assert attrs["agent"] == "writer" and attrs["model"] == "test-model"
+    assert "tokens_in" in attrs and "time" in attrs
+    assert fmt.output_id(out) == "q2.1"
+    # the server got the system prompt, the file's earlier history, and the live source
+    assert srv.last_messages == [
+        {"role": "system", "content": "You write short answers."},
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+        {"role": "user", "content": "What is the second city of France? (unsaved edit)"}]
+    assert notebook.read_text() == before  # the kernel never writes the file
+
+    # what JupyterLab would save: the outputs land in the file as a [writer] reply
+    nb = fmt.read(notebook)
+    cell = next(c for c in nb["cells"] if c.get("id") == "q2")
+    cell["source"] = "What is the second city of France? (unsaved edit)"
+    cell["outputs"] = [out]
+    text = fmt.writes(nb, path=str(notebook))
+    assert "## %%%[^q2.1]\n[^q2.1]: [writer] model=\"test-model\"" in text
+    assert text.rstrip().endswith("Lyon is the second city of France.")
+
+
+def test_new_unsaved_cells_and_earlier_runs_are_in_the_history(kernel: Any, notebook: Path,
+                                                               srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script("Answer one.", "Answer two.")
+    assert execute(kc, "A new message", "new-cell-1")[0]["content"]["status"] == "ok"
+    assert execute(kc, "Another one", "new-cell-2")[0]["content"]["status"] == "ok"
+    sent = srv.last_messages
+    assert sent[-3:] == [{"role": "user", "content": "A new message"},
+                         {"role": "assistant", "content": "Answer one."},
+                         {"role": "user", "content": "Another one"}]
+    assert {"role": "assistant", "content": "Paris."} in sent
+
+
+def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
+                                                                srv: OpenAIServer) -> None:
+    km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply("This reply is far too slow " * 20, chunk_size=4, chunk_delay=0.5),
+               "Still here.")
+    msg_id = kc.execute("Tell me a long story", stop_on_error=True)
+    # wait until the reply has started streaming, then interrupt
+    seen: list[dict] = []
+    while True:
+        m = kc.get_iopub_msg(timeout=TIMEOUT)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        seen.append(m)
+        if m["msg_type"] == "display_data":
+            break
+    km.interrupt_kernel()
+    reply, iopub = collect(kc, msg_id)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    updates = [m for m in iopub if m["msg_type"] == "update_display_data"]
+    assert updates, "the partial reply is kept"
+    last = updates[-1]["content"]
+    out = {"output_type": "display_data", "data": last["data"], "metadata": last["metadata"]}
+    assert fmt.output_attrs(out).get("interrupted") is True
+    assert "This reply is far too slow".startswith(fmt.output_text(out)[:26])
+    assert len(fmt.output_text(out)) < len("This reply is far too slow " * 20)
+    # the kernel answers the next execute
+    reply, iopub = execute(kc, "Are you there?", "after-interrupt")
+    assert reply["content"]["status"] == "ok"
+    texts = [m["content"]["data"].get("text/markdown") for m in outputs(iopub)]
+    assert texts[-1] == "Still here."
+
+
+def test_server_error_is_an_error_reply_with_one_line(kernel: Any, notebook: Path,
+                                                      srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply.http_error(500, "the model fell over"))
+    reply, iopub = execute(kc, "Hello?", "q2")
+    content = reply["content"]
+    assert content["status"] == "error"
+    assert "\n" not in content["evalue"] and "fell over" in content["evalue"]
+    errors = [m for m in iopub if m["msg_type"] == "error"]
+    assert len(errors) == 1
+    assert len(errors[0]["content"]["traceback"]) <= 5
+    assert all("Traceback" not in line for line in errors[0]["content"]["traceback"])
+
+
+def test_unknown_agent_and_malformed_file(kernel: Any, notebook: Path,
+                                          srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION.replace("default_agent: writer", "default_agent: nobody"))
+    reply, iopub = execute(kc, "Hello?", "q2")
+    assert reply["content"]["status"] == "error"
+    assert "nobody" in reply["content"]["evalue"] and "\n" not in reply["content"]["evalue"]
+    assert [m["msg_type"] for m in outputs(iopub)] == ["error"]
+    assert outputs(iopub)[0]["content"]["traceback"] == [
+        f"{reply['content']['ename']}: {reply['content']['evalue']}"]
+
+    notebook.write_text("# %% Bad[^a]\n[^a]: [nonsense]\n\nhello\n")
+    reply, _ = execute(kc, "Hello?", "a")
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "FormatError"
+    assert "\n" not in reply["content"]["evalue"]
+    assert not srv.chat_requests
+
+
+def test_code_cell_runs_in_the_sandbox(kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text("# %% Sum[^c1]\n[^c1]: [code]\n\n```python\nprint(1)\n```\n")
+    reply, iopub = execute(kc, "print(sum(range(5)))", "c1")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    streams = [m["content"] for m in iopub if m["msg_type"] == "stream"]
+    assert streams == [{"name": "stdout", "text": "10\n"}]
+    assert not srv.chat_requests
+
+
+def test_no_notebook_path_just_displays(spec_dir: Path, server: OpenAIServer,
+                                        tmp_path: Path) -> None:
+    server.reset()
+    server.script("One.", "Two.")
+    km, kc = start(spec_dir, kernel_env(server), cwd=str(tmp_path))
+    try:
+        assert execute(kc, "first")[0]["content"]["status"] == "ok"
+        reply, _ = execute(kc, "second")
+        assert reply["content"]["status"] == "ok"
+        assert server.last_messages == [{"role": "user", "content": "first"},
+                                        {"role": "assistant", "content": "One."},
+                                        {"role": "user", "content": "second"}]
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        stop(km, kc)
+        server.reset()
+
+
+def test_startup_imports_no_litellm_nbformat_or_jupytext(spec_dir: Path, server: OpenAIServer,
+                                                         tmp_path: Path) -> None:
+    log = tmp_path / "importtime.log"
+    with open(log, "w") as err:
+        km, kc = start(spec_dir, kernel_env(server, PYTHONPROFILEIMPORTTIME="1"),
+                       stderr=err, cwd=str(tmp_path))
+        try:
+            kc.kernel_info(reply=True, timeout=TIMEOUT)
+            modules = {line.split("|")[-1].strip().split(".")[0]
+                       for line in log.read_text().splitlines() if line.startswith("import time:")}
+        finally:
+            stop(km, kc)
+    assert "jupyter_percent_agent" in modules and "ipykernel" in modules  # the log works
+    assert not modules & {"litellm", "nbformat", "jupytext", "openai", "tiktoken"}
+
+
+def test_jupytext_execute_runs_a_message_file(spec_dir: Path, server: OpenAIServer,
+                                              tmp_path: Path) -> None:
+    jupytext = Path(sys.executable).with_name("jupytext")
+    if not jupytext.exists():
+        pytest.skip("jupytext is not installed")
+    server.reset()
+    server.script("Paris.", "Lyon.")
+    path = tmp_path / "talk.msg.md"
+    path.write_text("# %% One[^m1]\n[^m1]: [markdown]\n\nCapital of France?\n\n"
+                    "# %% Two[^m2]\n[^m2]: [markdown]\n\nSecond city?\n")
+    data = tmp_path / "data"
+    shutil.copytree(spec_dir, data / "kernels")
+    env = kernel_env(server, JUPYTER_PATH=str(data))
+    try:
+        proc = subprocess.run([str(jupytext), "--execute", str(path)], env=env,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        server_messages = server.last_messages if server.chat_requests else []
+        server.reset()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    nb = fmt.read(path)
+    cells = [c for c in nb["cells"] if fmt.cell_kind(c) == "message"]
+    texts = [[fmt.output_text(o) for o in c["outputs"]] for c in cells]
+    assert texts == [["Paris."], ["Lyon."]]
+    assert server_messages == [{"role": "user", "content": "Capital of France?"},
+                               {"role": "assistant", "content": "Paris."},
+                               {"role": "user", "content": "Second city?"}]
+    assert json.dumps(fmt.output_attrs(cells[0]["outputs"][0])).count("test-model") == 1
