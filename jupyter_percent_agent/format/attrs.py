@@ -233,9 +233,11 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
 
 _PLAIN = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
 _KEYS: dict[str, str] = {}
-_STR_TOKENS: dict[tuple[str, str], str] = {}
-# floats apart from strings and ints: 1 == 1.0 == True as dict keys
-_FLOAT_TOKENS: dict[tuple[str, float], str] = {}  # (key, string value) -> "key=value" text
+# "key=value" texts of pairs with a string value. Only those are stored, so a pair with any
+# other value never hits one (1 == 1.0 == True as dict keys, but none of them equals a string).
+_STR_TOKENS: dict[tuple[str, Any], str] = {}
+# floats apart: (key, float value) -> "key=value" text
+_FLOAT_TOKENS: dict[tuple[str, float], str] = {}
 
 
 def emit_value(value: Any) -> str:
@@ -277,6 +279,28 @@ def emit_key(key: str) -> str:
     return out
 
 
+def pair_text(key: str, value: Any) -> str:
+    """``key=value`` in canonical form (cached for strings and floats)."""
+    tv = type(value)
+    if tv is str:
+        tok = emit_key(key) + "=" + emit_value(value)
+        if len(_STR_TOKENS) > 8192:
+            _STR_TOKENS.clear()
+        _STR_TOKENS[(key, value)] = tok
+        return tok
+    if tv is int:
+        return (_KEYS.get(key) or emit_key(key)) + "=" + str(value)
+    if tv is float and value:  # not 0.0: -0.0 == 0.0 as a dict key
+        tok = _FLOAT_TOKENS.get((key, value))
+        if tok is None:
+            tok = emit_key(key) + "=" + emit_value(value)
+            if len(_FLOAT_TOKENS) > 4096:
+                _FLOAT_TOKENS.clear()
+            _FLOAT_TOKENS[(key, value)] = tok
+        return tok
+    return emit_key(key) + "=" + emit_value(value)
+
+
 def emit_meta(
     typ: str | None, sub: str | None, link: str | None, attrs: dict[str, Any] | list
 ) -> str:
@@ -287,29 +311,12 @@ def emit_meta(
         if link is not None:
             head += "(" + link + ")"
         parts.append(head)
-    items = attrs.items() if isinstance(attrs, dict) else attrs
-    tokens = _STR_TOKENS
+    get = _STR_TOKENS.get
     append = parts.append
-    for key, value in items:
-        tv = type(value)
-        if tv is str:
-            tok = tokens.get((key, value))
-            if tok is None:
-                tok = emit_key(key) + "=" + emit_value(value)
-                if len(tokens) > 8192:
-                    tokens.clear()
-                tokens[(key, value)] = tok
-            append(tok)
-        elif tv is int:
-            append((_KEYS.get(key) or emit_key(key)) + "=" + str(value))
-        elif tv is float and value:  # not 0.0: -0.0 == 0.0 as a dict key
-            tok = _FLOAT_TOKENS.get((key, value))
-            if tok is None:
-                tok = emit_key(key) + "=" + emit_value(value)
-                if len(_FLOAT_TOKENS) > 4096:
-                    _FLOAT_TOKENS.clear()
-                _FLOAT_TOKENS[(key, value)] = tok
-            append(tok)
-        else:
-            append(emit_key(key) + "=" + emit_value(value))
+    for item in attrs.items() if isinstance(attrs, dict) else attrs:
+        try:
+            tok = get(item)  # the (key, value) pair itself is the key: no tuple to build
+        except TypeError:  # an unhashable value (a list or a dict)
+            tok = None
+        append(tok if tok is not None else pair_text(item[0], item[1]))
     return " ".join(parts)
