@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -351,3 +352,147 @@ def test_jupytext_execute_runs_a_message_file(spec_dir: Path, server: OpenAIServ
                                {"role": "assistant", "content": "Paris."},
                                {"role": "user", "content": "Second city?"}]
     assert json.dumps(fmt.output_attrs(cells[0]["outputs"][0])).count("test-model") == 1
+
+
+def wait_for_request(srv: OpenAIServer, n: int = 1) -> None:
+    deadline = 200  # x 0.05 s
+    while len(srv.chat_requests) < n and deadline:
+        deadline -= 1
+        time.sleep(0.05)
+    assert len(srv.chat_requests) >= n, "the model was never called"
+
+
+def test_interrupt_request_cancels_a_delayed_reply(kernel: Any, notebook: Path,
+                                                   srv: OpenAIServer) -> None:
+    """interrupt_request on the control channel (interrupt_mode "message") while the server
+    has not sent a byte yet: the call is cancelled, nothing is displayed, the kernel lives."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply.slow(15, "too late"), "Back again.")
+    msg_id = kc.execute("Anyone?", stop_on_error=True)
+    wait_for_request(srv)
+    interrupt = kc.session.msg("interrupt_request", {})
+    kc.control_channel.send(interrupt)
+    assert kc.get_control_msg(timeout=TIMEOUT)["content"]["status"] == "ok"
+    reply, iopub = collect(kc, msg_id)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert outputs(iopub) == []
+    reply, iopub = execute(kc, "Again?", "q2")
+    assert reply["content"]["status"] == "ok"
+    assert outputs(iopub)[-1]["content"]["data"]["text/markdown"] == "Back again."
+
+
+def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
+                                                    srv: OpenAIServer) -> None:
+    km, kc = kernel
+    notebook.write_text("# %% Spin[^c2]\n[^c2]: [code]\n\n```python\nx = 1\n```\n")
+    msg_id = kc.session.msg("execute_request", {
+        "code": "print('start')\nwhile True:\n    x = 1\n", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False,
+        "stop_on_error": True})
+    msg_id["metadata"]["cellId"] = "c2"
+    kc.shell_channel.send(msg_id)
+    time.sleep(1.0)  # let the sandbox start the loop (no timing is asserted)
+    km.interrupt_kernel()
+    reply, _ = collect(kc, msg_id["header"]["msg_id"])
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    reply, iopub = execute(kc, "print('alive')", "c2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert [m["content"]["text"] for m in iopub if m["msg_type"] == "stream"] == ["alive\n"]
+
+
+STEP = '''thought = """I need the weather of Paris."""
+
+[tool_call]
+status = "success"
+target = "Weather in Paris"
+code = \'\'\'
+__result__ = get_weather("Paris")
+\'\'\'
+'''
+ANSWER = 'thought = "done"\nanswer = """It is **18.5 °C** in Paris."""\n'
+
+
+def as_saved(iopub: list[dict]) -> list[dict]:
+    """The cell's outputs as a front end keeps them: displays updated in place by id."""
+    outs: list[dict] = []
+    where: dict[str, int] = {}
+    for m in iopub:
+        c, t = m["content"], m["msg_type"]
+        did = (c.get("transient") or {}).get("display_id")
+        if t == "display_data":
+            if did:
+                where[did] = len(outs)
+            outs.append({"output_type": t, "data": c["data"], "metadata": c["metadata"]})
+        elif t == "update_display_data":
+            outs[where[did]] = {"output_type": "display_data", "data": c["data"],
+                                "metadata": c["metadata"]}
+        elif t == "stream":
+            outs.append({"output_type": "stream", "name": c["name"], "text": c["text"]})
+        elif t == "error":
+            outs.append({"output_type": "error", **c})
+    return outs
+
+
+def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Path,
+                                                      srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    toolbox = notebook.parent / "toolbox"
+    toolbox.mkdir(exist_ok=True)
+    shutil.copy(Path(__file__).parent / "data" / "toolbox" / "weather.py", toolbox)
+    notebook.write_text("---\nagents:\n  helper:\n    models: [test-model]\n"
+                        "    tools: [weather]\n---\n\n# %% Ask[^w1]\n[^w1]: [markdown]\n\nhi\n")
+    srv.script(STEP, ANSWER)
+    reply, iopub = execute(kc, "Weather in Paris?", "w1")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    outs = as_saved(iopub)
+    assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result", "reply"]
+    assert fmt.output_attrs(outs[0])["reasoning"] == 1
+    assert fmt.output_text(outs[-1]) == "It is **18.5 °C** in Paris."
+    # saved by the front end, read back: the same outputs, ids CELL.NONCE and CELL.NONCE.n
+    nb = fmt.read(notebook)
+    cell = next(c for c in nb["cells"] if c.get("id") == "w1")
+    cell["source"], cell["outputs"] = "Weather in Paris?", outs
+    notebook.write_text(fmt.writes(nb, path=str(notebook)))
+    (back,) = [c for c in fmt.read(notebook)["cells"] if c.get("id") == "w1"]
+    assert [fmt.output_kind(o) for o in back["outputs"]] == [
+        "reply", "tool_call", "tool_result", "reply"]
+    call_id = fmt.output_id(back["outputs"][1])
+    assert call_id and call_id.startswith("w1.")
+    assert fmt.output_id(back["outputs"][2]) == call_id + ".1"
+    assert fmt.output_text(back["outputs"][3]) == "It is **18.5 °C** in Paris."
+
+
+def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
+    """The kernel's view of the notebook (no kernel process needed)."""
+    from jupyter_percent_agent.kernel._notebook import Session, read_notebook
+
+    path = tmp_path / "s.msg.md"
+    path.write_text("# %% A[^a]\n[^a]: [markdown]\n\none\n\n# %% B[^b]\n[^b]: [markdown]\n\n"
+                    "two\n")
+    reply = fmt.reply_output("ONE", agent="x", out_id="a.1")
+    session = Session()
+    session.record("a", "one", [reply])          # ran after the last save
+    session.record("b", "two", [fmt.reply_output("TWO", agent="x", out_id="b.1")])
+    session.record("n1", "fresh", [])             # a new cell, never saved
+    nb, nb_id, run_id = session.prepare(read_notebook(path), "b", "two, edited")
+    cells = {c["id"]: c for c in nb["cells"]}
+    assert fmt.output_text(cells["a"]["outputs"][0]) == "ONE"   # unsaved output laid over
+    assert cells["b"]["source"] == "two, edited" and cells["b"]["outputs"] == []
+    assert fmt.message_text(cells["n1"]) == "fresh"
+    assert (nb_id, run_id) == ("b", "b")
+
+    path.write_text("# %% A[^a]\n[^a]: [markdown]\n\none, edited and saved\n")
+    nb, _, _ = session.prepare(read_notebook(path), None, "new text")
+    a = next(c for c in nb["cells"] if c["id"] == "a")
+    assert a["outputs"] == []                     # the saved edit wins over the old run
+
+    ipynb = tmp_path / "n.ipynb"
+    ipynb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                 "cells": [{"cell_type": "code", "id": "x", "metadata": {},
+                                            "source": "hi", "outputs": [],
+                                            "execution_count": None}]}))
+    nb, nb_id, _ = Session().prepare(read_notebook(ipynb), "x", "hello")
+    assert nb_id == "x" and nb["cells"][0]["source"] == "hello"
