@@ -496,3 +496,17 @@ def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
                                             "execution_count": None}]}))
     nb, nb_id, _ = Session().prepare(read_notebook(ipynb), "x", "hello")
     assert nb_id == "x" and nb["cells"][0]["source"] == "hello"
+
+
+def test_code_cell_error_shows_stderr_only(kernel: Any, notebook: Path,
+                                           srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text("# %% Boom[^c3]\n[^c3]: [code]\n\n```python\nx = 1\n```\n")
+    reply, iopub = execute(kc, "print('a')\n1 / 0\n", "c3")
+    assert reply["content"]["status"] == "error"
+    assert "\n" not in reply["content"]["evalue"]
+    kinds = [m["msg_type"] for m in outputs(iopub)]
+    assert "error" not in kinds and "stream" in kinds
+    stderr = [m["content"]["text"] for m in iopub
+              if m["msg_type"] == "stream" and m["content"]["name"] == "stderr"]
+    assert stderr and "ZeroDivisionError" in stderr[0]

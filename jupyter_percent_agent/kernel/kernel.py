@@ -57,6 +57,7 @@ class _Display:
         self.sent_at = 0.0
         self.sent_text = ""
         self.errors: list[dict[str, Any]] = []
+        self.shown = False
 
     # -- the streaming reply -----------------------------------------------------------
 
@@ -141,6 +142,7 @@ class _Display:
                                         "transient": {}})
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        self.shown = True
         self.kernel.send_response(self.kernel.iopub_socket, msg_type, content)
 
 
@@ -259,8 +261,14 @@ class AgentKernel(Kernel):
             if display.errors:
                 err = display.errors[-1]
                 return self._error(err["ename"], _one_line(err["evalue"]))
-            return self._error(run.error_type or "Error", _one_line(run.error or "failed"),
-                               publish=True)
+            # a [code] cell's traceback went to stderr, a failed tool call is a [tool]
+            # result: an error output only when nothing was shown
+            reason = _one_line(run.error or "failed")
+            head = reason.split(":", 1)[0]
+            ename = run.error_type or (head if head.isidentifier() and head != reason
+                                       else "Error")
+            return self._error(ename, reason.removeprefix(f"{ename}: "),
+                               publish=not display.shown)
         return self._ok()
 
     def _ok(self) -> dict[str, Any]:
