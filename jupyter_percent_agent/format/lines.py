@@ -163,6 +163,20 @@ def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
 FENCE_LINE = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
 
 
+def _one_closed_block(body: str) -> bool:
+    """Whether ``body`` has a single fenced block, opened by a line starting with exactly
+    three backticks and closed by its last line, exactly three backticks (a reply ending in a
+    code block, a [code] cell's body). Checked with a few string searches."""
+    if "~~~" in body or body.count("```") != 2 or not body.endswith("\n```"):
+        return False
+    start = body.find("```")  # the other three backticks: the last line's are the second
+    if start and body[start - 1] != "\n":
+        return False
+    eol = body.find("\n", start)
+    # the run is exactly three long and the info string has no backtick: the line opens a fence
+    return "`" not in body[start + 3 : eol]
+
+
 def unclosed_fence(body: str) -> str | None:
     """The closing line that an unclosed fence at the end of ``body`` needs, else None.
 
@@ -170,6 +184,8 @@ def unclosed_fence(body: str) -> str | None:
     character, so they need no tracking here).
     """
     if "```" not in body and "~~~" not in body:
+        return None
+    if _one_closed_block(body):
         return None
     fchar = ""
     fsize = 0

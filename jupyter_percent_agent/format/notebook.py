@@ -848,6 +848,7 @@ def _error_record(out: Mapping, info: dict, parent: Record, index: int, ctx: Con
 
 
 _REPLY_NS = frozenset({"type", "id"})
+_OUT_FIELDS = OUT_STRUCT - {NS}
 
 
 def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
@@ -857,7 +858,7 @@ def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
     if md and data and len(data) == 1 and out.get("output_type") == "display_data":
         # fast path: a reply, tool call or result as the model helpers make them
         ns = md.get(NS)
-        if (type(ns) is dict and ns.keys() <= _REPLY_NS and len(md.keys() & OUT_STRUCT) == 1
+        if (type(ns) is dict and ns.keys() <= _REPLY_NS and md.keys().isdisjoint(_OUT_FIELDS)
                 and ns.get("type") and not ctx.is_lang(ns["type"])):
             t = ns["type"]
             mime, body = next(iter(data.items()))
