@@ -724,14 +724,17 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
 
 def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     ns = (cell.get("metadata") or {}).get(NS) or {}
-    info = (ns.get("outputs") or {}).get(str(i))
+    outputs = ns.get("outputs")
+    extra = out.get("metadata")
+    if not outputs and extra is None:
+        return {}  # the common case: nothing kept for this output
+    info = (outputs or {}).get(str(i))
     if not isinstance(info, Mapping):
         info = {}
     key = "name" if out.get("output_type") == "stream" else "ename"
     if info and info.get(key) != out.get(key):
         info = {}
     info = dict(info)
-    extra = out.get("metadata")
     if isinstance(extra, Mapping):  # attributes given to stream_output()/error_output()
         for k, v in extra.items():
             if k == NS and isinstance(v, Mapping):
@@ -814,20 +817,23 @@ def _stream_record(group: list, info: dict, parent: Record, index: int, ctx: Con
     for out in group:
         text = join_source(out.get("text", ""))
         prefix = "stdout>" if out.get("name") == "stdout" else "stderr>"
-        if text.endswith("\n"):
+        eol = text.endswith("\n")
+        if eol:
             text = text[:-1]
         for line in text.split("\n"):
             lines.append(prefix + " " + line if line else prefix)
     struct: dict[str, Any] = {}
-    if not join_source(group[-1].get("text", "")).endswith("\n"):
+    if not eol:  # the last output of the group has no final newline
         struct["final_newline"] = False
+    if not ctx.is_lang(t) and not (t == "output" and sub in ("stdout", "stderr")):
+        t = ctx.lang
+    if not info:
+        return Record(True, level, title, ref, t, sub, link, struct, "\n".join(lines))
     attrs = dict(info.get("attrs") or {})
     over = {k: attrs.pop(k) for k in list(attrs) if k in ("final_newline", "close_fence", NS,
                                                           "execution_count")}
     if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
         over["mime_type"] = attrs.pop("mime_type")
-    if not ctx.is_lang(t) and not (t == "output" and sub in ("stdout", "stderr")):
-        t = ctx.lang
     ns_left = _left(info, _DERIVED_OUT)
     return Record(True, level, title, ref, t, sub, link,
                   _finish_attrs(struct, attrs, ns_left, over), "\n".join(lines))
