@@ -21,6 +21,7 @@ import asyncio
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ipykernel.kernelbase import Kernel
@@ -225,7 +226,9 @@ class AgentKernel(Kernel):
         cell = next(c for c in nb["cells"] if c.get("id") == nb_id)
         run = CellRun(cell_id=run_id)
         display = _Display(self, run)
-        options = RunOptions(base_dir=path.parent if path else None, file_path=path,
+        # without a notebook path, tools and included files are found beside the kernel's
+        # working directory (the notebook's folder when a front end starts it)
+        options = RunOptions(base_dir=path.parent if path else Path.cwd(), file_path=path,
                              current_text=code)
 
         async def go() -> None:
@@ -252,9 +255,8 @@ class AgentKernel(Kernel):
                                if fmt.cell_kind(cell) not in MODEL_FREE else "interrupted")
         exc = task.exception()
         if exc is not None:
-            if isinstance(exc, AgentError | fmt.FormatError | FileNotFoundError):
-                raise RunFailed(type(exc).__name__, _one_line(str(exc)))
-            self.log.error("agent run failed", exc_info=exc)
+            if not isinstance(exc, AgentError | fmt.FormatError | FileNotFoundError):
+                self.log.error("agent run failed", exc_info=exc)  # the traceback: in the log
             raise RunFailed(type(exc).__name__, _one_line(str(exc)))
         self._session_memory.record(nb_id, code, run.outputs)
         if run.status == "error":
