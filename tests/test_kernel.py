@@ -489,6 +489,11 @@ def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
     a = next(c for c in nb["cells"] if c["id"] == "a")
     assert a["outputs"] == []                     # the saved edit wins over the old run
 
+    # a front end whose cell ids are not nbformat ids (VS Code sends a URI): found by text
+    _, nb_id, _ = Session().prepare(read_notebook(path), "vscode-notebook-cell:/s.msg.md#W0",
+                                    "one, edited and saved")
+    assert nb_id == "a"
+
     ipynb = tmp_path / "n.ipynb"
     ipynb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
                                  "cells": [{"cell_type": "code", "id": "x", "metadata": {},

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from jupyter_percent_agent import format as fmt
 
 EMPTY = ""
+_NB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def notebook_path(env: Mapping[str, str] | None = None) -> Path | None:
@@ -72,11 +74,13 @@ class Session:
         - cells this kernel ran that the file lacks are appended, in the order they ran;
         - such a cell found in the file with its source unchanged and no outputs gets the
           outputs this kernel gave it (it ran after the last save);
-        - the running cell is found by id (or, with no id, by its text), given its live
+        - the running cell is found by id (or, with no nbformat id, by its text), given its live
           source and no outputs (the front end clears them), or appended when new.
         """
         cells = nb.setdefault("cells", [])
         by_id = {c.get("id"): c for c in cells}
+        if nb_id is not None and not _NB_ID.fullmatch(nb_id):
+            nb_id = None  # not an nbformat id (VS Code sends a cell URI): match by text
         if nb_id is None:
             nb_id = _match_by_text(cells, source, set(self.ran)) or fmt.new_id()
         for rid, ran in self.ran.items():
