@@ -208,10 +208,19 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
             blocks += 1
             read_block(rec, cell, blocks, ctx, parent, out_level)
         else:
-            cell = input_cell(rec, len(cells), ctx)
+            attrs = rec.attrs
+            if (rec.type == "markdown" and rec.ref in used and not rec.title
+                    and rec.level == 1 and rec.sub is None and rec.link is None
+                    and attrs.keys().isdisjoint(IN_STRUCT)):
+                # a plain message: what input_cell makes of it, made directly
+                cell = {"cell_type": "code", "id": rec.ref, "metadata": attrs,
+                        "source": rec.body, "execution_count": None, "outputs": []}
+                parent = rec.ref
+            else:
+                cell = input_cell(rec, len(cells), ctx)
+                parent = cell_ref(cell)
             cells.append(cell)
             blocks = 0
-            parent = cell_ref(cell)
             out_level = min(rec.level + 1, 5)
     if doc.crlf:
         metadata = dict(metadata)
