@@ -204,7 +204,7 @@ class AgentKernel(Kernel):
                          cell_id: str | None = None) -> dict[str, Any]:
         """Run one cell: a message (the agent answers), ``[code]``, ``[tool_call]``..."""
         self._interrupt_pending = False
-        if not code.strip():
+        if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
         try:
             return await self._execute(code, cell_id)
