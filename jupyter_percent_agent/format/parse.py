@@ -28,7 +28,7 @@ INPUT_TYPES = frozenset(
 )
 _FM_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
 _CANONICAL_HEAD = re.compile(
-    r"(#{1,5}) (%%%?)(?: ([^\n]*?))?\[\^([^\]\s]+)\]\n\[\^([^\]\s]+)\]:(?: ([^\n]*))?\n"
+    r"(#{1,5}) (%%%?)(?: ([^\n]*?))?\[\^([^\]\s]+)\]\n\[\^\4\]:(?: ([^\n]*))?\n"
 )
 _FOOT = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
 _REF_AT_END = re.compile(r"\[\^([^\]\s]+)\]$")
@@ -187,10 +187,10 @@ def read_cell(doc: Document, start: int, end: int, escapes: list[int], path: str
     text = doc.text
     m = _CANONICAL_HEAD.match(text, start, end)
     if m is not None:
-        hashes, marker, title, ref, ref2, meta = m.groups()
+        hashes, marker, title, ref, meta = m.groups()
         pos = m.end()
-    if m is not None and ref == ref2 and (pos >= end or text[pos] not in " \t"):
-        # fast path for the canonical heading + footnote pair
+    if m is not None and (pos >= end or text[pos] not in " \t"):
+        # fast path for the canonical heading + footnote pair (same id in both)
         if title is None:
             title = ""
         elif title[-1:] in (" ", "\t"):
@@ -199,7 +199,7 @@ def read_cell(doc: Document, start: int, end: int, escapes: list[int], path: str
             typ, sub, link, attrs = parse_meta(meta or "")
         except AttrError as err:
             raise FormatError(f"bad metadata for [^{ref}]: {err}",
-                              line=doc.line(m.start(5) - 2), path=path) from None
+                              line=doc.line(m.start(5)), path=path) from None
         rec = Record(len(marker) == 3, len(hashes), title, ref, typ, sub, link, attrs, "",
                      start)
         if pos < end and text[pos] == "\n":
