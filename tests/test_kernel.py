@@ -383,6 +383,21 @@ def test_interrupt_request_cancels_a_delayed_reply(kernel: Any, notebook: Path,
     assert outputs(iopub)[-1]["content"]["data"]["text/markdown"] == "Back again."
 
 
+def children(km: KernelManager) -> dict[int, str]:
+    """The kernel's child processes and their states (from /proc)."""
+    parent = km.provisioner.process.pid  # type: ignore[union-attr]
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent:
+                found[int(entry.name)] = fields[0]
+    return found
+
+
 def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
                                                     srv: OpenAIServer) -> None:
     km, kc = kernel
@@ -394,10 +409,16 @@ def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
     msg_id["metadata"]["cellId"] = "c2"
     kc.shell_channel.send(msg_id)
     time.sleep(1.0)  # let the sandbox start the loop (no timing is asserted)
+    spinning = {pid for pid, state in children(km).items() if state == "R"}
     km.interrupt_kernel()
     reply, _ = collect(kc, msg_id["header"]["msg_id"])
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "KeyboardInterrupt"
+    for _ in range(100):  # the spinning worker is killed, not left running
+        if not spinning & {p for p, st in children(km).items() if st not in ("Z", "X")}:
+            break
+        time.sleep(0.05)
+    assert not spinning & {p for p, st in children(km).items() if st not in ("Z", "X")}
     reply, iopub = execute(kc, "print('alive')", "c2")
     assert reply["content"]["status"] == "ok", reply["content"]
     assert [m["content"]["text"] for m in iopub if m["msg_type"] == "stream"] == ["alive\n"]
