@@ -579,8 +579,12 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     for cell in cells:
         rec = input_record(cell, ctx, seen)
         records.append(rec)
-        if cell.get("outputs") and cell.get("cell_type") == "code":
-            records.extend(output_records(cell, rec, ctx, seen))
+        outputs = cell.get("outputs")
+        if outputs and cell.get("cell_type") == "code":
+            if len(outputs) == 1 and outputs[0].get("output_type") == "display_data":
+                records.append(_data_record(outputs[0], rec, 1, ctx, seen))  # a lone reply
+            else:
+                records.extend(output_records(cell, rec, ctx, seen))
     if doc.section is not None and doc.records and not _has_section(doc):
         pre = doc.preamble or ""
         if pre and not pre.endswith("\n"):
