@@ -41,8 +41,18 @@ def _token_re(section: str | None) -> re.Pattern[str]:
         sect = f"(?P<s>{pattern})|"
     # Anchored on the newline before the line (the caller prepends one at the start), with a
     # look-ahead on the first character: much faster than a MULTILINE '^' in CPython's re.
+    # A closed fenced block is one match ``b``, from its opening line to the first line that
+    # closes it (same character, at least as long, nothing but blanks after; possessive runs,
+    # so that a shorter run cannot pass for the opening one; the lines between are those that
+    # do not close it): what it hides is never seen.
+    # ``f`` is then a fence line that opens a block nothing closes (or, for backticks with a
+    # backtick in the info string, no fence at all).
     return re.compile(
         rf"\n(?=[#%\\ `~])(?:(?P<h>{HEAD})|{sect}(?P<e>\\+(?:{head}))"
+        r"|(?P<b> {0,3}(?:(?P<bt>`{3,}+)[^`\n]*\n"
+        r"(?:(?! {0,3}(?P=bt)`*[ \t]*(?:\n|$))[^\n]*\n)*+ {0,3}(?P=bt)`*"
+        r"|(?P<bd>~{3,}+)[^\n]*\n"
+        r"(?:(?! {0,3}(?P=bd)~*[ \t]*(?:\n|$))[^\n]*\n)*+ {0,3}(?P=bd)~*)[ \t]*(?=\n|$))"
         rf"|(?P<f> {{0,3}}(?P<fc>`{{3,}}|~{{3,}})(?P<fi>[^\n]*)))",
         re.M,
     )
@@ -81,9 +91,6 @@ def scan_all(text: str, start: int = 0,
     heads: list[int] = []
     escapes: list[int] = []
     sections: list[int] = []
-    fchar = ""
-    fsize = 0
-    fence_at = -1
     # a virtual newline before ``start`` lets the first line match too
     if start == 0:
         src = "\n" + text
@@ -94,20 +101,13 @@ def scan_all(text: str, start: int = 0,
         shift = 1
     for m in _token_re(section).finditer(src, start):
         kind = m.lastgroup
+        if kind == "b" or kind == "bt" or kind == "bd":
+            continue
         if kind == "fi" or kind == "fc" or kind == "f":
-            run = m.group("fc")
-            if fchar:
-                if run[0] == fchar and len(run) >= fsize and not m.group("fi").strip(" \t"):
-                    fchar = ""
+            if m.group("fc")[0] == "`" and "`" in m.group("fi"):
                 continue
-            if run[0] == "`" and "`" in m.group("fi"):
-                continue
-            fchar = run[0]
-            fsize = len(run)
-            fence_at = m.start() + shift
-            continue
-        if fchar:
-            continue
+            # an opening line that no later line closes: the rest of the text is inside
+            return heads, escapes, sections, m.start() + shift
         pos = m.start() + shift
         if kind == "h":
             heads.append(pos)
@@ -115,7 +115,7 @@ def scan_all(text: str, start: int = 0,
             escapes.append(pos)
         else:
             sections.append(pos)
-    return heads, escapes, sections, fence_at if fchar else -1
+    return heads, escapes, sections, -1
 
 
 def scan(text: str, start: int = 0, end: int | None = None,
