@@ -12,7 +12,8 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .notebook import FRONT_MATTER_ID, LANGS, NS, _is_front_matter, join_source
+from .errors import FormatError
+from .notebook import FRONT_MATTER_ID, LANGS, NS, _is_front_matter, _is_preamble, join_source
 
 __all__ = [
     "cell_attrs",
@@ -58,7 +59,11 @@ def _front_cell(nb: Mapping) -> Mapping | None:
 
 
 def front_matter(nb: Mapping) -> dict:
-    """The parsed YAML front matter (``agents``, ``default_agent``, ...), ``{}`` if none."""
+    """The parsed YAML front matter (``agents``, ``default_agent``, ...), ``{}`` if none.
+
+    YAML that does not parse raises :class:`FormatError` with the file's line number: a
+    broken ``agents:`` block must not silently become "no agents".
+    """
     cell = _front_cell(nb)
     if cell is None:
         return {}
@@ -68,8 +73,12 @@ def front_matter(nb: Mapping) -> dict:
     inner = text.split("\n")[1:-1]
     try:
         data = yaml.safe_load("\n".join(inner))
-    except yaml.YAMLError:
-        return {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        # +2: the opening "---" is line 1 of the file, and YAML marks count from 0.
+        raise FormatError(f"the front matter is not valid YAML: {problem}",
+                          line=mark.line + 2 if mark else 1) from None
     return data if isinstance(data, dict) else {}
 
 
@@ -129,6 +138,29 @@ def cell_kind(cell: Mapping) -> str:
     if (cell.get("metadata") or {}).get("definition") == "agent":
         return "agent"
     return "message"
+
+
+def document_part(cell: Mapping) -> str | None:
+    """``"front_matter"`` or ``"preamble"`` for the cells that hold the document around the
+    conversation (the YAML header; a plain ``.md``'s text before its Discussion heading),
+    ``None`` for a conversation cell."""
+    if _is_front_matter(cell):
+        return "front_matter"
+    if _is_preamble(cell):
+        return "preamble"
+    return None
+
+
+def cell_title(cell: Mapping) -> str:
+    """The title on the cell's heading line (``""`` when it has none)."""
+    title = _ns(cell).get("title")
+    return title if isinstance(title, str) else ""
+
+
+def cell_link(cell: Mapping) -> str | None:
+    """The link of a cell's type, e.g. the FILE of ``[async](FILE)``."""
+    link = _ns(cell).get("link")
+    return link if isinstance(link, str) and link else None
 
 
 def cell_attrs(cell: Mapping) -> dict:

@@ -66,50 +66,19 @@ def history_mode(value: Any, kind: str) -> str:
 def conversation_cells(nb: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The cells that ``tce list`` numbers from 1: the front-matter cell and the preamble
     of a plain ``.md`` (the document before its Discussion heading) are left out."""
-    cells = list(nb.get("cells", []))
-    if cells and _is_front_matter_cell(cells[0]):
-        cells = cells[1:]
-    return [c for c in cells if not _is_preamble(c)]
+    return [c for c in nb.get("cells", []) if fmt.document_part(c) is None]
 
 
 def preamble_text(nb: Mapping[str, Any]) -> str | None:
     """The document before the Discussion heading of a plain ``.md`` (None for ``.msg.md``)."""
     for cell in nb.get("cells", []):
-        if _is_preamble(cell):
+        if fmt.document_part(cell) == "preamble":
             return fmt.message_text(cell)
     return None
 
 
-def _ns(cell: Mapping[str, Any]) -> Mapping[str, Any]:
-    # The format core keeps structural parts (title, link, type) under this metadata key.
-    ns = (cell.get("metadata") or {}).get("percent_agent")
-    return ns if isinstance(ns, Mapping) else {}
-
-
-def _is_preamble(cell: Mapping[str, Any]) -> bool:
-    return cell.get("cell_type") == "markdown" and _ns(cell).get("type") == "preamble"
-
-
-def _is_front_matter_cell(cell: Mapping[str, Any]) -> bool:
-    if cell.get("cell_type") != "raw":
-        return False
-    if cell.get("id") == "front-matter":
-        return True
-    src = cell.get("source", "")
-    src = "".join(src) if isinstance(src, list) else src
-    return src.startswith("---") and not fmt.cell_attrs(cell) and not _ns(cell)
-
-
-def cell_title(cell: Mapping[str, Any]) -> str:
-    """The heading title of a cell ("" when it has none)."""
-    title = _ns(cell).get("title")
-    return title if isinstance(title, str) else ""
-
-
-def cell_link(cell: Mapping[str, Any]) -> str | None:
-    """The link of an ``[async](FILE)`` cell."""
-    link = _ns(cell).get("link")
-    return link if isinstance(link, str) and link else None
+cell_title = fmt.cell_title
+cell_link = fmt.cell_link
 
 
 # -- one cell -> turns --------------------------------------------------------------------

@@ -72,24 +72,12 @@ def read(path: Path) -> dict[str, Any]:
 
 
 def check_front_matter(nb: Mapping[str, Any], path: str | None = None) -> None:
-    """Raise ``FormatError`` when the front-matter cell holds YAML that does not parse."""
-    cells = nb.get("cells") or []
-    if not cells or cells[0].get("cell_type") != "raw" or cells[0].get("id") != "front-matter":
-        return
-    src = cells[0].get("source", "")
-    src = "".join(src) if isinstance(src, list) else src
-    m = _FM.match(src if src.endswith("\n") else src + "\n")
-    if not m or not (m.group(1) or "").strip():
-        return
-    import yaml
-
+    """Raise ``FormatError`` (naming the file and line) when the front matter's YAML does not
+    parse, before anything is sent or written."""
     try:
-        yaml.safe_load(m.group(1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise fmt.FormatError(f"the front matter is not valid YAML: {problem}",
-                              line=mark.line + 2 if mark else 1, path=path) from None
+        fmt.front_matter(nb)
+    except fmt.FormatError as exc:
+        raise fmt.FormatError(exc.reason, line=exc.line, path=path) from None
 
 
 _FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
