@@ -1,0 +1,163 @@
+"""Fixtures of the browser tests: a real `jupyter lab` server and Debian's Chromium.
+
+The server runs as a subprocess on 127.0.0.1 with a temporary root directory, its own
+config, data, runtime, settings and workspaces directories (so nothing the user set up
+leaks in), no token and no password. Chromium is driven by Python Playwright, which never
+downloads a browser here: it launches `/usr/bin/chromium` (or `$CHROMIUM`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+START_TIMEOUT = 180.0  # seconds for `jupyter lab` to answer /api/status on a busy machine
+
+
+@dataclass
+class LabServer:
+    """A running `jupyter lab`: where it listens and which directory it serves."""
+
+    url: str
+    root: Path
+    log: Path
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the server's log, for failure messages."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/status", timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """`jupyter lab` serving a fresh temporary directory, stopped at the end."""
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    port = _free_port()
+    env = dict(os.environ)
+    for name, sub in [
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+    ]:
+        (base / sub).mkdir()
+        env[name] = str(base / sub)
+    log = base / "server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.allow_root=True",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=",
+        "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    server = LabServer(url=url, root=root, log=log)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _ready(url):
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{server.log_tail()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer in {START_TIMEOUT}s:\n{server.log_tail()}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium through Playwright; skipped locally when it is not installed."""
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        if os.environ.get("CI"):
+            pytest.fail(f"Chromium not found at {CHROMIUM}: CI must install it (make setup)")
+        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: object, lab_server: LabServer) -> Iterator[object]:
+    """A fresh JupyterLab page (new browser context, workspace reset), closed after the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    context.set_default_timeout(60_000)
+    lab_page = context.new_page()
+    try:
+        yield lab_page
+    finally:
+        with contextlib.suppress(Exception):
+            context.close()
+
+
+# pytest-jupyter's autouse fixtures are overridden here: Playwright's sync API runs its own
+# event loop in this thread, which they would try to close. These tests talk to a real
+# `jupyter lab` process instead of an in-process server, so there is nothing to clean up.
+@pytest.fixture(autouse=True)
+def jp_asyncio_loop() -> Iterator[None]:
+    yield None
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup() -> Iterator[None]:
+    yield None

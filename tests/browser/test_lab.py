@@ -1,0 +1,140 @@
+"""What a JupyterLab user sees and does with message files, in a real JupyterLab and Chromium.
+
+Double-clicking a ``.msg.md`` opens the notebook editor with messages as cells and replies
+and tool calls as outputs; an edit saved with Ctrl+S lands in the file as canonical text
+with the outputs kept; "New Agent Chat" makes ``Untitled.msg.md``; a plain ``.md`` still
+opens in the text editor.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_percent_agent import format as fmt
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHAT = """---
+default_agent: planner
+---
+
+## %% Plan the trip[^q1]
+
+[^q1]: [markdown]
+
+Plan three days in Beijing.
+
+### %%% Answer[^q1.1]
+
+[^q1.1]: [planner] time="2026-11-22T10:00:00Z" model="gpt-4o-mini"
+
+Day one: **the Forbidden City**.
+
+### %%% Weather lookup[^q1.k3x9]
+
+[^q1.k3x9]: [tool] name="weather"
+
+__result__ = weather(city="Beijing")
+
+### %%% [^q1.k3x9.1]
+
+[^q1.k3x9.1]: [tool] status="success" duration=0.5
+
+Sunny, 25 degrees
+"""
+
+
+def _wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.25)
+
+
+def _open_lab(page, lab_server) -> None:
+    page.goto(f"{lab_server.url}/lab?reset")
+    page.locator(".jp-DirListing-content").wait_for()
+
+
+def _double_click(page, name: str) -> None:
+    item = page.locator(".jp-DirListing-item", has=page.locator(f'text="{name}"'))
+    item.first.dblclick()
+
+
+def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canonical(
+    page, lab_server
+) -> None:
+    path = lab_server.root / "chat.msg.md"
+    path.write_text(CHAT)
+    _open_lab(page, lab_server)
+    _double_click(page, "chat.msg.md")
+
+    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
+    notebook.wait_for()
+    first_cell = notebook.locator(".jp-CodeCell").first
+    first_cell.wait_for()
+    assert "Plan three days in Beijing." in first_cell.locator(".jp-InputArea").inner_text()
+    outputs = first_cell.locator(".jp-OutputArea")
+    outputs.get_by_text("the Forbidden City").wait_for()
+    outputs.get_by_text("weather", exact=False).first.wait_for()
+    page.screenshot(path=str(lab_server.root.parent / "opened.png"))
+
+    # Edit the message and save with the keyboard, as a user would.
+    editor = first_cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" And a day at the Summer Palace.")
+    page.keyboard.press("Control+s")
+
+    _wait_for(lambda: "Summer Palace" in path.read_text(), what="the edit on disk")
+    text = path.read_text()
+    assert "Plan three days in Beijing. And a day at the Summer Palace." in text
+    # Canonical: writing what was read gives the same bytes; nothing of the outputs lost.
+    assert fmt.writes(fmt.reads(text, path=str(path)), path=str(path)) == text
+    assert "Day one: **the Forbidden City**." in text
+    assert '[tool] name="weather"' in text
+    assert "Sunny, 25 degrees" in text
+    assert "default_agent: planner" in text
+
+
+def test_new_agent_chat_from_the_launcher_creates_untitled_msg_md(page, lab_server) -> None:
+    _open_lab(page, lab_server)
+    page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
+    created = lab_server.root / "Untitled.msg.md"
+    _wait_for(created.exists, what="Untitled.msg.md on disk")
+    page.locator(".jp-NotebookPanel:visible .jp-Notebook").wait_for()
+    # The new file is a message file the format core reads, set up for the agent kernel.
+    nb = fmt.reads(created.read_text(), path=str(created))
+    assert nb["metadata"]["kernelspec"]["name"] == "percent-agent"
+
+
+def test_a_plain_markdown_file_still_opens_in_the_text_editor(page, lab_server) -> None:
+    (lab_server.root / "notes.md").write_text("# Notes\n\nJust a document.\n")
+    _open_lab(page, lab_server)
+    _double_click(page, "notes.md")
+    page.locator(".jp-FileEditor:visible").wait_for()
+    assert page.locator(".jp-NotebookPanel:visible").count() == 0
+
+
+def test_icon_of_message_files_differs_from_plain_markdown(page, lab_server) -> None:
+    (lab_server.root / "a.msg.md").write_text(CHAT)
+    (lab_server.root / "b.md").write_text("# B\n")
+    _open_lab(page, lab_server)
+
+    def icon_html(name: str) -> str:
+        item = page.locator(".jp-DirListing-item", has=page.locator(f'text="{name}"')).first
+        item.wait_for()
+        return item.locator(".jp-DirListing-itemIcon").inner_html()
+
+    assert icon_html("a.msg.md") != icon_html("b.md")
+
+
+@pytest.fixture(autouse=True)
+def _clean_root(lab_server) -> None:
+    for entry in Path(lab_server.root).iterdir():
+        if entry.is_file():
+            entry.unlink()
