@@ -65,7 +65,7 @@ def _ready(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """`jupyter lab` serving a fresh temporary directory, stopped at the end."""
     base = tmp_path_factory.mktemp("lab")
@@ -121,7 +121,9 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
             proc.wait(timeout=30)
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API owns this thread's event loop while it runs, so it
+# must stop before the rest of the suite (pytest-jupyter's fixtures) runs.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
     """Debian's Chromium through Playwright; skipped locally when it is not installed."""
     if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
