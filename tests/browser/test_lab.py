@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
 
@@ -77,7 +78,8 @@ def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canon
     notebook.wait_for()
     first_cell = notebook.locator(".jp-CodeCell").first
     first_cell.wait_for()
-    assert "Plan three days in Beijing." in first_cell.locator(".jp-InputArea").inner_text()
+    # JupyterLab draws a cell's editor after the cell itself: wait for the text.
+    expect(first_cell.locator(".jp-InputArea")).to_contain_text("Plan three days in Beijing.")
     outputs = first_cell.locator(".jp-OutputArea")
     outputs.get_by_text("the Forbidden City").wait_for()
     outputs.get_by_text("weather", exact=False).first.wait_for()
@@ -117,6 +119,7 @@ def test_a_plain_markdown_file_still_opens_in_the_text_editor(page, lab_server) 
     _open_lab(page, lab_server)
     _double_click(page, "notes.md")
     page.locator(".jp-FileEditor:visible").wait_for()
+    expect(page.locator(".jp-FileEditor:visible")).to_contain_text("Just a document.")
     assert page.locator(".jp-NotebookPanel:visible").count() == 0
 
 
