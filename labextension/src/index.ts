@@ -137,9 +137,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    // Its own section: cards in the Notebook section show kernel logos, not icons.
     launcher?.add({
       command: CommandIDs.newChat,
-      category: 'Notebook',
+      category: 'Agent',
       rank: 0
     });
     mainMenu?.fileMenu.newMenu.addItem({
