@@ -27,22 +27,30 @@ export interface IAgentOutput {
 export function outputKind(
   metadata: ReadonlyPartialJSONObject
 ): IAgentOutput | null {
+  // The format core keeps an output's structural parts under `percent_agent`
+  // (`type`: the agent's name for a reply, `tool` for a call or result) and its
+  // footnote attributes flat beside it (docs/format.md).
   const ns = metadata['percent_agent'];
   if (ns === null || typeof ns !== 'object' || Array.isArray(ns)) {
     return null;
   }
-  const info = ns as ReadonlyPartialJSONObject;
-  const kind = info['kind'];
-  if (kind !== 'reply' && kind !== 'tool_call' && kind !== 'tool_result') {
+  const type = (ns as ReadonlyPartialJSONObject)['type'];
+  if (typeof type !== 'string' || type === '') {
     return null;
   }
-  const attrs = info['attrs'];
+  const attrs: { [key: string]: unknown } = {};
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key !== 'percent_agent') {
+      attrs[key] = value;
+    }
+  }
+  if (type === 'tool') {
+    const kind = 'status' in attrs ? 'tool_result' : 'tool_call';
+    return { kind, attrs: attrs as ReadonlyPartialJSONObject };
+  }
   return {
-    kind,
-    attrs:
-      attrs !== null && typeof attrs === 'object' && !Array.isArray(attrs)
-        ? (attrs as ReadonlyPartialJSONObject)
-        : {}
+    kind: 'reply',
+    attrs: { agent: type, ...attrs } as ReadonlyPartialJSONObject
   };
 }
 

@@ -82,6 +82,9 @@ def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canon
     expect(first_cell.locator(".jp-InputArea")).to_contain_text("Plan three days in Beijing.")
     outputs = first_cell.locator(".jp-OutputArea")
     outputs.get_by_text("the Forbidden City").wait_for()
+    # The reply is recognised as an agent's: a header names the agent and the model.
+    expect(outputs.locator(".jp-PercentAgent-replyHeader")).to_contain_text("planner")
+    expect(outputs.locator(".jp-PercentAgent-replyHeader")).to_contain_text("gpt-4o-mini")
     outputs.get_by_text("weather", exact=False).first.wait_for()
     page.screenshot(path=str(lab_server.root.parent / "opened.png"))
 
