@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup test lint bench clean
+.PHONY: setup test lint bench bench-peers clean
 
 setup:  ## install everything: Debian Chromium, a virtualenv, the package with its test extras
 	bash scripts/setup.sh
@@ -16,8 +16,13 @@ lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-bench:  ## every benchmark, each against its named peer
-	$(BIN)/python -m benchmarks
+bench:  ## every benchmark, each against its named peer (run `make bench-peers` once first)
+	LLM_BIN=$${LLM_BIN:-$(CURDIR)/.venv-llm/bin/llm} $(BIN)/python -m benchmarks
+
+bench-peers:  ## the peers, for benchmarks only: smolagents in .venv, llm in its own venv (it needs openai 3)
+	$(BIN)/python -m pip install -q smolagents
+	[ -x .venv-llm/bin/python ] || $(PYTHON) -m venv .venv-llm
+	.venv-llm/bin/python -m pip install -q llm
 
 clean:
-	rm -rf $(VENV) build dist jupyter_percent_agent/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) .venv-llm build dist jupyter_percent_agent/labextension labextension/lib labextension/node_modules
