@@ -424,16 +424,9 @@ def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
     assert [m["content"]["text"] for m in iopub if m["msg_type"] == "stream"] == ["alive\n"]
 
 
-STEP = '''thought = """I need the weather of Paris."""
-
-[tool_call]
-status = "success"
-target = "Weather in Paris"
-code = \'\'\'
-__result__ = get_weather("Paris")
-\'\'\'
-'''
-ANSWER = 'thought = "done"\nanswer = """It is **18.5 °C** in Paris."""\n'
+# A model that calls a tool, then answers (scripted ATTP replies, shared with other tests).
+STEP = (Path(__file__).parent / "data" / "runtime" / "weather_step.toml").read_text()
+ANSWER = (Path(__file__).parent / "data" / "runtime" / "weather_answer.toml").read_text()
 
 
 def as_saved(iopub: list[dict]) -> list[dict]:

@@ -18,16 +18,9 @@ from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 DATA = Path(__file__).parent / "data"
 
-STEP = '''thought = """I need the weather of Paris."""
-
-[tool_call]
-status = "success"
-target = "Weather in Paris"
-code = \'\'\'
-__result__ = get_weather("Paris")
-\'\'\'
-'''
-ANSWER = 'thought = "done"\nanswer = """It is **18.5 °C** in Paris."""\n'
+# A model that calls a tool, then answers (scripted ATTP replies, shared with other tests).
+STEP = (DATA / "runtime" / "weather_step.toml").read_text()
+ANSWER = (DATA / "runtime" / "weather_answer.toml").read_text()
 HEADER = ("---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n"
           "    system_prompt: You help with weather.\n---\n")
 
