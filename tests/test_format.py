@@ -137,6 +137,26 @@ def test_seed_message_with_blank_line_before_footnote():
     assert cell["metadata"][NS]["title"] == "[可选标题]"
 
 
+@pytest.mark.parametrize("footnote, attrs, body", [
+    ("[^a]: [markdown] k=1\n\nbody\n", {"k": 1}, "body"),
+    ("[^a]: [markdown]\n  k=1\n\nbody\n", {"k": 1}, "body"),  # a continuation line
+    ("[^a]: [markdown] k=1\nbody\n", {"k": 1}, "body"),  # no blank line before the body
+    ("[^a]: [markdown] k=1\n   \n\nbody\n", {"k": 1}, "\nbody"),  # a blank line of spaces
+    ("[^a]:\n\nbody\n", {}, "body"),
+])
+def test_blank_line_between_heading_and_footnote_reads_like_none(footnote, attrs, body):
+    spaced = reads("## %% Title[^a]\n\n" + footnote + "\n## %%% Reply[^a.1]\n\n"
+                   "[^a.1]: [bot]\n\nhi\n")
+    tight = reads("## %% Title[^a]\n" + footnote + "\n## %%% Reply[^a.1]\n"
+                  "[^a.1]: [bot]\n\nhi\n")
+    assert spaced == tight
+    (cell,) = spaced["cells"]
+    assert fmt.cell_attrs(cell) == attrs
+    assert cell["source"] == body
+    assert fmt.cell_title(cell) == "Title"
+    assert fmt.output_text(cell["outputs"][0]) == "hi"
+
+
 def test_seed_reply_with_bracketed_optional_reasoning():
     (cell,) = only(seed("002_reply.msg.md"))
     (out,) = cell["outputs"]

@@ -27,8 +27,10 @@ INPUT_TYPES = frozenset(
     {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
 )
 _FM_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
+# The heading and its footnote as the writer puts them, or with an empty line between them
+# (as people write them, seed 002): both read by one match instead of the general rules.
 _CANONICAL_HEAD = re.compile(
-    r"(#{1,5}) (%%%?)(?: ([^\n]*?))?\[\^([^\]\s]+)\]\n\[\^\4\]:(?: ([^\n]*))?\n"
+    r"(#{1,5}) (%%%?)(?: ([^\n]*?))?\[\^([^\]\s]+)\]\n\n?\[\^\4\]:(?: ([^\n]*))?\n"
 )
 _FOOT = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
 _REF_AT_END = re.compile(r"\[\^([^\]\s]+)\]$")
