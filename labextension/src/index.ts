@@ -22,7 +22,7 @@ import { markdownIcon } from '@jupyterlab/ui-components';
 import { PartialJSONObject } from '@lumino/coreutils';
 
 import { agentChatIcon } from './icons';
-import { agentMarkdownFactory } from './renderer';
+import { agentMarkdownFactory, agentTextFactory } from './renderer';
 
 export { agentChatIcon } from './icons';
 export { outputKind } from './renderer';
@@ -109,6 +109,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // Before any notebook clones the registry.
     rendermime.addFactory(agentMarkdownFactory, agentMarkdownFactory.defaultRank);
+    rendermime.addFactory(agentTextFactory, agentTextFactory.defaultRank);
 
     commands.addCommand(CommandIDs.newChat, {
       label: args => (args['isMenu'] ? 'Agent Chat' : 'New Agent Chat'),
