@@ -1,0 +1,117 @@
+"""Tool calls and tool results in a real JupyterLab and Chromium.
+
+The format core writes them as ``text/plain`` outputs marked ``percent_agent.type ==
+"tool"``; the labextension shows them as collapsible blocks: "tool call: NAME" over the
+code as Python, "result · STATUS · DURATION" over the text, a failed result open and
+marked. Every other ``text/plain`` output (a stream, an ``execute_result``) still renders as
+JupyterLab's ordinary text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "tool_outputs.msg.md"
+NAME = "tool_outputs.msg.md"
+
+
+def _open_notebook(page, lab_server):
+    (lab_server.root / NAME).write_text(DATA.read_text())
+    page.goto(f"{lab_server.url}/lab?reset")
+    page.locator(".jp-DirListing-content").wait_for()
+    item = page.locator(".jp-DirListing-item", has=page.locator(f'text="{NAME}"'))
+    item.first.dblclick()
+    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
+    notebook.wait_for()
+    return notebook
+
+
+def _cell(notebook, text: str):
+    """The code cell whose input holds `text`, scrolled into view."""
+    cell = notebook.locator(".jp-CodeCell", has=notebook.page.get_by_text(text)).first
+    cell.scroll_into_view_if_needed()
+    return cell
+
+
+def test_tool_call_and_result_render_as_collapsible_blocks(page, lab_server) -> None:
+    notebook = _open_notebook(page, lab_server)
+    cell = _cell(notebook, "How many lines has the report?")
+    outputs = cell.locator(".jp-OutputArea")
+    # The replies around the tool use still render as the agent's Markdown.
+    expect(outputs.locator(".jp-PercentAgent-replyHeader").first).to_contain_text("counter")
+    expect(outputs.locator("strong", has_text="12000 lines")).to_be_visible()
+
+    # The call: a collapsed block named after the tool; opened, the code as Python.
+    call = outputs.locator("details.jp-PercentAgent-toolCall")
+    expect(call).to_have_count(1)
+    expect(call.locator("summary")).to_have_text("tool call: count_lines")
+    renderer = outputs.locator(".jp-OutputArea-output:has(> details.jp-PercentAgent-toolCall)")
+    expect(renderer).to_have_attribute("data-agent-kind", "tool_call")
+    expect(renderer).not_to_have_class(re.compile(r"\bjp-RenderedText\b"))
+    code = call.locator("pre")
+    expect(code).to_be_hidden()
+    call.locator("summary").click()
+    expect(code).to_be_visible()
+    expect(code).to_have_text('__result__ = count_lines("report.txt")')
+    # A Python code block, highlighted by JupyterLab's Markdown parser.
+    expect(call.locator("code")).to_have_class(re.compile(r"\blanguage-python\b"))
+
+    # The result: status and duration in its summary, the text inside, not marked failed.
+    result = outputs.locator("details.jp-PercentAgent-toolResult")
+    expect(result).to_have_count(1)
+    expect(result).to_have_attribute("data-status", "success")
+    expect(result).not_to_have_class(re.compile(r"\bjp-mod-failed\b"))
+    expect(result.locator("summary")).to_have_text("result · success · 0.25s")
+    text = result.locator("pre")
+    expect(text).to_be_hidden()
+    result.locator("summary").click()
+    expect(text).to_be_visible()
+    expect(text).to_have_text('{"lines": 12000}')
+    page.screenshot(path=str(lab_server.root.parent / "tool_outputs.png"))
+
+
+def test_a_failed_result_is_open_and_marked(page, lab_server) -> None:
+    notebook = _open_notebook(page, lab_server)
+    cell = _cell(notebook, "And the appendix?")
+    result = cell.locator("details.jp-PercentAgent-toolResult")
+    expect(result).to_have_attribute("data-status", "fail")
+    expect(result).to_have_class(re.compile(r"\bjp-mod-failed\b"))
+    expect(result.locator("summary")).to_have_text("result · fail · 0.01s")
+    # Open without a click, so the error is seen at once; its summary is in the error colour.
+    expect(result.locator("pre")).to_be_visible()
+    expect(result.locator("pre")).to_have_text("FileNotFoundError: appendix.txt")
+    failed = result.locator("summary").evaluate("node => getComputedStyle(node).color")
+    plain = cell.locator("details.jp-PercentAgent-toolCall > summary").evaluate(
+        "node => getComputedStyle(node).color"
+    )
+    assert failed != plain
+
+
+def test_other_plain_text_outputs_render_as_ordinary_text(page, lab_server) -> None:
+    notebook = _open_notebook(page, lab_server)
+    cell = _cell(notebook, "plain stdout line")
+    outputs = cell.locator(".jp-OutputArea")
+    stdout = outputs.locator(
+        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]'
+    )
+    expect(stdout).to_have_class(re.compile(r"\bjp-RenderedText\b"))
+    expect(stdout.locator("pre")).to_have_text("plain stdout line")
+    # An execute_result is `text/plain` too, with no agent metadata: JupyterLab's own text.
+    result = outputs.locator('.jp-OutputArea-output[data-mime-type="text/plain"]')
+    expect(result).to_have_class(re.compile(r"\bjp-RenderedText\b"))
+    expect(result.locator("pre")).to_have_text("42")
+    expect(outputs.locator(".jp-PercentAgent-output")).to_have_count(0)
+    expect(outputs.locator("details")).to_have_count(0)
+
+
+@pytest.fixture(autouse=True)
+def _clean_root(lab_server) -> None:
+    for entry in Path(lab_server.root).iterdir():
+        if entry.is_file():
+            entry.unlink()
