@@ -90,39 +90,49 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
 _TYPE_HEAD = re.compile(
     r"\[([^\[\]\s:()^][^\[\]\s:()]*)(?::([^\[\]\s()]*))?\](?:\(([^()\s]*)\))?"
 )
-# one ' key=value' with a plain "string", a 'literal' or a bare word; must be followed by a
-# space or the end, so that consecutive matches cover the text exactly
-_FAST_PAIR = re.compile(
-    r" ([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n]*)\"|'([^'\n]*)'|([^\s\"'\[{][^\s\"']*))(?= |$)"
-)
-_CACHE: dict[str, Meta] = {}
-_BARE_CACHE: dict[str, Any] = {}
-_MISSING = object()
-
-
+# One canonical ``key=value`` token: a plain "string" or 'literal' with no space in it, or a
+# bare word.
 _TOKEN = re.compile(
-    r"([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n]*)\"|'([^'\n]*)'|([^\s\"'\[{][^\s\"']*))"
+    r"([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n ]*)\"|'([^'\n ]*)'|([^\s\"'\[{][^\s\"']*))"
 )
-_TOKENS: dict[str, tuple[str, Any]] = {}
-_HEADS: dict[str, tuple[str | None, str | None, str | None]] = {}
 
 
-def _token(tok: str) -> tuple[str, Any] | None:
-    """``(key, value)`` of one canonical ``key=value`` token (cached), None if it is not one."""
-    kv = _TOKENS.get(tok)
-    if kv is None:
-        p = _TOKEN.fullmatch(tok)
-        if p is None:
-            return None
-        key, dq, sq, bare = p.groups()
-        if bare is not None:
-            kv = (key, parse_value_bare(bare))
+class _NotCanonical(Exception):
+    """A token the quick reader does not take; the general parser reads the line."""
+
+
+class _TokenTable(dict):
+    """``"key=value"`` -> ``(key, value)``, filled on first sight of a token.
+
+    Looked up from C (``map(table.__getitem__, tokens)``), so a line of tokens seen before
+    costs no Python code at all.
+    """
+
+    def __missing__(self, tok: str) -> tuple[str, Any]:
+        key, eq, word = tok.partition("=")
+        if eq and word.isdigit() and word.isascii() and key in _KEYS_SEEN and (
+                word[0] != "0" or len(word) == 1):
+            kv: tuple[str, Any] = (key, int(word))  # a count: the commonest bare value
         else:
-            kv = (key, dq if dq is not None else sq)
-        if len(_TOKENS) > 8192:
-            _TOKENS.clear()
-        _TOKENS[tok] = kv
-    return kv
+            p = _TOKEN.fullmatch(tok)
+            if p is None:
+                raise _NotCanonical
+            key, dq, sq, bare = p.groups()
+            kv = (key, dq if dq is not None else sq if sq is not None else
+                  parse_value_bare(bare))
+            if len(_KEYS_SEEN) < 4096:
+                _KEYS_SEEN.add(key)
+        if len(self) > 16384:
+            self.clear()
+        self[tok] = kv
+        return kv
+
+
+_TOKENS = _TokenTable()
+_KEYS_SEEN: set[str] = set()
+_HEADS: dict[str, tuple[str | None, str | None, str | None]] = {}
+# whole lines: the attributes of messages repeat from cell to cell
+_CACHE: dict[str, Meta] = {}
 
 
 def parse_meta(s: str, *, need_type: bool = False) -> Meta:
@@ -133,9 +143,9 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     hit = _CACHE.get(s)
     if hit is not None:
         return hit[0], hit[1], hit[2], hit[3].copy()
-    # Canonical shape: single spaces between ``key=value`` tokens whose strings hold no space.
-    # Each token must match on its own: a string with a space in it splits into a token with
-    # an unterminated quote, which does not, and sends the whole line to the full parser.
+    # Canonical shape: a [TYPE] then single spaces between ``key=value`` tokens whose strings
+    # hold no space. A string with a space in it splits into a token with an unterminated
+    # quote, which is not canonical, and sends the whole line to the general parser.
     toks = s.split(" ")
     head = _HEADS.get(toks[0])
     if head is None:
@@ -145,16 +155,11 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
         head = m.groups()
         if len(_HEADS) < 1024:
             _HEADS[toks[0]] = head
+    del toks[0]
     try:
-        # every token seen before: the dict is built in C from the cached (key, value) pairs
-        attrs: dict[str, Any] = dict(map(_TOKENS.__getitem__, toks[1:]))
-    except KeyError:
-        attrs = {}
-        for tok in toks[1:]:
-            kv = _token(tok)
-            if kv is None:
-                return _parse_meta(s, need_type)
-            attrs[kv[0]] = kv[1]
+        attrs: dict[str, Any] = dict(map(_TOKENS.__getitem__, toks))
+    except _NotCanonical:
+        return _parse_meta(s, need_type)
     if len(_CACHE) > 2048:
         _CACHE.clear()
     _CACHE[s] = (head[0], head[1], head[2], attrs)
@@ -233,11 +238,6 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
 
 _PLAIN = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
 _KEYS: dict[str, str] = {}
-# "key=value" texts of pairs with a string value. Only those are stored, so a pair with any
-# other value never hits one (1 == 1.0 == True as dict keys, but none of them equals a string).
-_STR_TOKENS: dict[tuple[str, Any], str] = {}
-# floats apart: (key, float value) -> "key=value" text
-_FLOAT_TOKENS: dict[tuple[str, float], str] = {}
 
 
 def emit_value(value: Any) -> str:
@@ -280,43 +280,52 @@ def emit_key(key: str) -> str:
 
 
 def pair_text(key: str, value: Any) -> str:
-    """``key=value`` in canonical form (cached for strings and floats)."""
-    tv = type(value)
-    if tv is str:
-        tok = emit_key(key) + "=" + emit_value(value)
-        if len(_STR_TOKENS) > 8192:
-            _STR_TOKENS.clear()
-        _STR_TOKENS[(key, value)] = tok
+    """``key=value`` in canonical form."""
+    return (_KEYS.get(key) or emit_key(key)) + "=" + emit_value(value)
+
+
+class _PairTable(dict):
+    """``(key, value)`` -> ``"key=value"`` text, filled on first sight of a pair.
+
+    Looked up from C (``map(table.__getitem__, attrs.items())``), so attributes seen before
+    cost no Python code. Only pairs whose value no other type can equal are kept (as dict keys
+    ``True == 1 == 1.0``, and each is written differently): strings, None, and finite floats
+    with a fractional part. Other values are written afresh each time.
+    """
+
+    def __missing__(self, item: tuple[str, Any]) -> str:
+        key, value = item
+        tv = type(value)
+        if tv is int:  # token counts and the like: written, not kept
+            return (_KEYS.get(key) or emit_key(key)) + "=" + str(value)
+        tok = (_KEYS.get(key) or emit_key(key)) + "=" + emit_value(value)
+        if tv is str or value is None or (
+                tv is float and not value.is_integer() and value - value == 0.0):
+            if len(self) > 8192:
+                self.clear()
+            self[item] = tok
         return tok
-    if tv is int:
-        return (_KEYS.get(key) or emit_key(key)) + "=" + str(value)
-    if tv is float and value:  # not 0.0: -0.0 == 0.0 as a dict key
-        tok = _FLOAT_TOKENS.get((key, value))
-        if tok is None:
-            tok = emit_key(key) + "=" + emit_value(value)
-            if len(_FLOAT_TOKENS) > 4096:
-                _FLOAT_TOKENS.clear()
-            _FLOAT_TOKENS[(key, value)] = tok
-        return tok
-    return emit_key(key) + "=" + emit_value(value)
+
+
+_PAIRS = _PairTable()
 
 
 def emit_meta(
-    typ: str | None, sub: str | None, link: str | None, attrs: dict[str, Any] | list
+    typ: str | None, sub: str | None, link: str | None, attrs: dict[str, Any]
 ) -> str:
     """``[TYPE:SUB](LINK) k=v ...`` in canonical form."""
-    parts = []
-    if typ is not None:
+    if typ is None:
+        head = ""
+    elif sub is None and link is None:
+        head = "[" + typ + "]"
+    else:
         head = "[" + typ + (":" + sub if sub is not None else "") + "]"
         if link is not None:
             head += "(" + link + ")"
-        parts.append(head)
-    get = _STR_TOKENS.get
-    append = parts.append
-    for item in attrs.items() if isinstance(attrs, dict) else attrs:
-        try:
-            tok = get(item)  # the (key, value) pair itself is the key: no tuple to build
-        except TypeError:  # an unhashable value (a list or a dict)
-            tok = None
-        append(tok if tok is not None else pair_text(item[0], item[1]))
-    return " ".join(parts)
+    if not attrs:
+        return head
+    try:
+        pairs = " ".join(map(_PAIRS.__getitem__, attrs.items()))
+    except TypeError:  # an unhashable value (a list or a dict)
+        pairs = " ".join([pair_text(k, v) for k, v in attrs.items()])
+    return head + " " + pairs if head else pairs

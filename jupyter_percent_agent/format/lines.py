@@ -163,29 +163,22 @@ def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
 FENCE_LINE = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
 
 
-def _one_closed_block(body: str) -> bool:
-    """Whether ``body`` has a single fenced block, opened by a line starting with exactly
-    three backticks and closed by its last line, exactly three backticks (a reply ending in a
-    code block, a [code] cell's body). Checked with a few string searches."""
-    if "~~~" in body or body.count("```") != 2 or not body.endswith("\n```"):
-        return False
-    start = body.find("```")  # the other three backticks: the last line's are the second
-    if start and body[start - 1] != "\n":
-        return False
-    eol = body.find("\n", start)
-    # the run is exactly three long and the info string has no backtick: the line opens a fence
-    return "`" not in body[start + 3 : eol]
-
-
 def unclosed_fence(body: str) -> str | None:
     """The closing line that an unclosed fence at the end of ``body`` needs, else None.
 
     The same fence rules as :func:`scan_all` (heading lines never start with a fence
     character, so they need no tracking here).
     """
-    if "```" not in body and "~~~" not in body:
-        return None
-    if _one_closed_block(body):
+    if body.endswith("\n```"):
+        # The commonest shape (a reply ending in a code block, a [code] cell's body): one
+        # block, opened at the start of a line by exactly three backticks with no backtick in
+        # its info string, and closed by the last line. Checked with a few string searches.
+        if body.count("```") == 2 and "~~~" not in body:
+            start = body.find("```")
+            if ((not start or body[start - 1] == "\n")
+                    and "`" not in body[start + 3 : body.find("\n", start)]):
+                return None
+    elif "```" not in body and "~~~" not in body:
         return None
     fchar = ""
     fsize = 0

@@ -873,31 +873,35 @@ _OUT_FIELDS = OUT_STRUCT - {NS}
 def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
                  seen: set[str]) -> Record:
     md = out.get("metadata")
-    data = out.get("data")
-    if md and data and len(data) == 1 and out.get("output_type") == "display_data":
-        # fast path: a reply, tool call or result as the model helpers make them
+    if md:
         ns = md.get(NS)
-        if (type(ns) is dict and ns.keys() <= _REPLY_NS and md.keys().isdisjoint(_OUT_FIELDS)
-                and ns.get("type") and not ctx.is_lang(ns["type"])):
-            t = ns["type"]
-            mime, body = next(iter(data.items()))
-            if type(body) is str and mime == ("text/plain" if t in _PLAIN_TYPES
-                                              else "text/markdown"):
+        data = out.get("data")
+        if (type(ns) is dict and data and len(data) == 1 and _REPLY_NS.issuperset(ns)
+                and _OUT_FIELDS.isdisjoint(md) and out.get("output_type") == "display_data"):
+            # fast path: a reply, tool call or result as the model helpers make them
+            t = ns.get("type")
+            [(mime, body)] = data.items()
+            if (t and type(body) is str and not ctx.is_lang(t)
+                    and mime == ("text/plain" if t in _PLAIN_TYPES else "text/markdown")):
                 given = ns.get("id")
-                if given and given not in seen:
+                if not given:
+                    ref = f"{parent.ref}.{index}"
+                    if ref in seen or ref in ctx.used:
+                        ref = _unique_ref(ref, ctx, seen, generated=True)
+                    else:
+                        seen.add(ref)
+                elif given in seen:
+                    ref = _unique_ref(given, ctx, seen)
+                else:
                     seen.add(given)
                     ref = given
-                else:
-                    ref = _unique_ref(given or f"{parent.ref}.{index}", ctx, seen,
-                                      generated=not given)
                 attrs = dict(md)
                 del attrs[NS]
-                if "```" in body or "~~~" in body:
+                if ("```" in body or "~~~" in body) and unclosed_fence(body) is not None:
                     struct: dict[str, Any] = {}
                     body = _close(body, struct)
-                    if struct:
-                        struct.update(attrs)
-                        attrs = struct
+                    struct.update(attrs)
+                    attrs = struct
                 return Record(True, min(parent.level + 1, 5), "", ref, t, None, None, attrs,
                               body)
     return _data_record_general(out, parent, index, ctx, seen)
