@@ -19,7 +19,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO, kernelspec_dir
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 TIMEOUT = 30
@@ -151,6 +151,8 @@ def test_kernel_info(kernel: Any) -> None:
     assert info["language_info"]["name"] == "markdown"
     assert info["language_info"]["mimetype"] == "text/markdown"
     assert info["language_info"]["file_extension"] == ".md"
+    # Exactly what the contents manager hands JupyterLab with a message notebook.
+    assert info["language_info"] == LANGUAGE_INFO
     assert info["implementation"] == "percent-agent"
     assert "debugger" not in info.get("supported_features", [])
 

@@ -12,6 +12,17 @@ from pathlib import Path
 
 KERNEL_NAME = "percent-agent"
 DISPLAY_NAME = "Agent"
+# What the kernel answers in its kernel_info_reply, and JupyterLab then writes into the open
+# notebook's ``metadata.language_info``. A message file does not keep it (the kernel says it on
+# every start); the contents manager hands it to JupyterLab with the notebook, equal to this, so
+# that the kernel's answer changes nothing and an unedited notebook is not marked modified.
+LANGUAGE_INFO: dict[str, str] = {
+    "name": "markdown",
+    "mimetype": "text/markdown",
+    "file_extension": ".md",
+    "pygments_lexer": "markdown",
+    "codemirror_mode": "markdown",
+}
 
 
 def kernelspec_dir() -> Path:

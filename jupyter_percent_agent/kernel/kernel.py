@@ -27,6 +27,7 @@ from typing import Any
 from ipykernel.kernelbase import Kernel
 
 from jupyter_percent_agent import __version__ as _version
+from jupyter_percent_agent.kernel import LANGUAGE_INFO
 from jupyter_percent_agent.kernel._notebook import Session, notebook_path, read_notebook
 
 UPDATE_INTERVAL = 0.1
@@ -161,13 +162,8 @@ class AgentKernel(Kernel):
     implementation_version = _version
     language = "markdown"
     language_version = "1"
-    language_info = {  # noqa: RUF012 - ipykernel's own class attribute
-        "name": "markdown",
-        "mimetype": "text/markdown",
-        "file_extension": ".md",
-        "pygments_lexer": "markdown",
-        "codemirror_mode": "markdown",
-    }
+    # The contents manager gives JupyterLab the same, with every message notebook it opens.
+    language_info = dict(LANGUAGE_INFO)  # noqa: RUF012 - ipykernel's own class attribute
     banner = "Agent: each cell is a message; running it asks the notebook's agent."
 
     def __init__(self, **kwargs: Any) -> None:
