@@ -235,6 +235,38 @@ async def test_plain_md_without_it_stays_jupytext_markdown(jp_fetch, jp_root_dir
     assert "x = 1" in saved
 
 
+async def test_a_message_notebook_comes_with_the_language_info_its_kernel_reports(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """JupyterLab writes the kernel's language_info into an open notebook, which marks it
+    modified unless the notebook already had it: the file does not keep it, the manager adds it,
+    and saving leaves it out again, so what was read saves back to the same text."""
+    from jupyter_percent_agent.kernel import LANGUAGE_INFO
+
+    path = jp_root_dir / "chat.msg.md"
+    canonical = core.writes(core.reads(chat_text, path="chat.msg.md"), path="chat.msg.md")
+    path.write_text(canonical, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    assert model["content"]["metadata"]["language_info"] == LANGUAGE_INFO
+    await put_model(jp_fetch, "chat.msg.md", model)
+    assert path.read_text(encoding="utf-8") == canonical
+
+    # A plain .md read as messages: the same. Another kernel's language_info is the file's.
+    text = "---\nmessage_section: Talk\n---\n\n# Notes\n\n## Talk\n\n### %% Hi[^m1]\n\nHello\n"
+    (jp_root_dir / "notes.md").write_text(text, encoding="utf-8")
+    model = await get_model(jp_fetch, "notes.md")
+    assert model["content"]["metadata"]["language_info"] == LANGUAGE_INFO
+    await put_model(jp_fetch, "notes.md", model)
+    assert "language_info" not in (jp_root_dir / "notes.md").read_text(encoding="utf-8")
+
+    python = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = core.reads(canonical, path="py.msg.md")
+    nb["metadata"].update(kernelspec=python, language_info={"name": "python"})
+    (jp_root_dir / "py.msg.md").write_text(core.writes(nb, path="py.msg.md"), encoding="utf-8")
+    model = await get_model(jp_fetch, "py.msg.md")
+    assert model["content"]["metadata"]["language_info"] == {"name": "python"}
+
+
 # --- writing ------------------------------------------------------------------------------------
 
 

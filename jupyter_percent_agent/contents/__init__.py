@@ -14,7 +14,12 @@ adapter (``jupyter_percent_agent.jupytext_format``). What this layer adds:
   (jupyter_server's own "atomic" writing truncates in place), so the old file stays whole;
 - a message file paired with nothing is saved straight through the core, skipping jupytext's
   conversion of the whole notebook to NotebookNodes (pairs still go through jupytext);
-- a new ``.msg.md`` notebook starts with what an empty message file reads as (agent kernel).
+- a new ``.msg.md`` notebook starts with what an empty message file reads as (agent kernel);
+- a message notebook on the agent kernel is handed out with the kernel's ``language_info``
+  (``jupyter_percent_agent.kernel.LANGUAGE_INFO``) and saved without it. A message file does
+  not keep it; JupyterLab writes what the kernel says into the open notebook, which marked
+  every message file modified as soon as it opened (and the next save wrote it into the front
+  matter). Given it up front, the kernel's answer changes nothing.
 
 The server extension (``_link_jupyter_server_extension``) sets
 ``ServerApp.contents_manager_class`` before the contents manager is created, and keeps it
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
 import os
 import tempfile
@@ -99,6 +105,59 @@ def _replaceable(os_path: str, format: str | None) -> bool:
     )
 
 
+def _agent_metadata(model: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
+    """The notebook metadata of a message notebook on the agent kernel, else None."""
+    from jupyter_percent_agent.jupytext_format import FORMAT_NAME, is_message_path
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    if not isinstance(model, dict) or model.get("type") != "notebook":
+        return None
+    content = model.get("content")
+    meta = content.get("metadata") if isinstance(content, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    kernelspec = meta.get("kernelspec")
+    if not isinstance(kernelspec, dict) or kernelspec.get("name") != KERNEL_NAME:
+        return None
+    if is_message_path(path):
+        return meta
+    jupytext_meta = meta.get("jupytext")
+    reading = jupytext_meta.get("text_representation") if isinstance(jupytext_meta, dict) else None
+    if isinstance(reading, dict) and reading.get("format_name") == FORMAT_NAME:
+        return meta
+    return None
+
+
+def _with_language_info(model: dict[str, Any], path: str) -> dict[str, Any]:
+    """An opened message notebook, with the ``language_info`` its kernel will report.
+
+    JupyterLab sets ``metadata.language_info`` to the kernel's as soon as the kernel is up,
+    and any change to the metadata marks the document modified.
+    """
+    meta = _agent_metadata(model, path.strip("/"))
+    if meta is not None:
+        from jupyter_percent_agent.kernel import LANGUAGE_INFO
+
+        meta["language_info"] = dict(LANGUAGE_INFO)
+    return model
+
+
+def _without_language_info(model: dict[str, Any], path: str) -> dict[str, Any]:
+    """A message notebook to save, without the ``language_info`` the kernel supplies.
+
+    The file never keeps it, so what was read saves back to the same text. The caller's model
+    is left as it is (a copy of the model, content and metadata dicts is changed).
+    """
+    meta = _agent_metadata(model, path.strip("/"))
+    if meta is None or "language_info" not in meta:
+        return model
+    meta = copy.copy(meta)
+    del meta["language_info"]
+    content = copy.copy(model["content"])
+    content["metadata"] = meta
+    return {**model, "content": content}
+
+
 class _MessageFilesMixin:
     """The parts shared by the sync and the async classes."""
 
@@ -169,17 +228,19 @@ class _SyncMessageFiles(_MessageFilesMixin):
             return super().get(path, content=content, type=type, format=format, **kwargs)
         with self._hint(path):
             try:
-                return super().get(path, content=content, type=type, format=format, **kwargs)
+                model = super().get(path, content=content, type=type, format=format, **kwargs)
             except Exception as err:
                 translated = _translate(err, path, "open")
                 if translated is None:
                     raise
                 raise translated from err
+        return _with_language_info(model, path)
 
     def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         if not _is_md(path):
             return super().save(model, path)
         plain = path.strip("/")
+        model = _without_language_info(model, plain)
         if self._single_message_file(model, plain, self.get_config(plain)):  # type: ignore[attr-defined]
             text_model = self._text_model(model, plain)
             return super(self._jupytext_cls, self).save(text_model, path)
@@ -215,17 +276,19 @@ class _AsyncMessageFiles(_MessageFilesMixin):
             return await super().get(path, content=content, type=type, format=format, **kwargs)
         with self._hint(path):
             try:
-                return await super().get(path, content=content, type=type, format=format, **kwargs)
+                model = await super().get(path, content=content, type=type, format=format, **kwargs)
             except Exception as err:
                 translated = _translate(err, path, "open")
                 if translated is None:
                     raise
                 raise translated from err
+        return _with_language_info(model, path)
 
     async def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         if not _is_md(path):
             return await super().save(model, path)
         plain = path.strip("/")
+        model = _without_language_info(model, plain)
         config = await self.get_config(plain)  # type: ignore[attr-defined]
         if self._single_message_file(model, plain, config):
             text_model = self._text_model(model, plain)
