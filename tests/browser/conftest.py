@@ -96,6 +96,8 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         f"--ServerApp.root_dir={root}",
         "--LabApp.news_url=",
         "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        # `window.jupyterapp`: tests read the document's state (its model's `dirty`) from it.
+        "--LabApp.expose_app_in_browser=True",
     ]
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:

@@ -106,6 +106,87 @@ def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canon
     assert "default_agent: planner" in text
 
 
+DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "tool_outputs.msg.md"
+
+# Resolves once the current notebook's kernel is idle and JupyterLab has done what it does when
+# a kernel comes up: it writes the kernel's `language_info` and kernelspec into the notebook's
+# metadata (JupyterLab's own callbacks on these promises were registered first, so ran first).
+KERNEL_SETTLED = """async () => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    await panel.context.ready;
+    await panel.sessionContext.ready;
+    const kernel = panel.sessionContext.session.kernel;
+    await kernel.info;
+    await kernel.spec;
+    return kernel.name;
+}"""
+KERNEL_IDLE = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session
+        && panel.sessionContext.session.kernel;
+    return !!kernel && kernel.status === "idle";
+}"""
+MODEL_DIRTY = "() => window.jupyterapp.shell.currentWidget.context.model.dirty"
+
+
+def _dirty_tabs(page):
+    return page.locator("#jp-main-dock-panel .lm-TabBar-tab.jp-mod-dirty")
+
+
+def _wait_for_the_kernel(page) -> None:
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+    assert page.evaluate(KERNEL_SETTLED) == "percent-agent"
+    # What a notebook does when its kernel is up is done; give anything later a moment too.
+    page.wait_for_timeout(1000)
+
+
+def test_opening_a_message_file_leaves_it_unmodified(page, lab_server) -> None:
+    """No "unsaved changes" mark on a file just opened; a real edit sets it, a save writes it.
+
+    JupyterLab writes the kernel's `language_info` into the notebook when the kernel starts; a
+    message file does not keep it, and the notebook once came out of it marked modified.
+    """
+    path = lab_server.root / "opened.msg.md"
+    text = DATA.read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    _open_lab(page, lab_server)
+    _double_click(page, "opened.msg.md")
+    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
+    first_cell = notebook.locator(".jp-CodeCell").first
+    expect(first_cell.locator(".jp-InputArea")).to_contain_text("How many lines has the report?")
+    _wait_for_the_kernel(page)
+
+    assert page.evaluate(MODEL_DIRTY) is False
+    tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="opened.msg.md")
+    expect(tab).to_be_visible()
+    expect(_dirty_tabs(page)).to_have_count(0)
+    assert path.read_text(encoding="utf-8") == text, "opening wrote nothing"
+
+    # A real edit still marks the document modified, and saving writes it.
+    first_cell.locator(".cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" And the appendix?")
+    expect(_dirty_tabs(page)).to_have_count(1)
+    assert page.evaluate(MODEL_DIRTY) is True
+    page.keyboard.press("Control+s")
+    _wait_for(lambda: "report? And the appendix?" in path.read_text(), what="the edit on disk")
+    expect(_dirty_tabs(page)).to_have_count(0)
+    saved = path.read_text(encoding="utf-8")
+    # Only the edit: the kernel's language_info stays out of the file.
+    assert saved == text.replace("report?\n", "report? And the appendix?\n", 1)
+    assert "language_info" not in saved
+
+
+def test_a_new_agent_chat_is_unmodified_once_its_kernel_is_up(page, lab_server) -> None:
+    _open_lab(page, lab_server)
+    page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
+    page.locator(".jp-NotebookPanel:visible .jp-Notebook").wait_for()
+    _wait_for_the_kernel(page)
+    assert page.evaluate(MODEL_DIRTY) is False
+    expect(_dirty_tabs(page)).to_have_count(0)
+    assert "language_info" not in (lab_server.root / "Untitled.msg.md").read_text()
+
+
 def test_new_agent_chat_from_the_launcher_creates_untitled_msg_md(page, lab_server) -> None:
     _open_lab(page, lab_server)
     page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
