@@ -330,6 +330,16 @@ def split_fenced(body: str) -> tuple[str, str, str, str, str] | None:
 
 
 def _read_code(body: str, ns: dict, ctx: Context) -> str:
+    if (body.startswith("```") and body.endswith("\n```") and body.count("```") == 2
+            and "~~~" not in body):
+        # as the writer puts it: one three-backtick block, nothing around it
+        eol = body.find("\n")
+        info = body[3:eol]
+        if "`" not in info:
+            info = info.strip()
+            if info != ctx.lang:
+                ns["lang"] = info
+            return body[eol + 1 : -4]
     parts = split_fenced(body)
     if parts is None:
         return body
@@ -357,6 +367,10 @@ def read_block(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
     if (rec.sub is None and t != "error" and attrs.keys().isdisjoint(OUT_STRUCT)
             and not ctx.is_lang(t)):
         cell["outputs"].append(_reply(rec, t, index, parent, out_level))
+        return
+    if (not attrs and t == ctx.lang and rec.sub is None and rec.link is None and not rec.title
+            and rec.level == out_level and rec.ref == f"{parent}.{index}"):
+        _read_streams(rec, attrs, {}, None, rec.body, cell, ctx)  # plain code output
         return
     ns, over = _take_ns(attrs, ctx, rec) if NS in attrs else ({}, None)
     if rec.ref is not None and rec.ref != f"{parent}.{index}":
@@ -685,6 +699,11 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
             struct.update(md)
             md = struct
         return Record(False, ctx.level, "", ref, "markdown", None, None, md, source)
+    if ct == "code":
+        ns = md.get(NS)
+        if (type(ns) is dict and ns.get("type") == "code" and _CODE_NS.issuperset(ns)
+                and len(md.keys() & IN_STRUCT) == 1 and "`" not in ctx.lang):
+            return _code_record(cell, md, ns, ctx, seen)
     attrs, ns, over = _split_attrs(cell.get("metadata") or {}, IN_STRUCT)
     t = ns.pop("type", None) or ("raw" if ct == "raw" else "markdown")
     struct: dict[str, Any] = {}
@@ -733,6 +752,33 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         body = _close(body, struct)
     return Record(False, level, title, ref, t, sub, link,
                   _finish_attrs(struct, attrs, ns, over), body)
+
+
+_CODE_NS = frozenset({"type", "title"})
+
+
+def _code_record(cell: Mapping, md: Mapping, ns: dict, ctx: Context, seen: set[str]) -> Record:
+    """A ``[code]`` cell with no structure beyond its type and title: what the general rules
+    of :func:`input_record` make of it, made directly."""
+    ref = cell.get("id") or ""
+    if not ref or ref in seen:
+        ref = _unique_ref(ref, ctx, seen)
+    else:
+        seen.add(ref)
+    title = ns.get("title", "")
+    title = title.replace("\n", " ") if isinstance(title, str) else str(title)
+    source = cell.get("source", "")
+    if type(source) is not str:
+        source = join_source(source)
+    # the fence is longer than any run in the source: the block is closed by construction
+    fence = fence_for(source)
+    body = fence + ctx.lang + "\n" + source + "\n" + fence
+    ec = cell.get("execution_count")
+    attrs: dict[str, Any] = {} if ec is None else {"execution_count": ec}
+    for k, v in md.items():
+        if k != NS:
+            attrs[k] = v
+    return Record(False, ctx.level, title, ref, "code", None, None, attrs, body)
 
 
 def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
