@@ -101,7 +101,7 @@ def bench_chat(tmp: Path) -> tuple[list[list[object]], float | None, float, floa
     rows: list[list[object]] = []
     with OpenAIServer(default="Hello from the benchmark server.") as server:
         base = {**os.environ, "PERCENT_AGENT_API_BASE": server.url,
-                "PERCENT_AGENT_MODEL": "test-model", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "PERCENT_AGENT_MODEL": "test-model",
                 "PERCENT_AGENT_WARM_IDLE": "60", "PERCENT_AGENT_BENCH": str(tmp)}
         folder = tmp / "chats"
         msg = "Say hello in one short sentence."

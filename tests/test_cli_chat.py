@@ -321,6 +321,9 @@ def test_ctrl_c_keeps_a_valid_file_and_the_partial_reply(tmp_path: Path, env,
 def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -> None:
     e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
          "PERCENT_AGENT_TEST_KEY": str(tmp_path)}  # a private helper for this test
+    # a user's environment: nothing litellm-specific set beforehand (tce sets what it needs
+    # only when it imports litellm, and must still find the helper before that)
+    e.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
     from jupyter_percent_agent.runtime import warm
 
     sock = warm.socket_path({k: v for k, v in e.items()})

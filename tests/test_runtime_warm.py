@@ -70,3 +70,13 @@ def test_helper_counts_tokens_like_litellm(helper) -> None:
     counts = warm.try_count("gpt-4o-mini", msgs)
     assert counts == models.count_tokens("gpt-4o-mini", msgs)
     assert counts[0] > counts[1] > 0
+
+
+def test_the_socket_is_the_same_before_and_after_litellm_is_imported() -> None:
+    """``tce`` looks for the helper before it imports litellm, which sets its defaults."""
+    from jupyter_percent_agent.runtime.models import LITELLM_ENV_DEFAULTS
+
+    user = {"OPENAI_API_KEY": "a"}
+    assert warm.socket_path(user) == warm.socket_path({**user, **LITELLM_ENV_DEFAULTS})
+    assert warm.socket_path(user) != warm.socket_path(
+        {**user, "LITELLM_LOCAL_MODEL_COST_MAP": "False"})

@@ -85,9 +85,16 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
     )
 
 
+# Set (unless the user set them) in every process that imports litellm: its cost map from the
+# package, not fetched at import time. The warm helper's socket name hashes the environment as
+# it is once these are in place.
+LITELLM_ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
 def import_litellm() -> Any:
     """Import litellm quietly and offline."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    for key, value in LITELLM_ENV_DEFAULTS.items():
+        os.environ.setdefault(key, value)
     import litellm
 
     litellm.suppress_debug_info = True

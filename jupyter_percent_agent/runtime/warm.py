@@ -30,7 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.runtime.models import CallResult, CallSpec, OnDelta
+from jupyter_percent_agent.runtime.models import (
+    LITELLM_ENV_DEFAULTS,
+    CallResult,
+    CallSpec,
+    OnDelta,
+)
 
 _VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "PS1", "PS2",
              "PYTEST_CURRENT_TEST", "PERCENT_AGENT_WARM_IDLE")
@@ -49,8 +54,13 @@ def _private(folder: Path) -> bool:
 
 
 def socket_path(env: dict[str, str] | None = None) -> Path:
-    """Where the helper for this environment listens."""
-    env = dict(os.environ if env is None else env)
+    """Where the helper for this environment listens.
+
+    The environment is taken as it is once litellm is imported (``import_litellm`` fills in
+    ``LITELLM_ENV_DEFAULTS``): a ``tce`` that has not imported it yet looks for the same socket
+    as the helper, which has.
+    """
+    env = {**LITELLM_ENV_DEFAULTS, **(os.environ if env is None else env)}
     h = hashlib.sha256()
     for key in sorted(env):
         if key not in _VOLATILE:
