@@ -574,3 +574,14 @@ def test_import_and_reads_writes_import_no_heavy_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == ""
+
+
+# --------------------------------------------------------------------------- docs
+
+
+def test_docs_stand_on_their_own_without_links_outside_the_repo():
+    root = Path(__file__).parent.parent
+    for name in ("docs/internal-api.md", "docs/format.md"):
+        text = (root / name).read_text(encoding="utf-8")
+        assert "../shared/" not in text, name
+        assert "(issue " not in text, name
