@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -85,3 +86,16 @@ def test_list_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "HEAVY []" in p.stdout
     assert "INDEX" in p.stdout
+
+
+def test_list_rejects_broken_front_matter_yaml_like_chat(tmp_path: Path) -> None:
+    bad = tmp_path / "fm.msg.md"
+    text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"
+    bad.write_text(text)
+    for item in (str(bad), str(tmp_path / "fm") + "/agent"):
+        r = tce("list", item)
+        assert r.exit_code == 3, r.output
+        assert len(r.output.strip().splitlines()) == 1
+        assert re.match(r"tce: .*fm\.msg\.md:2: the front matter is not valid YAML", r.output)
+        assert "INDEX" not in r.output
+    assert bad.read_text() == text

@@ -39,12 +39,14 @@ def read_or_fail(path: Path) -> dict:
     from jupyter_percent_agent import format as fmt
 
     try:
-        return fmt.read(path)
+        nb = fmt.read(path)
+        fmt.front_matter(nb)  # broken YAML there is as fatal as a broken cell (as in tce chat)
+        return nb
     except FileNotFoundError:
         fail(f"{path}: no such file", EXIT_USAGE)
     except fmt.FormatError as exc:
+        reason = getattr(exc, "reason", None) or str(exc)
         where = f"{path}:{exc.line}: " if getattr(exc, "line", None) else f"{path}: "
-        msg = str(exc)
-        fail(msg if msg.startswith(str(path)) else where + msg, EXIT_FILE)
+        fail(reason if reason.startswith(str(path)) else where + reason, EXIT_FILE)
     except (UnicodeDecodeError, IsADirectoryError) as exc:
         fail(f"{path}: {exc}", EXIT_FILE)
