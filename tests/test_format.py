@@ -528,7 +528,7 @@ def test_read_and_write_are_atomic_and_keep_file_mode(tmp_path):
     ("text", "line", "words"),
     [
         ("[^a]: [markdown] x=1\n\nhello\n", 1, "no cell heading"),
-        ("# %%[^a]\n[^a]: [bogus]\n", 1, "unknown cell type"),
+        ("# %%[^a]\n[^a]: [bogus]\n", 2, "unknown cell type"),
         ('# %%[^a]\n[^a]: [markdown] x="unterminated\n', 2, "badly quoted"),
         ("# %%[^a]\n[^a]: [markdown] x='open\n", 2, "unterminated"),
         ('# %%[^a]\n[^a]: [markdown] x="a"b\n', 2, "badly quoted"),
@@ -546,6 +546,22 @@ def test_bad_input_raises_format_error_naming_the_line(text, line, words):
     assert info.value.line == line
     assert info.value.path == "bad.msg.md"
     assert words in str(info.value) and f"bad.msg.md:{line}:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("# %%[^a]\n[^a]: [weirdtype]\n\nhello\n", 2),  # canonical
+        ("# %% Title[^a]\n\n[^a]: [weirdtype] x=1\n", 3),  # a blank line between (seed 002)
+        ("# %%\n[^a]: [weirdtype]\n", 2),  # a heading without a reference
+        ("---\nk: v\n---\n\n# %%[^z]\n[^z]: [markdown]\n\n# %%[^a]\n[^a]: [weirdtype]\n", 9),
+    ],
+)
+def test_unknown_cell_type_error_names_the_footnote_line(text, line):
+    with pytest.raises(FormatError) as info:
+        reads(text, path="bad5.msg.md")
+    assert info.value.line == line
+    assert str(info.value).startswith(f"bad5.msg.md:{line}: unknown cell type [weirdtype]")
 
 
 def test_discussion_file_without_its_section_reads_as_document_without_messages():

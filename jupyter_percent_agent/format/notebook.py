@@ -85,8 +85,24 @@ class Context:
             known = self._langs[typ] = typ == self.lang or typ.lower() in LANGS
         return known
 
-    def error(self, message: str, rec: Record | None = None) -> FormatError:
-        line = self.doc.line(rec.pos) if (rec is not None and self.doc is not None) else None
+    def error(self, message: str, rec: Record | None = None,
+              footnote: bool = False) -> FormatError:
+        """A FormatError naming the record's heading line, or with ``footnote`` the line of
+        its footnote definition (when it has one) for what the footnote says."""
+        line = None
+        if rec is not None and self.doc is not None:
+            pos = rec.pos
+            if footnote:
+                text = self.doc.text
+                at = pos
+                for _ in range(3):  # the heading, at most one blank line, the footnote
+                    at = text.find("\n", at) + 1
+                    if not at:
+                        break
+                    if text.startswith("[^", at):
+                        pos = at
+                        break
+            line = self.doc.line(pos)
         return FormatError(message, line=line, path=self.path)
 
     def fresh(self, base: str) -> str:
@@ -249,7 +265,7 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
     t = rec.type or "markdown"
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
-                        f"{', '.join(sorted(INPUT_TYPES))})", rec)
+                        f"{', '.join(sorted(INPUT_TYPES))})", rec, footnote=True)
     attrs = rec.attrs
     if attrs.keys().isdisjoint(IN_STRUCT):
         ns, over, ct, has_ec, ec, attachments, close = {}, None, None, False, None, None, False
