@@ -601,3 +601,19 @@ def test_docs_stand_on_their_own_without_links_outside_the_repo():
         text = (root / name).read_text(encoding="utf-8")
         assert "../shared/" not in text, name
         assert "(issue " not in text, name
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def test_reads_accepts_utf8_bytes_as_read_does():
+    text = "# %% Caf\u00e9[^a]\n[^a]: [markdown]\n\nh\u00e9llo\r\n"
+    assert reads(text.encode("utf-8"), path="x.msg.md") == reads(text, path="x.msg.md")
+    assert reads(bytearray(text.encode("utf-8"))) == reads(text)
+
+
+def test_reads_of_neither_str_nor_bytes_is_a_clear_type_error():
+    with pytest.raises(TypeError, match=r"reads\(\) takes the text as str .*not int"):
+        reads(3)
+    with pytest.raises(UnicodeDecodeError):
+        reads(b"# %% \xff\n")

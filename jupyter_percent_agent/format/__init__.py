@@ -92,18 +92,30 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def reads(text: str, *, path: str | None = None) -> dict:
+def reads(text: str | bytes, *, path: str | None = None) -> dict:
     """The notebook (nbformat 4.5, plain dicts) that message-file ``text`` means.
 
-    ``path`` tells ``x.msg.md`` (all messages) from a plain ``x.md`` whose front matter names
-    the section holding the messages. Raises :class:`FormatError` naming the bad line.
+    ``text`` is a str, or bytes decoded as UTF-8 (as :func:`read` decodes a file; like
+    ``nbformat.reads``). ``path`` tells ``x.msg.md`` (all messages) from a plain ``x.md`` whose
+    front matter names the section holding the messages. Raises :class:`FormatError` naming
+    the bad line.
     """
+    if type(text) is not str:
+        text = _as_text(text)
     path = os.fspath(path) if path is not None else None
     try:
         with _no_cyclic_gc():
             return to_notebook(parse(text, path), path)
     except FormatError as err:
         raise err.with_path(path) from None
+
+
+def _as_text(text: object) -> str:
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes | bytearray | memoryview):
+        return bytes(text).decode("utf-8")
+    raise TypeError(f"reads() takes the text as str (or UTF-8 bytes), not {type(text).__name__}")
 
 
 def writes(nb: Mapping, *, path: str | None = None) -> str:
