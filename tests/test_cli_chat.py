@@ -378,3 +378,25 @@ def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> N
     p = subprocess.run([*TCE, "chat", str(path), "-m", "still there?"], env=e,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "after the interrupt"
+
+
+def test_openai_server_docstring_tells_tce_chat_the_variables_it_reads(
+        tmp_path: Path, openai_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_percent_agent.testing import openai_server as server_module
+
+    doc = server_module.__doc__
+    assert "PERCENT_AGENT_API_BASE" in doc and "PERCENT_AGENT_MODEL" in doc
+    assert "OPENAI_API_BASE" not in doc
+    (line,) = [ln.strip() for ln in doc.splitlines() if "tce chat" in ln and "=" in ln]
+    assignments = dict(w.split("=", 1) for w in line.split() if re.fullmatch(r"[A-Z_]+=\S+", w))
+    assert set(assignments) == {"PERCENT_AGENT_API_BASE", "PERCENT_AGENT_MODEL"}
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for key in ("PERCENT_AGENT_WARM", "PERCENT_AGENT_BACKOFF"):
+        monkeypatch.setenv(key, "0")
+    for key, value in assignments.items():  # the documented variables, this server's port
+        monkeypatch.setenv(key, openai_server.url if key == "PERCENT_AGENT_API_BASE" else value)
+    openai_server.script("hello from the demo server")
+    r = tce("chat", str(tmp_path / "demo"), "-m", "hi")
+    assert r.exit_code == 0, r.output
+    assert "hello from the demo server" in r.output

@@ -8,9 +8,11 @@ Faults are replies too: an HTTP status, a delay before the first byte, a connect
 mid-stream, malformed SSE data. Every request body is recorded in ``server.requests`` so
 tests can assert on the history that was actually sent.
 
-Run it for a demo (``tce chat`` against it with ``OPENAI_API_BASE``, or an agent's api_base)::
+Run it for a demo, and point ``tce chat`` at it with ``PERCENT_AGENT_API_BASE`` (or an
+agent's ``api_base``); any model name will do::
 
-    python -m jupyter_percent_agent.testing.openai_server --port 8765 --reply "Hello!"
+    python -m jupyter_percent_agent.testing.openai_server --port 8765 --reply "Hello!" &
+    PERCENT_AGENT_API_BASE=http://127.0.0.1:8765/v1 PERCENT_AGENT_MODEL=test tce chat demo -m hi
 """
 
 from __future__ import annotations
@@ -352,7 +354,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.echo:
         server.responder = lambda body: str((body.get("messages") or [{}])[-1].get("content"))
     server.start()
-    print(f"OpenAI-compatible server on {server.url} (Ctrl-C to stop)", flush=True)
+    print(f"OpenAI-compatible server on {server.url} (Ctrl-C to stop); try:\n"
+          f"  PERCENT_AGENT_API_BASE={server.url} PERCENT_AGENT_MODEL=test tce chat demo -m hi",
+          flush=True)
     try:
         while True:
             time.sleep(3600)
