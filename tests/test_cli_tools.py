@@ -46,7 +46,7 @@ def test_list_refuses_a_badly_documented_tool() -> None:
     assert code == 3
     assert out == ""
     assert err == (
-        f"Error: {BROKEN}/missing_arg.py, module 'missing_arg', tool 'greet': "
+        f"tce: {BROKEN}/missing_arg.py, module 'missing_arg', tool 'greet': "
         "parameter 'greeting' not documented in Args:\n"
     )
 
@@ -54,7 +54,7 @@ def test_list_refuses_a_badly_documented_tool() -> None:
 def test_list_unknown_module_is_a_usage_error() -> None:
     code, _, err = tce("tools", "list", "--toolbox", TOOLBOX, "-m", "drone")
     assert code == 2
-    assert err.startswith("Error: no tool module named 'drone' (known: ")
+    assert err.startswith("tce: no tool module named 'drone' (known: ")
     assert err.count("\n") == 1
 
 
@@ -87,19 +87,19 @@ def test_call_streaming_tool_prints_chunks_on_stderr_result_on_stdout() -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["divide", "--args", '{"a": 1'], 2, "Error: --args is not valid JSON: Expecting ','"),
-        (["divide", "--args", "[1, 2]"], 2, "Error: --args must be a JSON object, not list"),
-        (["nope"], 2, "Error: unknown tool 'nope' (known: get_camera_live_url, word_count"),
-        (["divide", "--args", '{"a": 1}'], 2, "Error: divide: missing a required argument: 'b'"),
+        (["divide", "--args", '{"a": 1'], 2, "tce: --args is not valid JSON: Expecting ','"),
+        (["divide", "--args", "[1, 2]"], 2, "tce: --args must be a JSON object, not list"),
+        (["nope"], 2, "tce: unknown tool 'nope' (known: get_camera_live_url, word_count"),
+        (["divide", "--args", '{"a": 1}'], 2, "tce: divide: missing a required argument: 'b'"),
         (
             ["divide", "--args", '{"a": 1, "b": 0}'],
             1,
-            "Error: tool 'divide' raised ZeroDivisionError: division by zero",
+            "tce: tool 'divide' raised ZeroDivisionError: division by zero",
         ),
         (
             ["get_weather", "--args", '{"city": "Atlantis"}'],
             1,
-            "Error: tool 'get_weather' raised ValueError: unknown city: Atlantis",
+            "tce: tool 'get_weather' raised ValueError: unknown city: Atlantis",
         ),
     ],
 )
@@ -127,7 +127,7 @@ def test_call_non_json_result_is_a_tool_error() -> None:
         "bad_result",
     )
     assert code == 1
-    assert err == "Error: tags returned data is a set, not a JSON value\n"
+    assert err == "tce: tags returned data is a set, not a JSON value\n"
 
 
 def test_default_toolbox_is_the_one_in_the_working_directory(
@@ -167,5 +167,14 @@ def test_real_tce_reports_a_broken_module_in_one_line() -> None:
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 1
+    assert lines[0].startswith("tce: ")
     assert "import_error.py" in lines[0]
     assert "ModuleNotFoundError: No module named 'not_a_real_module_for_tce_tests'" in lines[0]
+
+
+def test_tools_errors_start_with_tce_like_every_other_command(tmp_path: Path) -> None:
+    _, _, list_err = tce("list", str(tmp_path / "no-such-file"))
+    _, _, tools_err = tce("tools", "call", "nope", "--toolbox", TOOLBOX)
+    assert list_err.startswith("tce: ")
+    assert tools_err.startswith("tce: unknown tool 'nope'")
+    assert "Error:" not in tools_err

@@ -1,7 +1,8 @@
 """`tce tools`: list the tools of a toolbox and call one from the shell.
 
 Exit codes: 0 done, 1 the tool raised, 2 bad usage (bad JSON, unknown tool or module),
-3 a tool module failed to load. Errors are one line on stderr, never a traceback.
+3 a tool module failed to load (see docs/tools.md). Errors are one line on stderr, starting
+``tce:`` as in every other command, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+
+from jupyter_percent_agent.cli._common import fail
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -130,5 +133,5 @@ def _print_chunk(name: str, chunk: Any) -> None:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
-    sys.exit(code)
+    """One line on stderr, ``tce: ...`` like every other command, and exit with ``code``."""
+    fail(" ".join(message.split()), code)
