@@ -195,7 +195,13 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
             raise err.with_path(path) from None
         if jmeta is not None:
             metadata = jmeta
-    ctx = Context(notebook_language(metadata), 1, doc.section, path, doc)
+    # the document's heading level: the first message's; cells differing from it keep theirs
+    level = 1
+    for rec in doc.records:
+        if not rec.out:
+            level = rec.level
+            break
+    ctx = Context(notebook_language(metadata), level, doc.section, path, doc)
     used = ctx.used
     for rec in doc.records:
         ref = rec.ref
@@ -226,7 +232,7 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
         else:
             attrs = rec.attrs
             if (rec.type == "markdown" and rec.ref in used and not rec.title
-                    and rec.level == 1 and rec.sub is None and rec.link is None
+                    and rec.level == level and rec.sub is None and rec.link is None
                     and attrs.keys().isdisjoint(IN_STRUCT)):
                 # a plain message: what input_cell makes of it, made directly
                 cell = {"cell_type": "code", "id": rec.ref, "metadata": attrs,
@@ -238,9 +244,14 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
             cells.append(cell)
             blocks = 0
             out_level = min(rec.level + 1, 5)
-    if doc.crlf:
+    if doc.crlf or level != 1:
         metadata = dict(metadata)
-        metadata[NS] = {"crlf": True}
+        nbns: dict[str, Any] = {}
+        if level != 1:
+            nbns["level"] = level
+        if doc.crlf:
+            nbns["crlf"] = True
+        metadata[NS] = nbns
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
@@ -596,7 +607,10 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     elif section is not None:
         doc.section = section
         doc.preamble = ""
-    ctx = Context(notebook_language(metadata), 1, doc.section, path, doc)
+    level = nbns.get("level", 1)
+    if type(level) is not int or not 1 <= level <= 5:
+        level = 1
+    ctx = Context(notebook_language(metadata), level, doc.section, path, doc)
     used = ctx.used
     for cell in cells:
         md = cell.get("metadata")
