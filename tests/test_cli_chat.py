@@ -233,6 +233,16 @@ def test_unknown_agent_is_exit_5(tmp_path: Path, env) -> None:
     assert path.read_text() == before
 
 
+def test_unknown_agent_on_a_file_without_agents_lists_default(tmp_path: Path, env) -> None:
+    path = tmp_path / "e.msg.md"
+    path.write_text("## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n")
+    before = path.read_text()
+    r = CliRunner().invoke(main, ["chat", str(path), "nosuch", "-m", "hi"])
+    assert r.exit_code == 5
+    assert r.output.strip() == "tce: unknown agent 'nosuch'; known agents: default"
+    assert path.read_text() == before
+
+
 def test_bad_selection_is_exit_2(tmp_path: Path, env) -> None:
     r = CliRunner().invoke(main, ["chat", str(tmp_path / "x"), "-e", "[a..b]", "-m", "hi"])
     assert r.exit_code == 2

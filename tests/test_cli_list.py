@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from jupyter_percent_agent import format as fmt
@@ -43,7 +44,7 @@ def test_list_agents(tmp_path: Path) -> None:
     r = tce("list", str(tmp_path / "agents") + "/agent", "--json")
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in r.output.splitlines()]
-    assert [x["name"] for x in rows] == ["reviewer", "bare"]
+    assert [x["name"] for x in rows] == ["reviewer", "bare", "default"]
     assert rows[0]["models"] == ["review-model", "backup-model"]
     assert rows[0]["source"] == "cell"
 
@@ -99,3 +100,36 @@ def test_list_rejects_broken_front_matter_yaml_like_chat(tmp_path: Path) -> None
         assert re.match(r"tce: .*fm\.msg\.md:2: the front matter is not valid YAML", r.output)
         assert "INDEX" not in r.output
     assert bad.read_text() == text
+
+
+def test_set_default_unknown_agent_lists_default_too(tmp_path: Path) -> None:
+    path = tmp_path / "readme.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    r = tce("set-default", str(path), "nosuch")
+    assert r.exit_code == 5
+    assert r.output.strip() == "tce: unknown agent 'nosuch'; known agents: critic, planner, default"
+    assert tce("set-default", str(path), "default").exit_code == 0
+
+
+def test_list_agents_shows_the_model_the_default_agent_uses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "e.msg.md"
+    path.write_text("## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n\n"
+                    "### %%%[^a.1]\n\n[^a.1]: [default] model=\"env-model\"\n\nhello\n")
+    monkeypatch.setenv("PERCENT_AGENT_MODEL", "env-model,backup")
+    r = tce("list", str(path) + "/agent")
+    assert r.exit_code == 0, r.output
+    header, row = r.output.splitlines()
+    assert header.split() == ["NAME", "SOURCE", "MODELS", "TOOLS", "DEFAULT"]
+    assert row.split() == ["default", "environment", "env-model,backup", "*"]
+    monkeypatch.delenv("PERCENT_AGENT_MODEL")
+    out = tce("list", str(path) + "/agent", "--json").output
+    (row,) = [json.loads(x) for x in out.splitlines()]
+    assert row == {"name": "default", "source": "environment", "models": ["gpt-4o-mini"],
+                   "tools": [], "default": True}
+    # with presets, default is listed but the first preset answers
+    shutil.copy(DATA / "agents.msg.md", tmp_path / "agents.msg.md")
+    rows = [json.loads(x) for x in
+            tce("list", str(tmp_path / "agents") + "/agent", "--json").output.splitlines()]
+    assert [(x["name"], x["default"]) for x in rows] == [
+        ("reviewer", True), ("bare", False), ("default", False)]

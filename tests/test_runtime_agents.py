@@ -74,6 +74,15 @@ def test_unknown_agent_lists_known(basic: dict) -> None:
         resolve_agent(basic, None, cli_agent="nobody")
 
 
+def test_unknown_agent_lists_default_as_a_known_agent(basic: dict) -> None:
+    with pytest.raises(AgentError, match=r"known agents: critic, planner, default$"):
+        resolve_agent(basic, None, cli_agent="nobody")
+    empty = fmt.reads("## %% hi[^x]\n\n[^x]: [markdown]\n\nhello\n", path="e.msg.md")
+    with pytest.raises(AgentError, match=r"unknown agent 'nosuch'; known agents: default$"):
+        resolve_agent(empty, None, cli_agent="nosuch")
+    assert resolve_agent(empty, None, cli_agent="default").name == "default"
+
+
 def test_model_override(basic: dict) -> None:
     assert resolve_agent(basic, None, model="x,y").models == ["x", "y"]
 

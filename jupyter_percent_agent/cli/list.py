@@ -54,14 +54,29 @@ def _first_line(text: str, width: int = 50) -> str:
 
 
 def agent_rows(nb: dict) -> list[dict[str, Any]]:
+    """One row per agent: the presets and definition cells, ``default`` (the environment's
+    agent, with the models it would use now), then agents seen only in replies. ``default``
+    marks the agent that answers a message naming none."""
     from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent.runtime.agents import known_agents
+    from jupyter_percent_agent.runtime.agents import (
+        DEFAULT_AGENT_NAME,
+        AgentError,
+        environment_agent,
+        known_agents,
+        resolve_agent,
+    )
 
-    default = fmt.front_matter(nb).get("default_agent")
+    agents = known_agents(nb)
+    if DEFAULT_AGENT_NAME not in agents:
+        agents[DEFAULT_AGENT_NAME] = environment_agent()
+    try:
+        answering = resolve_agent(nb).name
+    except AgentError:  # default_agent names an agent that does not exist: none answers
+        answering = None
     rows = []
-    for name, agent in known_agents(nb).items():
+    for name, agent in agents.items():
         rows.append({"name": name, "source": agent.source, "models": agent.models,
-                     "tools": agent.tools or [], "default": name == default})
+                     "tools": agent.tools or [], "default": name == answering})
     seen = {r["name"] for r in rows}
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []) or []:
@@ -70,7 +85,7 @@ def agent_rows(nb: dict) -> list[dict[str, Any]]:
                 if name and name not in seen:
                     seen.add(name)
                     rows.append({"name": name, "source": "replies only", "models": [],
-                                 "tools": [], "default": name == default})
+                                 "tools": [], "default": False})
     return rows
 
 

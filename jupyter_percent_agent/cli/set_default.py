@@ -20,7 +20,12 @@ def set_default(item: str, agent: str) -> None:
     """Set ITEM's default_agent to AGENT (one of the agents it defines, or "default")."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime import store
-    from jupyter_percent_agent.runtime.agents import DEFAULT_AGENT_NAME, AgentError, known_agents
+    from jupyter_percent_agent.runtime.agents import (
+        DEFAULT_AGENT_NAME,
+        AgentError,
+        known_agents,
+        unknown_agent_error,
+    )
 
     path = resolve_item(item)
     read_or_fail(path)
@@ -29,8 +34,7 @@ def set_default(item: str, agent: str) -> None:
             nb = store.read(path)
             agents = known_agents(nb)
             if agent not in agents and agent != DEFAULT_AGENT_NAME:
-                known = ", ".join(sorted(agents)) or "none defined"
-                fail(f"unknown agent {agent!r}; known agents: {known}", EXIT_AGENT)
+                fail(str(unknown_agent_error(agent, agents)), EXIT_AGENT)
             fmt.set_front_matter(nb, "default_agent", agent)
             fmt.write(nb, path)
     except AgentError as exc:

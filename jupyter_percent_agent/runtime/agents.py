@@ -149,6 +149,19 @@ def environment_agent(env: Mapping[str, str] | None = None, *, model: str | None
     return Agent(name=DEFAULT_AGENT_NAME, models=models, source="environment")
 
 
+def known_agent_names(agents: Mapping[str, Agent]) -> list[str]:
+    """The names an agent may be asked for: those defined (sorted), then ``default`` (the
+    environment's agent), which is always valid."""
+    names = sorted(agents)
+    return names if DEFAULT_AGENT_NAME in agents else [*names, DEFAULT_AGENT_NAME]
+
+
+def unknown_agent_error(name: str, agents: Mapping[str, Agent]) -> AgentError:
+    """The error for an agent name that is neither defined nor ``default``."""
+    return AgentError(f"unknown agent {name!r}; known agents: "
+                      + ", ".join(known_agent_names(agents)))
+
+
 def resolve_agent(nb: Mapping[str, Any], cell: Mapping[str, Any] | None = None, *,
                   cli_agent: str | None = None, model: str | None = None,
                   env: Mapping[str, str] | None = None) -> Agent:
@@ -167,8 +180,7 @@ def resolve_agent(nb: Mapping[str, Any], cell: Mapping[str, Any] | None = None, 
         elif wanted == DEFAULT_AGENT_NAME:
             agent = environment_agent(env, model=model)
         else:
-            known = ", ".join(sorted(agents)) or "none defined"
-            raise AgentError(f"unknown agent {wanted!r}; known agents: {known}")
+            raise unknown_agent_error(wanted, agents)
     elif agents:
         agent = next(iter(agents.values()))
     else:
