@@ -617,3 +617,15 @@ def test_reads_of_neither_str_nor_bytes_is_a_clear_type_error():
         reads(3)
     with pytest.raises(UnicodeDecodeError):
         reads(b"# %% \xff\n")
+
+
+def test_cells_trusted_flag_is_neither_written_nor_read():
+    nb = reads("# %%[^a]\n[^a]: [markdown] history=\"include\"\n\nhi\n")
+    text = writes(nb)
+    nb["cells"][0]["metadata"]["trusted"] = True
+    assert writes(nb) == text
+    assert nb["cells"][0]["metadata"]["trusted"] is True  # the caller's notebook is untouched
+    leaked = reads("# %%[^a]\n[^a]: [markdown] history=\"include\" trusted=true\n\nhi\n")
+    assert leaked["cells"][0]["metadata"] == {"history": "include"}
+    raw = reads("# %%[^r]\n[^r]: [raw] trusted=false\n\nx\n")
+    assert raw["cells"][0]["metadata"] == {}

@@ -299,7 +299,11 @@ def test_strict_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, s
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONWARNINGS": "ignore"},
+        # A notary of its own: jupytext marks every cell ``trusted`` when the machine's notary
+        # has signed a notebook (a Jupyter save does), and --test-strict then reports that key
+        # for every text format (md and py:percent too), since none stores it.
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONWARNINGS": "ignore",
+             "JUPYTER_DATA_DIR": str(folder / "jupyter-data")},
         timeout=900,
     )
     problems: dict[str, str] = {}
@@ -369,3 +373,54 @@ def test_corpus_outputs_ids_and_metadata_survive_the_cli(
     assert comparable_cells(back) == comparable_cells(original)
     if all("id" in c for c in original["cells"]):
         assert [c["id"] for c in back["cells"]] == [c["id"] for c in original["cells"]]
+
+
+# --- names and Jupyter-internal metadata through a round trip ----------------------------------
+
+
+def readme_jupytext_commands() -> list[list[str]]:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for line in readme.splitlines():
+        if line.startswith("jupytext "):
+            commands.append(line.split("#", 1)[0].split()[1:])
+    return commands
+
+
+def test_readme_jupytext_commands_round_trip_the_file_name_and_text(chat: Path) -> None:
+    commands = readme_jupytext_commands()
+    assert len(commands) == 2
+    notes = chat.parent / "notes"
+    notes.mkdir()
+    trip = notes / "trip.msg.md"
+    canonical = core.writes(core.reads(chat.read_text(encoding="utf-8"), path=str(chat)),
+                            path=str(trip))
+    trip.write_text(canonical, encoding="utf-8")
+    for args in commands:
+        run_jupytext(*args, cwd=chat.parent)
+    assert sorted(p.name for p in notes.iterdir()) == ["trip.ipynb", "trip.msg.md"]
+    # the same notebook (an .ipynb stores metadata keys sorted, so their order may change)
+    assert core.reads(trip.read_text(encoding="utf-8"), path=str(trip)) == core.reads(
+        canonical, path=str(trip))
+
+
+def test_trusted_notebook_through_ipynb_adds_no_trusted_key(chat: Path) -> None:
+    """jupytext marks every cell ``trusted`` when the .ipynb's signature is valid (as after
+    Jupyter saved it); a message file, like nbformat's .ipynb writer, leaves that out."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    folder = chat.parent
+    env = {"JUPYTER_DATA_DIR": str(folder / "jupyter-data")}
+    text = core.writes(core.reads(chat.read_text(encoding="utf-8"), path=str(chat)),
+                       path=str(chat))
+    chat.write_text(text, encoding="utf-8")
+    run_jupytext("--to", "ipynb", "-o", "chat.ipynb", chat.name, cwd=folder, env=env)
+    ipynb = folder / "chat.ipynb"
+    notary = NotebookNotary(data_dir=env["JUPYTER_DATA_DIR"])
+    notary.sign(nbformat.read(ipynb, as_version=4))
+    assert notary.check_signature(nbformat.read(ipynb, as_version=4))
+    run_jupytext("--to", ".msg.md", "-o", "back.msg.md", ipynb.name, cwd=folder, env=env)
+    back = (folder / "back.msg.md").read_text(encoding="utf-8")
+    assert "trusted" not in back
+    assert core.reads(back) == core.reads(text)

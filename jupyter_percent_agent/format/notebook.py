@@ -28,6 +28,9 @@ DEFAULT_KERNELSPEC = {"name": "percent-agent", "display_name": "Agent", "languag
 FRONT_MATTER_ID = "front-matter"
 PREAMBLE_ID = "preamble"
 
+# Cell metadata that Jupyter recomputes on every load (from the notebook's signature) and
+# nbformat's own .ipynb writer and reader drop (``strip_transient``): never part of a message.
+TRANSIENT = "trusted"
 IN_STRUCT = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
 OUT_STRUCT = frozenset({"execution_count", "mime_type", "ename", "evalue", "traceback_lines",
                         "final_newline", "close_fence", NS})
@@ -231,6 +234,8 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
             read_block(rec, cell, blocks, ctx, parent, out_level)
         else:
             attrs = rec.attrs
+            if TRANSIENT in attrs:
+                del attrs[TRANSIENT]
             if (rec.type == "markdown" and rec.ref in used and not rec.title
                     and rec.level == level and rec.sub is None and rec.link is None
                     and attrs.keys().isdisjoint(IN_STRUCT)):
@@ -621,6 +626,9 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     seen: set[str] = set()
     records = doc.records
     for cell in cells:
+        md = cell.get("metadata")
+        if md and TRANSIENT in md:
+            cell = {**cell, "metadata": {k: v for k, v in md.items() if k != TRANSIENT}}
         rec = input_record(cell, ctx, seen)
         records.append(rec)
         outputs = cell.get("outputs")
