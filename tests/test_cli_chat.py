@@ -277,10 +277,36 @@ def test_unreachable_server_one_line_no_traceback(tmp_path: Path, env) -> None:
     assert p.returncode == 1
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, p.stderr
-    assert "Connection" in lines[0] and "Traceback" not in p.stderr
+    assert lines[0] == (f"tce: cannot reach the model server at http://127.0.0.1:{port}/v1 "
+                        "(connection refused)")
+    assert "Traceback" not in p.stderr
 
 
-def test_missing_key_one_line(tmp_path: Path, env) -> None:
+def test_stopped_model_server_names_its_url_and_records_no_url(tmp_path: Path, env,
+                                                               monkeypatch) -> None:
+    server = OpenAIServer().start()
+    url = server.url
+    server.stop()
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", url)
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "1")
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "e"), "-m", "unreachable"])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines()[-1] == (f"tce: cannot reach the model server at {url} "
+                                         "(connection refused)")
+    assert "InternalServerError" not in r.stderr
+    (cell,) = cells(tmp_path / "e.msg.md")
+    (err,) = cell["outputs"]
+    assert err["ename"] == "APIConnectionError"
+    assert err["evalue"] == ("cannot reach the model server at the configured api_base "
+                             "(connection refused)")
+    text = (tmp_path / "e.msg.md").read_text()
+    assert url not in text and str(server.port) not in text  # api_base is never written
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "e"), "--json", "-m", "again"])
+    assert json.loads(r.stdout)["error"] == (f"cannot reach the model server at {url} "
+                                             "(connection refused)")
+
+
+def test_missing_key_says_which_variable_to_set(tmp_path: Path, env) -> None:
     e = {k: v for k, v in _sub_env(env).items()
          if k not in ("PERCENT_AGENT_API_BASE", "OPENAI_API_KEY", "OPENAI_API_BASE",
                       "OPENAI_BASE_URL")}
@@ -289,7 +315,11 @@ def test_missing_key_one_line(tmp_path: Path, env) -> None:
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "api_key" in lines[0].lower(), p.stderr
+    assert lines == ["tce: no API key found for gpt-4o-mini (openai): set OPENAI_API_KEY or "
+                     "PERCENT_AGENT_API_KEY"], p.stderr
+    (err,) = cells(tmp_path / "k.msg.md")[0]["outputs"]
+    assert err["ename"] == "AuthenticationError"
+    assert err["evalue"].startswith("no API key found for gpt-4o-mini")
 
 
 def test_two_concurrent_chats_lose_nothing(tmp_path: Path, env, openai_server) -> None:

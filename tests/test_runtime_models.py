@@ -74,7 +74,7 @@ def test_timeout_is_retried(openai_server: OpenAIServer) -> None:
     openai_server.script(Reply.slow(3.0), "fast now")
     res = _run(_spec(openai_server, timeout=0.5))
     assert res.text == "fast now"
-    assert "Timeout" in res.attempts[0]
+    assert "did not answer within 0.5 s" in res.attempts[0]
 
 
 def test_falls_over_to_the_next_model(openai_server: OpenAIServer) -> None:
@@ -101,23 +101,71 @@ def test_malformed_stream_is_an_error(openai_server: OpenAIServer) -> None:
     assert res.error is not None and res.text == ""
 
 
-def test_unreachable_server_gives_one_line() -> None:
+def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+def test_unreachable_server_names_the_api_base_and_the_cause() -> None:
+    port = _closed_port()
     spec = CallSpec(models=["m"], messages=MSGS, api_base=f"http://127.0.0.1:{port}/v1",
                     retries=0, backoff=0, timeout=2)
     res = _run(spec)
-    assert res.error is not None and "\n" not in res.error
-    assert "Connection" in res.error
+    assert res.error_type == "APIConnectionError"
+    assert res.error_detail == (f"cannot reach the model server at http://127.0.0.1:{port}/v1 "
+                                "(connection refused)")
+    # what is recorded in the file: the cause, not the api_base
+    assert res.error == "cannot reach the model server at the configured api_base " \
+                        "(connection refused)"
+    assert res.attempts == [f"m: {res.error}"]
 
 
-def test_missing_key_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+def test_stopped_local_server_is_connection_refused() -> None:
+    server = OpenAIServer().start()
+    url = server.url
+    server.stop()
+    res = _run(CallSpec(models=["test-model"], messages=MSGS, api_base=url, retries=1,
+                        backoff=0, timeout=2))
+    assert res.error_detail == f"cannot reach the model server at {url} (connection refused)"
+    assert len(res.attempts) == 2  # a refused connection is retried
+
+
+def test_unreachable_server_message_leaves_out_credentials_in_the_api_base() -> None:
+    port = _closed_port()
+    spec = CallSpec(models=["m"], messages=MSGS, api_key="sk-secret-key",
+                    api_base=f"http://user:hunter2@127.0.0.1:{port}/v1?key=qs-secret",
+                    retries=0, backoff=0, timeout=2)
+    res = _run(spec)
+    assert res.error_detail.startswith(
+        f"cannot reach the model server at http://127.0.0.1:{port}/v1 (")
+    for text in (res.error, res.error_detail, *res.attempts):
+        assert "hunter2" not in text and "qs-secret" not in text and "sk-secret" not in text
+        assert "\n" not in text
+
+
+def test_no_model_server_named_by_provider_and_model_without_api_base(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    port = _closed_port()
+    monkeypatch.setenv("OLLAMA_API_BASE", f"http://127.0.0.1:{port}")
+    res = _run(CallSpec(models=["ollama/llama3.1"], messages=MSGS, retries=0, timeout=2))
+    assert res.error_detail == res.error == (
+        "cannot reach the ollama model server for ollama/llama3.1 (connection refused)")
+
+
+def test_missing_key_says_which_variables_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("OPENAI_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
     spec = CallSpec(models=["gpt-4o-mini"], messages=MSGS, retries=3, backoff=0, timeout=2)
     res = _run(spec)
-    assert res.error is not None and "api_key" in res.error.lower()
-    assert len(res.attempts) == 1
+    assert res.error == ("no API key found for gpt-4o-mini (openai): set OPENAI_API_KEY or "
+                         "PERCENT_AGENT_API_KEY")
+    assert res.error_type == "AuthenticationError"
+    assert len(res.attempts) == 1  # a missing key is not retried
+    res = _run(CallSpec(models=["anthropic/claude-3-5-sonnet-20240620"], messages=MSGS,
+                        retries=0, timeout=2))
+    assert res.error == ("no API key found for anthropic/claude-3-5-sonnet-20240620: set "
+                         "ANTHROPIC_API_KEY or PERCENT_AGENT_API_KEY")
 
 
 def test_one_line_removes_repeated_class_names() -> None:

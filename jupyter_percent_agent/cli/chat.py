@@ -246,7 +246,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     store.apply_run(path, run, text=message)
     if as_json:
         click.echo(json.dumps({"file": str(path), "cell": cid, "agent": run.agent,
-                               "status": run.status, "reply": run.reply, "error": run.error,
+                               "status": run.status, "reply": run.reply,
+                               "error": run.error_detail or run.error,
                                "usage": run.usage, "dropped": run.dropped,
                                "outputs": [_describe(o) for o in run.outputs]},
                               ensure_ascii=False))
@@ -256,7 +257,7 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         elif printer.wrote:
             click.echo()
         if run.status == "error":
-            click.echo(f"tce: {run.error}", err=True)
+            click.echo(f"tce: {run.error_detail or run.error}", err=True)
     if run.status == "error":
         kind = fmt.cell_kind(next(c for c in nb["cells"] if fmt.cell_id(c) == cid))
         return EXIT_TOOLS if kind in ("code", "tool_call", "toolchain") else EXIT_MODEL

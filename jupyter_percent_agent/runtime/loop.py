@@ -71,6 +71,7 @@ async def attp_loop(cell: Mapping[str, Any], agent: Agent, registry: Any,
         res = await call(cell, agent, messages, run, on_event)
         if res.error is not None:
             run.status, run.error, run.error_type = "error", res.error, res.error_type
+            run.error_detail = res.error_detail
             out = _error_out(run, cell, agent, res)
             run.outputs.append(out)
             on_event("output", out)

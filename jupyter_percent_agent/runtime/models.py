@@ -53,6 +53,9 @@ class CallResult:
     cost: float | None = None
     error: str | None = None
     error_type: str | None = None
+    error_detail: str | None = None
+    """``error`` as the terminal shows it: it may name the ``api_base`` (credentials and query
+    removed). Never written into a message file; ``error`` is."""
     attempts: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +146,117 @@ def one_line(exc: BaseException) -> str:
     return (text if text.startswith(name) else f"{name}: {text}")[:400]
 
 
+@dataclass
+class Failure:
+    """Why one attempt failed, in words a user acts on. ``text`` is safe to record in a
+    message file (no key, no ``api_base``); ``detail`` is for the terminal and may name the
+    ``api_base``."""
+
+    kind: str
+    text: str
+    detail: str
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    while exc is not None and exc not in out and len(out) < 16:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def _connection_cause(chain: list[BaseException]) -> str | None:
+    """The low-level reason a connection failed, or None when it is no connection failure."""
+    import socket
+    import ssl
+
+    for e in chain:  # the most specific cause, wherever it is in the chain
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(e, socket.gaierror):
+            return "host not found"
+        if isinstance(e, ssl.SSLError):
+            return "TLS error: " + " ".join(str(e).split())[:120]
+        if isinstance(e, ConnectionResetError):
+            return "connection reset"
+    for e in chain:
+        if type(e).__name__ == "ClientConnectorDNSError":
+            return "host not found"
+        if isinstance(e, OSError) and e.errno is not None and e.strerror:
+            return " ".join(e.strerror.lower().split())
+    names = {type(e).__name__ for e in chain}
+    if names & {"APIConnectionError", "ConnectError", "ClientConnectorError",
+                "ServerDisconnectedError", "RemoteProtocolError", "ConnectionError"}:
+        deepest = chain[-1]
+        if type(deepest) is ValueError:  # e.g. a URL the HTTP client refuses
+            return "connection error: " + " ".join(str(deepest).split())[:160]
+        return "connection error"
+    return None
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (a key sometimes travels there)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", "")) or url
+    except ValueError:
+        return "(an api_base that is not a valid URL)"
+
+
+def _key_variables(litellm: Any, routed: str) -> list[str]:
+    """The environment variables litellm reads the key of ``routed``'s provider from."""
+    try:
+        missing = litellm.validate_environment(routed).get("missing_keys") or []
+    except Exception:
+        missing = []
+    return [v for v in missing if "KEY" in v or "TOKEN" in v]
+
+
+def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Failure:
+    """Turn litellm's exception into a reason naming the server or the missing key."""
+    chain = _chain(exc)
+    routed = _provider_model(litellm, model, spec.api_base)
+    try:
+        provider = litellm.get_llm_provider(routed)[1]
+    except Exception:
+        provider = None
+    server = f"the model server at {public_url(spec.api_base)}" if spec.api_base else (
+        f"the {provider} model server for {model}" if provider else
+        f"the model server for {model}")
+    server_recorded = ("the model server at the configured api_base" if spec.api_base
+                       else server)
+    text = " ".join(str(exc).split()).lower()
+    if isinstance(exc, getattr(litellm, "Timeout", ())) or isinstance(exc, TimeoutError):
+        tail = (f"did not answer within {spec.timeout:g} s (timeout; raise "
+                "PERCENT_AGENT_TIMEOUT or the agent's timeout)")
+        return Failure("Timeout", f"{server_recorded} {tail}", f"{server} {tail}")
+    if "missing" in text and any(w in text for w in ("credential", "api key", "api_key")):
+        names = _key_variables(litellm, routed)
+        which = " or ".join([*names, "PERCENT_AGENT_API_KEY"])
+        where = (f"{model} ({provider})" if provider and not model.startswith(provider + "/")
+                 else model)
+        line = f"no API key found for {where}: set {which}"
+        return Failure("AuthenticationError", line, line)
+    cause = _connection_cause(chain)
+    if cause is not None:
+        return Failure("APIConnectionError", f"cannot reach {server_recorded} ({cause})",
+                       f"cannot reach {server} ({cause})")
+    status = getattr(exc, "status_code", None)
+    if status in (401, 403):
+        hint = "set PERCENT_AGENT_API_KEY" if spec.api_base else "check the key"
+        tail = f"refused the API key (HTTP {status}): {hint}"
+        return Failure("AuthenticationError", f"{server_recorded} {tail}", f"{server} {tail}")
+    line = one_line(exc)
+    if spec.api_key:
+        line = line.replace(spec.api_key, "***")
+    return Failure(type(exc).__name__, line, line)
+
+
 def _retryable(litellm: Any, exc: BaseException) -> bool:
     if "credentials" in str(exc).lower() or "api_key" in str(exc).lower():
         return False  # a missing key does not come back by retrying
@@ -225,7 +339,7 @@ async def complete(spec: CallSpec, on_delta: OnDelta | None = None, *,
     except Exception as exc:  # pragma: no cover - broken installation
         result.error, result.error_type = one_line(exc), type(exc).__name__
         return result
-    last: BaseException | None = None
+    last: Failure | None = None
     for n, model in enumerate(spec.models):
         for attempt in range(spec.retries + 1):
             result.text, result.reasoning = "", ""
@@ -236,16 +350,17 @@ async def complete(spec: CallSpec, on_delta: OnDelta | None = None, *,
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                last = exc
-                result.attempts.append(f"{model}: {one_line(exc)}")
+                last = explain(litellm, exc, model, spec)
+                result.attempts.append(f"{model}: {last.text}")
                 if not _retryable(litellm, exc) or attempt == spec.retries:
                     break
-                on_delta("retry", f"{one_line(exc)}; retrying {model}")
+                on_delta("retry", f"{last.detail}; retrying {model}")
                 await asyncio.sleep(spec.backoff * 2 ** attempt)
-        if n + 1 < len(spec.models):
-            on_delta("retry", f"{one_line(last)}; falling over to {spec.models[n + 1]}")
+        if n + 1 < len(spec.models) and last is not None:
+            on_delta("retry", f"{last.detail}; falling over to {spec.models[n + 1]}")
     result.text = result.reasoning = ""
     result.duration = round(time.monotonic() - started, 3)
-    result.error = one_line(last) if last else "no model to call"
-    result.error_type = type(last).__name__ if last else "AgentError"
+    result.error = last.text if last else "no model to call"
+    result.error_detail = last.detail if last else result.error
+    result.error_type = last.kind if last else "AgentError"
     return result

@@ -61,6 +61,7 @@ class CellRun:
     status: str = "ok"
     error: str | None = None
     error_type: str | None = None
+    error_detail: str | None = None  # ``error`` for the terminal (may name the api_base)
     reply: str = ""
     usage: dict[str, Any] = field(default_factory=dict)
 
@@ -389,6 +390,7 @@ async def _plain_reply(cell: Mapping[str, Any], agent: Agent, messages: list[dic
     res = await call(cell, agent, messages, run, on_event)
     if res.error is not None:
         run.status, run.error, run.error_type = "error", res.error, res.error_type
+        run.error_detail = res.error_detail
         out = _error_out(run, cell, agent, res)
     else:
         _add_usage(run, res)
