@@ -183,3 +183,12 @@ def test_reasoning_content_is_streamed_apart(openai_server: OpenAIServer) -> Non
     assert res.text == "the answer"
     assert res.reasoning == "let me think"
     assert "".join(t for k, t in events if k == "reasoning") == "let me think"
+
+
+def test_rejected_key_says_the_server_refused_it(openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply.http_error(401, "invalid key"))
+    res = _run(_spec(openai_server, retries=0, api_key="sk-wrong-secret"))
+    assert res.error_type == "AuthenticationError"
+    assert res.error_detail == (f"the model server at {openai_server.url} refused the API key "
+                                "(HTTP 401): set PERCENT_AGENT_API_KEY")
+    assert "sk-wrong-secret" not in res.error + res.error_detail + "".join(res.attempts)
