@@ -214,6 +214,21 @@ def test_new_unsaved_cells_and_earlier_runs_are_in_the_history(kernel: Any, note
     assert {"role": "assistant", "content": "Paris."} in sent
 
 
+def test_rerunning_the_first_message_of_an_unsaved_chat_sends_no_later_ones(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text("")  # File > New > Agent Chat, never saved
+    srv.script("Hi!", "Sure.", "Hi again.")
+    assert execute(kc, "Hello", "new-1")[0]["content"]["status"] == "ok"
+    assert execute(kc, "Second question", "new-2")[0]["content"]["status"] == "ok"
+    assert execute(kc, "Hello (edited)", "new-1")[0]["content"]["status"] == "ok"
+    sent = [m for m in srv.last_messages if m["role"] != "system"]
+    # (the kernel is shared with earlier tests, whose unsaved runs come first)
+    assert sent[-1] == {"role": "user", "content": "Hello (edited)"}
+    assert {"role": "user", "content": "Second question"} not in sent
+    assert {"role": "assistant", "content": "Sure."} not in sent
+
+
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
                                                                 srv: OpenAIServer) -> None:
     km, kc = kernel
@@ -479,6 +494,26 @@ def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Pat
     assert call_id and call_id.startswith("w1.")
     assert fmt.output_id(back["outputs"][2]) == call_id + ".1"
     assert fmt.output_text(back["outputs"][3]) == "It is **18.5 °C** in Paris."
+
+
+def test_rerunning_an_earlier_unsaved_message_keeps_it_before_the_later_ones() -> None:
+    """A new chat, never saved: run two messages, then edit and re-run the first. Its history
+    is what comes before it (nothing), not the second message."""
+    from jupyter_percent_agent.kernel._notebook import Session, read_notebook
+
+    session = Session()
+    session.record("c1", "Hello", [fmt.reply_output("Hi!", agent="a", out_id="c1.1")])
+    session.record("c2", "Second question", [fmt.reply_output("Sure.", agent="a",
+                                                                out_id="c2.1")])
+    nb, _, _ = session.prepare(read_notebook(None), "c1", "Hello (edited)")
+    assert [c["id"] for c in nb["cells"]] == ["c1", "c2"]
+    assert fmt.message_text(nb["cells"][0]) == "Hello (edited)"
+    assert nb["cells"][0]["outputs"] == []
+    session.record("c1", "Hello (edited)", [fmt.reply_output("Hi again", agent="a",
+                                                               out_id="c1.1")])
+    nb, _, _ = session.prepare(read_notebook(None), "c2", "Second question")
+    assert [c["id"] for c in nb["cells"]] == ["c1", "c2"]   # the re-run kept its place
+    assert fmt.output_text(nb["cells"][0]["outputs"][0]) == "Hi again"
 
 
 def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:

@@ -62,8 +62,10 @@ class Session:
         self.ran: dict[str, _Ran] = {}
 
     def record(self, nb_id: str, source: str, outputs: list[dict[str, Any]]) -> None:
-        """Remember a cell that ran and what it produced (a re-run replaces it)."""
-        self.ran.pop(nb_id, None)
+        """Remember a cell that ran and what it produced. A re-run replaces it but keeps the
+        place it first ran in: cells are usually run top to bottom the first time, so that
+        order is the kernel's best guess at the notebook's for cells not saved yet (re-running
+        an earlier message must not put it after the ones below it)."""
         self.ran[nb_id] = _Ran(source, [dict(o) for o in outputs])
 
     def prepare(self, nb: dict[str, Any], nb_id: str | None, source: str
@@ -71,7 +73,8 @@ class Session:
         """Lay the live state over ``nb`` (changed in place); returns it, the nbformat id of
         the running cell and its footnote id (what ``run_cell`` takes).
 
-        - cells this kernel ran that the file lacks are appended, in the order they ran;
+        - cells this kernel ran that the file lacks are appended, in the order they first ran
+          (the running cell among them, if it ran before);
         - such a cell found in the file with its source unchanged and no outputs gets the
           outputs this kernel gave it (it ran after the last save);
         - the running cell is found by id (or, with no nbformat id, by its text), given its live
@@ -85,6 +88,9 @@ class Session:
             nb_id = _match_by_text(cells, source, set(self.ran)) or fmt.new_id()
         for rid, ran in self.ran.items():
             if rid == nb_id:
+                if nb_id not in by_id:  # unsaved, run before: back in its first place
+                    by_id[nb_id] = fmt.new_message(source, cell_id=nb_id)
+                    cells.append(by_id[nb_id])
                 continue
             cell = by_id.get(rid)
             if cell is None:
