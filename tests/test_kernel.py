@@ -229,6 +229,21 @@ def test_rerunning_the_first_message_of_an_unsaved_chat_sends_no_later_ones(
     assert {"role": "assistant", "content": "Sure."} not in sent
 
 
+def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply("one two three four five six", chunk_size=4, disconnect_after=3))
+    reply, iopub = execute(kc, "Are you there?", "cut-1")
+    assert reply["content"]["status"] == "error"
+    shown = [m for m in iopub if m["msg_type"] in ("display_data", "update_display_data")]
+    last = shown[-1]["content"]
+    out = {"output_type": "display_data", "data": last["data"], "metadata": last["metadata"]}
+    assert fmt.output_text(out) == "one two thre"
+    assert fmt.output_attrs(out)["incomplete"] is True
+    assert iopub[-1]["msg_type"] == "error"
+
+
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
                                                                 srv: OpenAIServer) -> None:
     km, kc = kernel

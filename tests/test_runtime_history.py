@@ -136,3 +136,13 @@ def test_fit_uses_a_batch_counter_when_there_is_one() -> None:
     fitted = hist.fit(hist.History(turns), 20, Counter())
     assert calls == [2]
     assert fitted.dropped == ["c1"]
+
+
+def test_an_empty_reply_is_no_assistant_turn() -> None:
+    """A call that failed can leave an empty reply behind; strict providers reject an empty
+    assistant message, so it is left out."""
+    cell = fmt.new_message("Is anyone there?", cell_id="q")
+    cell["outputs"] = [fmt.reply_output("", agent="a", out_id="q.1"),
+                       fmt.reply_output("  \n", agent="a", out_id="q.2")]
+    assert [(t.role, t.content) for t in hist.cell_turns(cell, "q")] == [
+        ("user", "Is anyone there?")]

@@ -14,7 +14,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.session import SUMMARY_PROMPT, RunOptions, run_cell
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data"
 
@@ -211,3 +211,22 @@ def test_toolchain_feeds_each_result_to_the_next(tmp_path: Path) -> None:
     assert [fmt.output_attrs(o)["tool"] for o in run.outputs] == ["shout", "word_count"]
     assert "HELLO BIG WORLD" in fmt.output_text(run.outputs[0])
     assert fmt.output_text(run.outputs[1]).strip() == "3"
+
+
+def test_a_reply_cut_mid_stream_is_kept_marked_incomplete(tmp_path: Path, env,
+                                                          openai_server: OpenAIServer,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The connection breaks after some text, and the retry fails before any: the text the
+    user saw is kept (incomplete=true), then the [error] says why."""
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "1")
+    openai_server.script(Reply("one two three four five six", chunk_size=4, disconnect_after=3),
+                         Reply.http_error(500), "never asked")
+    path = tmp_path / "cut.msg.md"
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "Is anyone there?"])
+    assert r.exit_code == 1
+    reply, error = _cells(path)[0]["outputs"]
+    assert fmt.output_kind(reply) == "reply"
+    assert fmt.output_text(reply) == "one two thre"
+    assert fmt.output_attrs(reply)["incomplete"] is True
+    assert fmt.output_kind(error) == "error"

@@ -115,9 +115,10 @@ class _Display:
             else:
                 self._push()
         elif kind == "retry":
+            # the next attempt starts afresh; the text shown stays until it streams (or, when
+            # every attempt fails, until the runtime's incomplete reply replaces it): never an
+            # empty reply left behind
             self.text = ""
-            if self.display_id is not None:
-                self._push(force=True)
             self.kernel.log.info("agent: %s", payload)
         elif kind == "output":
             self._output(payload)

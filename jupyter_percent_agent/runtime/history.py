@@ -100,7 +100,9 @@ def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]
             continue
         kind = fmt.output_kind(out)
         if kind == "reply":
-            turns.append(Turn("assistant", fmt.output_text(out), group))
+            text = fmt.output_text(out)
+            if text.strip():  # an empty reply (a call that failed) is no turn at all
+                turns.append(Turn("assistant", text, group))
         elif kind == "tool_result":
             turns.append(Turn("user", "Tool result:\n" + fmt.output_text(out), group))
         elif kind in ("stream", "data"):

@@ -337,10 +337,15 @@ def _async_land(cell: Mapping[str, Any], run: CellRun, options: RunOptions) -> N
 
 
 class Partial:
-    """Collects streamed text so an interrupted call can still be recorded."""
+    """Collects streamed text so an interrupted or failed call can still be recorded.
+
+    ``text`` is what the current attempt streamed; ``cut`` what the last attempt that failed
+    after streaming something had shown before the retry started afresh.
+    """
 
     def __init__(self, on_event: OnEvent) -> None:
         self.text = ""
+        self.cut = ""
         self.on_event = on_event
 
     def __call__(self, kind: str, text: str) -> None:
@@ -350,6 +355,8 @@ class Partial:
         elif kind == "reasoning":
             self.on_event("reasoning", text)
         elif kind == "retry":
+            if self.text:
+                self.cut = self.text
             self.text = ""
             self.on_event("retry", text)
 
@@ -362,7 +369,20 @@ async def call(cell: Mapping[str, Any], agent: Agent, messages: list[dict[str, A
     spec: CallSpec = spec_for(agent, messages, env=None)
     started = time.monotonic()
     try:
-        return await complete(spec, partial)
+        res = await complete(spec, partial)
+        streamed = partial.text or partial.cut
+        if res.error is not None and streamed:
+            # the connection broke mid-reply: keep what the user saw, marked incomplete (the
+            # [error] after it says why)
+            attrs = {"agent": agent.name, "model": agent.models[0], "incomplete": True,
+                     "duration": round(time.monotonic() - started, 3)}
+            if reasoning_step:
+                attrs["reasoning"] = 1
+            out = fmt.reply_output(streamed, agent=agent.name,
+                                   out_id=f"{run.cell_id}.{_next_n(cell, run)}", attrs=attrs)
+            run.outputs.append(out)
+            on_event("output", out)
+        return res
     except asyncio.CancelledError:
         run.status = "interrupted"
         if partial.text:
