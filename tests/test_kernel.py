@@ -242,6 +242,10 @@ def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
     assert fmt.output_text(out) == "one two thre"
     assert fmt.output_attrs(out)["incomplete"] is True
     assert iopub[-1]["msg_type"] == "error"
+    error = iopub[-1]["content"]
+    assert error["evalue"] == ("the model server at the configured api_base broke off "
+                               "mid-reply (the connection was lost)")
+    assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]  # said once
 
 
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,

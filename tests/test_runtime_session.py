@@ -13,7 +13,12 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.runtime.session import SUMMARY_PROMPT, RunOptions, run_cell
+from jupyter_percent_agent.runtime.session import (
+    SUMMARY_PROMPT,
+    RunOptions,
+    attempt_lines,
+    run_cell,
+)
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data"
@@ -230,3 +235,22 @@ def test_a_reply_cut_mid_stream_is_kept_marked_incomplete(tmp_path: Path, env,
     assert fmt.output_text(reply) == "one two thre"
     assert fmt.output_attrs(reply)["incomplete"] is True
     assert fmt.output_kind(error) == "error"
+
+
+def test_an_error_lists_its_attempts_only_when_they_add_something() -> None:
+    down = "cannot reach the model server at the configured api_base (connection refused)"
+    assert attempt_lines([f"m: {down}"] * 3, down) == []
+    assert attempt_lines([f"a: {down}", f"a: {down}", "b: no API key found for b"],
+                         "no API key found for b") == [f"a: {down} (2 attempts)",
+                                                       "b: no API key found for b"]
+    assert attempt_lines(["a: HTTP 500", "a: HTTP 503"], "HTTP 503") == ["a: HTTP 500",
+                                                                         "a: HTTP 503"]
+
+
+def test_a_tool_call_nonce_of_digits_only_does_not_number_the_replies() -> None:
+    from jupyter_percent_agent.runtime.session import CellRun, _next_n
+
+    cell = fmt.new_message("Weather?", cell_id="c")
+    cell["outputs"] = [fmt.reply_output("step", agent="a", out_id="c.1"),
+                       fmt.tool_call_output("get_weather", "x = 1", out_id="c.472438")]
+    assert _next_n(cell, CellRun(cell_id="c")) == 2  # not 472439

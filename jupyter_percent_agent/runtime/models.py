@@ -217,6 +217,11 @@ def _key_variables(litellm: Any, routed: str) -> list[str]:
     return [v for v in missing if "KEY" in v or "TOKEN" in v]
 
 
+# A stream that stopped after it had begun (litellm, aiohttp and httpx names).
+_MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "TransferEncodingError",
+                         "ContentLengthError", "IncompleteRead", "RemoteProtocolError"})
+
+
 def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Failure:
     """Turn litellm's exception into a reason naming the server or the missing key."""
     chain = _chain(exc)
@@ -242,6 +247,9 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
                  else model)
         line = f"no API key found for {where}: set {which}"
         return Failure("AuthenticationError", line, line)
+    if {type(e).__name__ for e in chain} & _MID_STREAM:
+        tail = "broke off mid-reply (the connection was lost)"
+        return Failure("APIConnectionError", f"{server_recorded} {tail}", f"{server} {tail}")
     cause = _connection_cause(chain)
     if cause is not None:
         return Failure("APIConnectionError", f"cannot reach {server_recorded} ({cause})",

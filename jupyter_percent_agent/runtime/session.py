@@ -77,6 +77,8 @@ def _next_n(cell: Mapping[str, Any], run: CellRun) -> int:
     numbers = [0]
     for i, out in enumerate(outputs, start=1):
         oid = fmt.output_id(out)
+        if fmt.output_kind(out) == "tool_call":
+            continue  # its id is CELL.NONCE, and a hex nonce can be all digits
         if oid is None:
             numbers.append(i)
         elif oid.startswith(prefix) and oid[len(prefix):].isdigit():
@@ -98,8 +100,22 @@ def _error_out(run: CellRun, cell: Mapping[str, Any], agent: Agent, res: CallRes
              "models": list(agent.models)}
     ename = res.error_type or "ModelError"
     evalue = (res.error or "model call failed").removeprefix(f"{ename}: ")
-    return fmt.error_output(ename, evalue, res.attempts,
+    return fmt.error_output(ename, evalue, attempt_lines(res.attempts, evalue),
                             out_id=f"{run.cell_id}.{_next_n(cell, run)}", attrs=attrs)
+
+
+def attempt_lines(attempts: Sequence[str], reason: str) -> list[str]:
+    """The attempts worth listing under an error: repeats folded into one line with a count,
+    and none at all when every attempt failed for the error's own reason."""
+    folded: list[list[Any]] = []
+    for line in attempts:
+        if folded and folded[-1][0] == line:
+            folded[-1][1] += 1
+        else:
+            folded.append([line, 1])
+    if len(folded) == 1 and folded[0][0].partition(": ")[2] == reason:
+        return []
+    return [f"{line} ({n} attempts)" if n > 1 else line for line, n in folded]
 
 
 def load_included(selections: Sequence[Selection], base_dir: Path,
