@@ -240,11 +240,23 @@ export class AgentMarkdown extends RenderedMarkdown {
     if (tags.length) {
       await replaceJarvisPlaceholders(body, token, tags, this.resolver);
     }
-    if (caption || attrs['reasoning']) {
+    // A reply that did not finish says why: stopped by the user, or cut off mid-stream.
+    const cut =
+      attrs['interrupted'] === true
+        ? 'stopped'
+        : attrs['incomplete'] === true
+          ? 'incomplete: the connection was lost'
+          : '';
+    const headerText = [caption, attrs['reasoning'] ? 'step' : '', cut]
+      .filter(part => part)
+      .join(' · ');
+    if (headerText) {
       const header = document.createElement('div');
       header.className = 'jp-PercentAgent-replyHeader';
-      header.textContent =
-        caption + (attrs['reasoning'] ? (caption ? ' · ' : '') + 'step' : '');
+      if (cut) {
+        header.classList.add('jp-mod-cut');
+      }
+      header.textContent = headerText;
       this.node.appendChild(header);
     }
     this.node.appendChild(body);

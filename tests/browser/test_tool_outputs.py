@@ -115,3 +115,16 @@ def _clean_root(lab_server) -> None:
     for entry in Path(lab_server.root).iterdir():
         if entry.is_file():
             entry.unlink()
+
+
+def test_a_stopped_or_cut_off_reply_says_so_in_its_header(page, lab_server) -> None:
+    notebook = _open_notebook(page, lab_server)
+    stopped = _cell(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyHeader")
+    expect(stopped).to_have_text("counter · gpt-4o-mini · stopped")
+    expect(stopped).to_have_class(re.compile(r"\bjp-mod-cut\b"))
+    cut = _cell(notebook, "Are you there?").locator(".jp-PercentAgent-replyHeader")
+    expect(cut).to_have_text("counter · gpt-4o-mini · incomplete: the connection was lost")
+    whole = _cell(notebook, "How many lines has the report?").locator(
+        ".jp-PercentAgent-replyHeader").first
+    expect(whole).to_have_text("counter · gpt-4o-mini")
+    expect(whole).not_to_have_class(re.compile(r"\bjp-mod-cut\b"))
