@@ -128,3 +128,10 @@ def test_a_stopped_or_cut_off_reply_says_so_in_its_header(page, lab_server) -> N
         ".jp-PercentAgent-replyHeader").first
     expect(whole).to_have_text("counter · gpt-4o-mini")
     expect(whole).not_to_have_class(re.compile(r"\bjp-mod-cut\b"))
+
+
+def test_a_code_block_in_a_reply_has_jupyterlabs_markdown_margins(page, lab_server) -> None:
+    notebook = _open_notebook(page, lab_server)
+    block = _cell(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyBody > pre")
+    expect(block).to_have_css("margin-left", re.compile(r"^[1-9]"))
+    expect(block).to_have_css("margin-top", re.compile(r"^[1-9]"))
