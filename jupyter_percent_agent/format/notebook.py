@@ -721,11 +721,7 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
     md = cell.get("metadata") or {}
     if ct == "code" and md.keys().isdisjoint(IN_STRUCT):
         # a plain message: no namespaced structure, no clashing keys
-        ref = cell.get("id") or ""
-        if not ref or ref in seen:
-            ref = _unique_ref(ref, ctx, seen)
-        else:
-            seen.add(ref)
+        ref = _unique_ref(cell.get("id") or "", ctx, seen)
         source = cell.get("source", "")
         if type(source) is not str:
             source = join_source(source)
@@ -751,11 +747,7 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         struct["execution_count"] = cell["execution_count"]
     if ct != "code" and "attachments" in cell:
         struct["attachments"] = cell["attachments"]
-    ref = ns.pop("id", None) or cell.get("id") or ""
-    if not ref or ref in seen:
-        ref = _unique_ref(ref, ctx, seen)
-    else:
-        seen.add(ref)
+    ref = _unique_ref(ns.pop("id", None) or cell.get("id") or "", ctx, seen)
     if ns:
         title = ns.pop("title", "")
         title = title.replace("\n", " ") if isinstance(title, str) else str(title)
@@ -798,11 +790,7 @@ _CODE_NS = frozenset({"type", "title"})
 def _code_record(cell: Mapping, md: Mapping, ns: dict, ctx: Context, seen: set[str]) -> Record:
     """A ``[code]`` cell with no structure beyond its type and title: what the general rules
     of :func:`input_record` make of it, made directly."""
-    ref = cell.get("id") or ""
-    if not ref or ref in seen:
-        ref = _unique_ref(ref, ctx, seen)
-    else:
-        seen.add(ref)
+    ref = _unique_ref(cell.get("id") or "", ctx, seen)
     title = ns.get("title", "")
     title = title.replace("\n", " ") if isinstance(title, str) else str(title)
     source = cell.get("source", "")
@@ -968,17 +956,8 @@ def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
             if (t and type(body) is str and not ctx.is_lang(t)
                     and mime == ("text/plain" if t in _PLAIN_TYPES else "text/markdown")):
                 given = ns.get("id")
-                if not given:
-                    ref = f"{parent.ref}.{index}"
-                    if ref in seen or ref in ctx.used:
-                        ref = _unique_ref(ref, ctx, seen, generated=True)
-                    else:
-                        seen.add(ref)
-                elif given in seen:
-                    ref = _unique_ref(given, ctx, seen)
-                else:
-                    seen.add(given)
-                    ref = given
+                ref = (_unique_ref(given, ctx, seen) if given else
+                       _unique_ref(f"{parent.ref}.{index}", ctx, seen, generated=True))
                 attrs = dict(md)
                 del attrs[NS]
                 if ("```" in body or "~~~" in body) and unclosed_fence(body) is not None:
