@@ -312,3 +312,11 @@ def test_reasoning_block_before_the_toml_is_skipped() -> None:
 def test_windows_line_endings_and_byte_order_mark() -> None:
     text = reply("success_bare.toml")
     assert parse_reply("\ufeff" + text.replace("\n", "\r\n")) == parse_reply(text)
+
+
+def test_code_with_a_carriage_return_round_trips_through_an_escaped_string() -> None:
+    for code in ("\r0\n", "print(1)\r\nprint(2)\n"):
+        call = ToolCall(thought="t", target="x", code=code)
+        text = format_reply(call)
+        assert "'''" not in text
+        assert parse_reply(text).code == code

@@ -319,7 +319,8 @@ def _string(value: str) -> str:
 def _multiline(value: str, *, literal: bool) -> str:
     """A multi-line string: literal ''' when the text allows it, else escaped basic \"\"\"."""
     body = value if value.endswith("\n") else value + "\n"
-    plain = all(c in "\t\n\r" or 0x20 <= ord(c) != 0x7F for c in body)
+    # a carriage return is no TOML newline on its own, and parsers may turn CRLF into LF
+    plain = all(c in "\t\n" or 0x20 <= ord(c) != 0x7F for c in body)
     if literal and plain and "'''" not in body:
         return f"'''\n{body}'''"
     escaped = body.replace("\\", "\\\\").replace('"""', '""\\"')
