@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["AttrError", "emit_key", "emit_meta", "emit_value", "parse_meta"]
 
@@ -20,18 +20,20 @@ class AttrError(ValueError):
     """Bad metadata text; the caller adds the line."""
 
 
-_DECODER = json.JSONDecoder(strict=False)
-_KEY = re.compile(r"[A-Za-z_@][\w.\-/@+]*")
-_PAIR_KEY = re.compile(r"[ \t]*([A-Za-z_@][\w.\-/@+]*)[ \t]*=[ \t]*")
-_DQ = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_BARE = re.compile(r"[^\s]+")
-_INT = re.compile(r"-?(?:0|[1-9]\d*)")
-_FLOAT = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
-_TYPE = re.compile(r"\[([^\[\]\s:()^][^\[\]\s:()]*)(?::([^\[\]\s()]*))?\](?:\(([^()\s]*)\))?")
-_OPTIONAL_PAIR = re.compile(r"\[[ \t]*([A-Za-z_@][\w.\-/@+]*)=([^\]\s]*)[ \t]*\]")
+_DECODER: Final = json.JSONDecoder(strict=False)
+_KEY: Final = re.compile(r"[A-Za-z_@][\w.\-/@+]*")
+_PAIR_KEY: Final = re.compile(r"[ \t]*([A-Za-z_@][\w.\-/@+]*)[ \t]*=[ \t]*")
+_DQ: Final = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_BARE: Final = re.compile(r"[^\s]+")
+_INT: Final = re.compile(r"-?(?:0|[1-9]\d*)")
+_FLOAT: Final = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_TYPE: Final = re.compile(
+    r"\[([^\[\]\s:()^][^\[\]\s:()]*)(?::([^\[\]\s()]*))?\](?:\(([^()\s]*)\))?"
+)
+_OPTIONAL_PAIR: Final = re.compile(r"\[[ \t]*([A-Za-z_@][\w.\-/@+]*)=([^\]\s]*)[ \t]*\]")
 # Characters that Python's str.splitlines (and YAML) break lines on, that json.dumps leaves raw.
-_RAW_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-_LITERAL_OK = re.compile(r"[^'\x00-\x1f\x7f\x85\u2028\u2029]*")
+_RAW_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_LITERAL_OK: Final = re.compile(r"[^'\x00-\x1f\x7f\x85\u2028\u2029]*")
 
 Meta = tuple[str | None, str | None, str | None, dict[str, Any]]
 
@@ -87,12 +89,9 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
     return parse_value_bare(word), m.end()
 
 
-_TYPE_HEAD = re.compile(
-    r"\[([^\[\]\s:()^][^\[\]\s:()]*)(?::([^\[\]\s()]*))?\](?:\(([^()\s]*)\))?"
-)
 # One canonical ``key=value`` token: a plain "string" or 'literal' with no space in it, or a
 # bare word.
-_TOKEN = re.compile(
+_TOKEN: Final = re.compile(
     r"([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n ]*)\"|'([^'\n ]*)'|([^\s\"'\[{][^\s\"']*))"
 )
 
@@ -128,11 +127,11 @@ class _TokenTable(dict):
         return kv
 
 
-_TOKENS = _TokenTable()
-_KEYS_SEEN: set[str] = set()
-_HEADS: dict[str, tuple[str | None, str | None, str | None]] = {}
+_TOKENS: Final = _TokenTable()
+_KEYS_SEEN: Final[set[str]] = set()
+_HEADS: Final[dict[str, tuple[str | None, str | None, str | None]]] = {}
 # whole lines: the attributes of messages repeat from cell to cell
-_CACHE: dict[str, Meta] = {}
+_CACHE: Final[dict[str, Meta]] = {}
 
 
 def parse_meta(s: str, *, need_type: bool = False) -> Meta:
@@ -149,10 +148,11 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     toks = s.split(" ")
     head = _HEADS.get(toks[0])
     if head is None:
-        m = _TYPE_HEAD.fullmatch(toks[0])
+        m = _TYPE.fullmatch(toks[0])
         if m is None:
             return _parse_meta(s, need_type)
-        head = m.groups()
+        typ, sub, link = m.groups()
+        head = (typ, sub, link)
         if len(_HEADS) < 1024:
             _HEADS[toks[0]] = head
     del toks[0]
@@ -236,8 +236,8 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
     return text.translate(_RAW_BREAKS)
 
 
-_PLAIN = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
-_KEYS: dict[str, str] = {}
+_PLAIN: Final = re.compile(r'[^"\\\x00-\x1f\x85\u2028\u2029]*')
+_KEYS: Final[dict[str, str]] = {}
 
 
 def emit_value(value: Any) -> str:
@@ -307,7 +307,7 @@ class _PairTable(dict):
         return tok
 
 
-_PAIRS = _PairTable()
+_PAIRS: Final = _PairTable()
 
 
 def emit_meta(

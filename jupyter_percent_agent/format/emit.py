@@ -51,7 +51,7 @@ def emit(doc: Document) -> str:
     elif doc.front_matter is not None and doc.records:
         parts.append("\n")
     section = doc.section
-    out = []
+    out: list[str] = []
     append = out.append
     for rec in doc.records:
         # emit_record, inlined: this loop runs once per cell and output

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Final
 
 __all__ = [
     "Fence",
@@ -27,8 +28,8 @@ __all__ = [
 
 # A cell heading: 1-5 '#', a space, %% or %%% then space, tab, '[' or end of line. The bare
 # '%%% [type]' form (seed 000) is read too.
-HEAD = r"#{1,5} %%%?(?=[ \t\[]|$)|%%%? \["
-FENCE = r" {0,3}(?:`{3,}|~{3,})"
+HEAD: Final = r"#{1,5} %%%?(?=[ \t\[]|$)|%%%? \["
+FENCE: Final = r" {0,3}(?:`{3,}|~{3,})"
 
 
 @lru_cache(maxsize=64)
@@ -160,7 +161,7 @@ def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
 
 # A fence line, anchored on the newline before it (prepend one for the first line): as for
 # the scanner, much faster than a MULTILINE '^'.
-FENCE_LINE = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
+FENCE_LINE: Final = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
 
 
 def unclosed_fence(body: str) -> str | None:

@@ -90,7 +90,7 @@ def set_front_matter(nb: dict, key: str, value: Any) -> None:
     """
     import yaml
 
-    cell = _front_cell(nb)
+    cell: Any = _front_cell(nb)  # a cell of ``nb``: changed in place
     if cell is None:
         if value is None:
             return

@@ -16,26 +16,27 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from .attrs import json_text
 from .errors import FormatError
 from .lines import FENCE_LINE, Fence, fence_closes, fence_for, scan, unclosed_fence
 from .parse import INPUT_TYPES, Document, Record
 
-NS = "percent_agent"
-DEFAULT_KERNELSPEC = {"name": "percent-agent", "display_name": "Agent", "language": "markdown"}
-FRONT_MATTER_ID = "front-matter"
-PREAMBLE_ID = "preamble"
+NS: Final = "percent_agent"
+DEFAULT_KERNELSPEC: Final = {
+    "name": "percent-agent", "display_name": "Agent", "language": "markdown"}
+FRONT_MATTER_ID: Final = "front-matter"
+PREAMBLE_ID: Final = "preamble"
 
 # Cell metadata that Jupyter recomputes on every load (from the notebook's signature) and
 # nbformat's own .ipynb writer and reader drop (``strip_transient``): never part of a message.
-TRANSIENT = "trusted"
-IN_STRUCT = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
-OUT_STRUCT = frozenset({"execution_count", "mime_type", "ename", "evalue", "traceback_lines",
+TRANSIENT: Final = "trusted"
+IN_STRUCT: Final = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
+OUT_STRUCT: Final = frozenset({"execution_count", "mime_type", "ename", "evalue", "traceback_lines",
                         "final_newline", "close_fence", NS})
 # Types of %%% cells that are code output rather than an agent's reply.
-LANGS = frozenset({
+LANGS: Final = frozenset({
     "python", "python2", "python3", "ipython", "ipython3", "r", "julia", "bash", "sh", "shell",
     "zsh", "powershell", "javascript", "js", "typescript", "ts", "node", "ruby", "scala", "java",
     "c", "c++", "cpp", "c#", "csharp", "f#", "fsharp", "rust", "go", "sql", "matlab", "octave",
@@ -43,14 +44,14 @@ LANGS = frozenset({
     "q", "idl", "maxima", "wolfram", "mathematica", "sage", "xonsh", "tcl", "gnuplot", "coconut",
     "logtalk", "robotframework", "sos", "swift", "php", "dart", "elixir", "erlang", "nim", "zig",
 })
-_VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_FM_CELL = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
+_VALID_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_BAD_ID_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
+_FM_CELL: Final = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
-_DERIVED_OUT = frozenset(
+_DERIVED_OUT: Final = frozenset(
     {"type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename"})
-_PLAIN_TYPES = frozenset({"tool", "tool_result", "error"})
-_NOT_DATA = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
+_PLAIN_TYPES: Final = frozenset({"tool", "tool_result", "error"})
+_NOT_DATA: Final = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
 
 def join_source(src: Any) -> str:
     return src if isinstance(src, str) else "".join(src)
@@ -283,8 +284,9 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
                         f"{', '.join(sorted(INPUT_TYPES))})", rec, footnote=True)
     attrs = rec.attrs
+    ns: dict[str, Any] = {}
     if attrs.keys().isdisjoint(IN_STRUCT):
-        ns, over, ct, has_ec, ec, attachments, close = {}, None, None, False, None, None, False
+        over, ct, has_ec, ec, attachments, close = None, None, False, None, None, False
     else:
         ns, over = _take_ns(attrs, ctx, rec)
         ct = attrs.pop("cell_type", None)
@@ -703,9 +705,9 @@ def _close(body: str, struct: dict) -> str:
     return body
 
 
-def _finish_attrs(struct: dict, attrs: Mapping, ns_left: dict, over: dict) -> Mapping:
+def _finish_attrs(struct: dict, attrs: Mapping, ns_left: dict, over: dict) -> dict:
     if not struct and not ns_left and not over:
-        return attrs
+        return attrs if isinstance(attrs, dict) else dict(attrs)
     if over:
         ns_left["meta"] = over
     out = struct
@@ -732,6 +734,8 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         if struct:
             struct.update(md)
             md = struct
+        elif not isinstance(md, dict):
+            md = dict(md)
         return Record(False, ctx.level, "", ref, "markdown", None, None, md, source)
     if ct == "code":
         ns = md.get(NS)
@@ -740,7 +744,7 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
             return _code_record(cell, md, ns, ctx, seen)
     attrs, ns, over = _split_attrs(cell.get("metadata") or {}, IN_STRUCT)
     t = ns.pop("type", None) or ("raw" if ct == "raw" else "markdown")
-    struct: dict[str, Any] = {}
+    struct = {}
     if ct != ("raw" if t == "raw" else "code"):
         struct["cell_type"] = ct
     if ct == "code" and cell.get("execution_count") is not None:
@@ -784,7 +788,7 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
                   _finish_attrs(struct, attrs, ns, over), body)
 
 
-_CODE_NS = frozenset({"type", "title"})
+_CODE_NS: Final = frozenset({"type", "title"})
 
 
 def _code_record(cell: Mapping, md: Mapping, ns: dict, ctx: Context, seen: set[str]) -> Record:
@@ -938,8 +942,8 @@ def _error_record(out: Mapping, info: dict, parent: Record, index: int, ctx: Con
                   _finish_attrs(struct, attrs, _left(info, _DERIVED_OUT), over), body)
 
 
-_REPLY_NS = frozenset({"type", "id"})
-_OUT_FIELDS = OUT_STRUCT - {NS}
+_REPLY_NS: Final = frozenset({"type", "id"})
+_OUT_FIELDS: Final = OUT_STRUCT - {NS}
 
 
 def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,

@@ -15,7 +15,7 @@ No I/O and no knowledge of notebooks here: ``notebook.py`` turns records into ce
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from .attrs import AttrError, parse_meta
 from .errors import FormatError
@@ -23,21 +23,21 @@ from .lines import line_number, scan_all
 
 __all__ = ["INPUT_TYPES", "Document", "Record", "parse", "section_title"]
 
-INPUT_TYPES = frozenset(
+INPUT_TYPES: Final = frozenset(
     {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
 )
-_FM_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
+_FM_END: Final = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
 # The heading and its footnote as the writer puts them, or with an empty line between them
 # (as people write them, seed 002): both read by one match instead of the general rules.
-_CANONICAL_HEAD = re.compile(
+_CANONICAL_HEAD: Final = re.compile(
     r"(#{1,5}) (%%%?)(?: ([^\n]*?))?\[\^([^\]\s]+)\]\n\n?\[\^\4\]:(?: ([^\n]*))?\n"
 )
-_FOOT = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
-_REF_AT_END = re.compile(r"\[\^([^\]\s]+)\]$")
-_INLINE = re.compile(r"(?:^|(?<=[ \t]))\[(?!\^)")
-_SECTION_KEY = re.compile(r"^message_section:[ \t]*(.*?)[ \t]*$", re.M)
-_MESSAGES_KEY = re.compile(r"^messages:[ \t]*(?:true|True|yes|on)[ \t]*$", re.M)
-_STRAY_FOOT = re.compile(
+_FOOT: Final = re.compile(r"\[\^([^\]\s]+)\]:[ \t]?")
+_REF_AT_END: Final = re.compile(r"\[\^([^\]\s]+)\]$")
+_INLINE: Final = re.compile(r"(?:^|(?<=[ \t]))\[(?!\^)")
+_SECTION_KEY: Final = re.compile(r"^message_section:[ \t]*(.*?)[ \t]*$", re.M)
+_MESSAGES_KEY: Final = re.compile(r"^messages:[ \t]*(?:true|True|yes|on)[ \t]*$", re.M)
+_STRAY_FOOT: Final = re.compile(
     r"^\[\^[^\]\s]+\]:[ \t]*\[(?:markdown|code|raw|tool|tool_call|toolchain|async|output|error"
     r"|tool_result)[\]:(]",
     re.M,
