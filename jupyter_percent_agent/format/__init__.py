@@ -15,9 +15,18 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from .emit import emit
-from .errors import FormatError
-from .model import (
+from . import compiled as _compiled
+
+# The compiled core (see compiled.py), when built and current, shadows the hot modules.
+_built = _compiled.usable(os.path.dirname(__file__))
+if _built is not None:
+    __path__.insert(0, _built)
+#: Whether reads and writes run on the mypyc-compiled core (else on the Python sources).
+COMPILED = _built is not None
+
+from .emit import emit  # noqa: E402
+from .errors import FormatError  # noqa: E402
+from .model import (  # noqa: E402
     cell_attrs,
     cell_id,
     cell_kind,
@@ -39,10 +48,11 @@ from .model import (
     tool_call_output,
     tool_result_output,
 )
-from .notebook import DEFAULT_KERNELSPEC, NS, from_notebook, to_notebook
-from .parse import is_message_path, parse, section_title
+from .notebook import DEFAULT_KERNELSPEC, NS, from_notebook, to_notebook  # noqa: E402
+from .parse import is_message_path, parse, section_title  # noqa: E402
 
 __all__ = [
+    "COMPILED",
     "DEFAULT_KERNELSPEC",
     "NS",
     "FormatError",
