@@ -3,20 +3,23 @@
 Targets (issue 2): read >= 20x faster than jupytext's md reader, write >= 10x faster than its
 md writer, read within 20x of ``str.splitlines`` on the same text. Also shown: a first open,
 the same text with token counts the reader's attribute caches have never seen.
-Run: ``.venv/bin/python -m benchmarks.bench_format``.
+Run: ``.venv/bin/python -m benchmarks.bench_format``. It measures the core in use: the compiled
+one that ``make setup`` builds, or with ``PERCENT_AGENT_PURE_PYTHON=1`` the Python sources.
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 import re
 import statistics
 import time
 
-from benchmarks._timing import median_seconds, print_table
+from benchmarks._timing import print_table
 from jupyter_percent_agent import format as fmt
 
 CELLS = 5000
+ROUNDS = 3
 
 
 def conversation(n: int = CELLS) -> dict:
@@ -63,39 +66,42 @@ def main() -> None:
     md_text = jupytext.writes(jnb, fmt="md")
     py_text = jupytext.writes(jnb, fmt="py:percent")
     lines = len(text.split("\n"))
+    core = "compiled (mypyc)" if fmt.COMPILED else "Python sources"
     print(f"\n{CELLS} cells, {len(nb['cells'])} notebook cells, {lines} lines, "
-          f"{len(text) / 1e6:.2f} MB")
+          f"{len(text) / 1e6:.2f} MB; format core: {core}")
 
     # A first open: the same text with token counts this process has never seen, so no
     # attribute token is in the reader's caches (one fresh variant per run).
     fresh = iter([re.sub(r"tokens_in=(\d+)", lambda m, k=k: f"tokens_in={int(m[1]) + k * 10**6}",
-                         text) for k in range(1, 9)])
-    runs = {
-        "str.splitlines": (lambda: text.splitlines(), 9),
-        "format.reads": (lambda: fmt.reads(text), 7),
-        "format.reads, first open": (lambda: fmt.reads(next(fresh)), 7),
-        "format.writes": (lambda: fmt.writes(nb), 7),
-        "jupytext.reads md": (lambda: jupytext.reads(md_text, fmt="md"), 3),
-        "jupytext.writes md": (lambda: jupytext.writes(jnb, fmt="md"), 3),
-        "jupytext.reads py:percent": (lambda: jupytext.reads(py_text, fmt="py:percent"), 3),
-        "jupytext.writes py:percent": (lambda: jupytext.writes(jnb, fmt="py:percent"), 3),
+                         text) for k in range(1, 4 * ROUNDS + 1)])
+    runs = {  # contender: (function, samples per round)
+        "str.splitlines": (lambda: text.splitlines(), 5),
+        "format.reads": (lambda: fmt.reads(text), 5),
+        "format.reads, first open": (lambda: fmt.reads(next(fresh)), 3),
+        "format.writes": (lambda: fmt.writes(nb), 5),
+        "jupytext.reads md": (lambda: jupytext.reads(md_text, fmt="md"), 1),
+        "jupytext.writes md": (lambda: jupytext.writes(jnb, fmt="md"), 1),
+        "jupytext.reads py:percent": (lambda: jupytext.reads(py_text, fmt="py:percent"), 1),
+        "jupytext.writes py:percent": (lambda: jupytext.writes(jnb, fmt="py:percent"), 1),
     }
-    med: dict[str, float] = {}
-    best: dict[str, float] = {}
-    for name, (fn, repeat) in runs.items():
-        samples: list[float] = []
-
-        def timed(fn=fn, samples=samples) -> object:
-            start = time.perf_counter()
-            result = fn()
-            samples.append(time.perf_counter() - start)
-            return result  # freed after the clock stopped, for every contender alike
-
-        median_seconds(timed, repeat=repeat, warmup=1)
-        # from the samples, not from median_seconds' own clock: that one stops only after the
-        # result was freed (inside its timed region), which the samples leave out
-        med[name] = statistics.median(samples[1:])  # the first sample is the warm-up run
-        best[name] = min(samples[1:])
+    # Rounds of blocks: in each round every contender runs once to warm up, then its samples.
+    # A block keeps a contender's runs together (each finds the memory the last one freed, as
+    # repeated runs in one program do); the rounds spread a burst of noise on this shared
+    # machine over all contenders. Each run starts after a full collection, so that none pays
+    # for the garbage of the one before (a collection its own allocations trigger is its own).
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _round in range(ROUNDS):
+        for name, (fn, count) in runs.items():
+            for n in range(count + 1):
+                gc.collect()
+                start = time.perf_counter()
+                result = fn()
+                elapsed = time.perf_counter() - start
+                del result  # freed after the clock stopped, for every contender alike
+                if n:
+                    samples[name].append(elapsed)
+    med = {name: statistics.median(s) for name, s in samples.items()}
+    best = {name: min(s) for name, s in samples.items()}
 
     def ratios(t: dict[str, float]) -> dict[str, float]:
         return {
