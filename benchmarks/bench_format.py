@@ -87,13 +87,15 @@ def main() -> None:
     # Rounds of blocks: in each round every contender runs once to warm up, then its samples.
     # A block keeps a contender's runs together (each finds the memory the last one freed, as
     # repeated runs in one program do); the rounds spread a burst of noise on this shared
-    # machine over all contenders. Each run starts after a full collection, so that none pays
-    # for the garbage of the one before (a collection its own allocations trigger is its own).
+    # machine over all contenders. Each block starts after a full collection, so that none pays
+    # for the garbage of the one before (a collection its own allocations trigger is its own);
+    # not each run: a full collection hands freed memory back, and the run after it pays to
+    # fetch it again (splitlines, all allocation, was 30% slower so).
     samples: dict[str, list[float]] = {name: [] for name in runs}
     for _round in range(ROUNDS):
         for name, (fn, count) in runs.items():
+            gc.collect()
             for n in range(count + 1):
-                gc.collect()
                 start = time.perf_counter()
                 result = fn()
                 elapsed = time.perf_counter() - start
