@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -348,7 +349,9 @@ def test_startup_imports_no_litellm_nbformat_or_jupytext(spec_dir: Path, server:
                                                          tmp_path: Path) -> None:
     log = tmp_path / "importtime.log"
     with open(log, "w") as err:
-        km, kc = start(spec_dir, kernel_env(server, PYTHONPROFILEIMPORTTIME="1"),
+        # the background import of litellm (next test) would race with this check
+        km, kc = start(spec_dir, kernel_env(server, PYTHONPROFILEIMPORTTIME="1",
+                                            PERCENT_AGENT_PRELOAD="0"),
                        stderr=err, cwd=str(tmp_path))
         try:
             kc.kernel_info(reply=True, timeout=TIMEOUT)
@@ -358,6 +361,34 @@ def test_startup_imports_no_litellm_nbformat_or_jupytext(spec_dir: Path, server:
             stop(km, kc)
     assert "jupyter_percent_agent" in modules and "ipykernel" in modules  # the log works
     assert not modules & {"litellm", "nbformat", "jupytext", "openai", "tiktoken"}
+
+
+def test_litellm_is_imported_in_the_background_after_start(spec_dir: Path,
+                                                           server: OpenAIServer,
+                                                           tmp_path: Path) -> None:
+    """The first reply does not wait for litellm: it is imported while nothing runs yet."""
+    log = tmp_path / "importtime.log"
+    with open(log, "w") as err:
+        km, kc = start(spec_dir, kernel_env(server, PYTHONPROFILEIMPORTTIME="1"),
+                       stderr=err, cwd=str(tmp_path))
+        try:
+            kc.kernel_info(reply=True, timeout=TIMEOUT)
+            deadline = time.monotonic() + TIMEOUT
+            while time.monotonic() < deadline:
+                if re.search(r"\|\s+litellm$", log.read_text(), re.M):
+                    break
+                time.sleep(0.2)
+            else:
+                pytest.fail("litellm was not imported within the timeout of a kernel's start")
+            # and a message then runs on it
+            server.reset()
+            server.script("Ready.")
+            reply, iopub = execute(kc, "Are you there?")
+            assert reply["content"]["status"] == "ok", reply["content"]
+            assert outputs(iopub)[-1]["content"]["data"]["text/markdown"] == "Ready."
+        finally:
+            stop(km, kc)
+            server.reset()
 
 
 def test_jupytext_execute_runs_a_message_file(spec_dir: Path, server: OpenAIServer,

@@ -11,15 +11,18 @@ Interrupts: while a cell runs, SIGINT (sent by the kernel manager, or by ipykern
 ``interrupt_request`` handler in ``interrupt_mode: message``) cancels the asyncio task of the
 run, which cancels the model call and the sandbox; the kernel stays up.
 
-Importing this module is cheap: the runtime, litellm and the tools are imported when a cell
-runs, never at start-up.
+Importing this module is cheap: the runtime and the tools are imported when a cell runs, never
+at start-up. litellm (about 3 s, and 1 s more for what its first call loads) is imported on a
+worker thread a second after the kernel has started, while the user is still typing, so that
+the first reply does not wait for it;
+``PERCENT_AGENT_PRELOAD=0`` leaves it to the first message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,17 @@ UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
 MODEL_FREE = ("code", "tool_call", "toolchain")
+
+PRELOAD_DELAY = 1.0
+"""Seconds after start before litellm is imported in the background (a kernel's start, and
+the front end's first requests, stay free of it)."""
+
+
+def _import_litellm() -> None:
+    from jupyter_percent_agent.runtime.models import prewarm
+
+    # the default agent's first model; an agent of the notebook may use another tokenizer
+    prewarm(os.environ.get("PERCENT_AGENT_MODEL", "gpt-4o-mini").split(",")[0].strip())
 
 
 class RunFailed(Exception):
@@ -172,6 +186,20 @@ class AgentKernel(Kernel):
         self._session_memory = Session()
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
+        self._litellm: asyncio.Future[None] | None = None
+
+    def start(self) -> None:
+        super().start()
+        if os.environ.get("PERCENT_AGENT_PRELOAD", "1") != "0":
+            self.io_loop.call_later(PRELOAD_DELAY, self._litellm_imported)
+
+    def _litellm_imported(self) -> asyncio.Future[None]:
+        """The one import of litellm, on a worker thread, started on first need."""
+        failed = self._litellm is not None and self._litellm.done() and (
+            self._litellm.cancelled() or self._litellm.exception() is not None)
+        if self._litellm is None or failed:
+            self._litellm = asyncio.ensure_future(asyncio.to_thread(_import_litellm))
+        return self._litellm
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -229,10 +257,9 @@ class AgentKernel(Kernel):
                              current_text=code)
 
         async def go() -> None:
-            if fmt.cell_kind(cell) not in MODEL_FREE and "litellm" not in sys.modules:
-                from jupyter_percent_agent.runtime.models import import_litellm
-
-                await asyncio.to_thread(import_litellm)  # 3 s: off the event loop
+            if fmt.cell_kind(cell) not in MODEL_FREE:
+                # shielded: interrupting this cell must not cancel the import the next awaits
+                await asyncio.shield(self._litellm_imported())
             await run_cell(nb, run_id, options, display, run=run)
 
         self._task = asyncio.ensure_future(go())

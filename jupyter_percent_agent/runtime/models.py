@@ -9,6 +9,7 @@ Keys and ``api_base`` travel in the spec, never into a message file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -103,6 +104,18 @@ def import_litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.drop_params = True
     return litellm
+
+
+def prewarm(model: str) -> None:
+    """Import litellm and what its first call loads besides (the HTTP client stack, the
+    tokenizer of ``model``): about 4 s that a process about to call a model can pay while
+    nobody waits. The first call then costs what later ones do."""
+    litellm = import_litellm()
+    with contextlib.suppress(ImportError):
+        import httpcore  # noqa: F401
+        import openai.resources  # noqa: F401
+    with contextlib.suppress(Exception):  # a model litellm has no tokenizer for: no matter
+        litellm.token_counter(model=model, messages=[{"role": "user", "content": "hi"}])
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> list[int]:
