@@ -33,8 +33,8 @@ PREAMBLE_ID: Final = "preamble"
 # nbformat's own .ipynb writer and reader drop (``strip_transient``): never part of a message.
 TRANSIENT: Final = "trusted"
 IN_STRUCT: Final = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
-OUT_STRUCT: Final = frozenset({"execution_count", "mime_type", "ename", "evalue", "traceback_lines",
-                        "final_newline", "close_fence", NS})
+OUT_STRUCT: Final = frozenset({"execution_count", "mime_type", "ename", "evalue",
+                               "traceback_lines", "final_newline", "close_fence", NS})
 # Types of %%% cells that are code output rather than an agent's reply.
 LANGS: Final = frozenset({
     "python", "python2", "python3", "ipython", "ipython3", "r", "julia", "bash", "sh", "shell",

@@ -14,8 +14,8 @@ run, which cancels the model call and the sandbox; the kernel stays up.
 Importing this module is cheap: the runtime and the tools are imported when a cell runs, never
 at start-up. litellm (about 3 s, and 1 s more for what its first call loads) is imported on a
 worker thread a second after the kernel has started, while the user is still typing, so that
-the first reply does not wait for it;
-``PERCENT_AGENT_PRELOAD=0`` leaves it to the first message.
+the first reply does not wait for it; ``PERCENT_AGENT_PRELOAD=0`` leaves it to the first
+message.
 """
 
 from __future__ import annotations
