@@ -46,8 +46,7 @@ the front end's first requests, stay free of it)."""
 def _import_litellm() -> None:
     from jupyter_percent_agent.runtime.models import prewarm
 
-    # the default agent's first model; an agent of the notebook may use another tokenizer
-    prewarm(os.environ.get("PERCENT_AGENT_MODEL", "gpt-4o-mini").split(",")[0].strip())
+    prewarm()  # the default agent's tokenizer: a notebook's own agent may use another
 
 
 class RunFailed(Exception):

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 
 OnDelta = Callable[[str, str], None]
 """``on_delta(kind, text)``: kind is "content", "reasoning", or "retry" (text = why)."""
@@ -106,10 +106,12 @@ def import_litellm() -> Any:
     return litellm
 
 
-def prewarm(model: str) -> None:
+def prewarm(model: str | None = None) -> None:
     """Import litellm and what its first call loads besides (the HTTP client stack, the
-    tokenizer of ``model``): about 4 s that a process about to call a model can pay while
-    nobody waits. The first call then costs what later ones do."""
+    tokenizer of ``model``, by default the environment agent's first): about 4 s that a
+    process about to call a model can pay while nobody waits. The first call then costs what
+    later ones do."""
+    model = model or environment_agent().models[0]
     litellm = import_litellm()
     with contextlib.suppress(ImportError):
         import httpcore  # noqa: F401

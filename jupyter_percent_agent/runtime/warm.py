@@ -163,7 +163,8 @@ def try_count(model: str, messages: list[dict[str, Any]]) -> list[int] | None:
 async def _serve(path: Path, idle: float) -> None:
     from jupyter_percent_agent.runtime import models
 
-    models.import_litellm()
+    # what the first call would load besides litellm, loaded before anyone waits on it
+    models.prewarm()
     last = time.monotonic()
     active = 0
 
