@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,24 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # back off without sleeping.
 os.environ.setdefault("PERCENT_AGENT_WARM", "0")
 os.environ.setdefault("PERCENT_AGENT_BACKOFF", "0")
+
+
+@pytest.fixture(autouse=True)
+def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test has an empty user config directory of its own (no folder trusted, no
+    endpoint allowed), inherited by the processes it starts: the real user's is never read."""
+    folder = tmp_path_factory.mktemp("user-config")
+    monkeypatch.setenv("PERCENT_AGENT_CONFIG_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def trusted(user_config_dir: Path) -> Callable[[Path], Path]:
+    """``trusted(folder)``: trust a folder for this test, as ``tce trust`` would."""
+    from jupyter_percent_agent import trust
+
+    return trust.trust_folder
 
 
 @pytest.fixture(scope="session")

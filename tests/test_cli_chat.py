@@ -151,7 +151,8 @@ def test_exclude_include_and_save(tmp_path: Path, env, openai_server) -> None:
     sent = [m["content"] for m in openai_server.last_messages]
     assert "m1" not in sent and "What is 2+2?" in sent
     nb = fmt.read(path)
-    assert fmt.front_matter(nb)["include"] == [f"{other}/[1]"]
+    # saved relative to the file: a file may only include files of its own folder
+    assert fmt.front_matter(nb)["include"] == ["other.msg.md/[1]"]
     assert fmt.cell_attrs(hist.conversation_cells(nb)[0])["history"] == "exclude"
 
 

@@ -39,7 +39,8 @@ def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def tool_file(tmp_path: Path) -> Path:
+def tool_file(tmp_path: Path, trusted) -> Path:
+    trusted(tmp_path)
     (tmp_path / "toolbox").mkdir()
     shutil.copy(DATA / "toolbox" / "weather.py", tmp_path / "toolbox" / "weather.py")
     path = tmp_path / "w.msg.md"
@@ -205,7 +206,8 @@ def test_async_cell_lands_in_its_file_then_shows_it(tmp_path: Path, env,
     assert fmt.output_attrs(out)["status"] == "done"
 
 
-def test_toolchain_feeds_each_result_to_the_next(tmp_path: Path) -> None:
+def test_toolchain_feeds_each_result_to_the_next(tmp_path: Path, trusted) -> None:
+    trusted(tmp_path)
     (tmp_path / "toolbox").mkdir()
     shutil.copy(DATA / "toolbox" / "text.py", tmp_path / "toolbox" / "text.py")
     text = ("## %% Chain[^k1]\n\n[^k1]: [toolchain] tools=[\"shout\", \"word_count\"] "

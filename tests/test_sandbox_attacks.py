@@ -67,7 +67,9 @@ def _host_fds(process_probe) -> dict[int, str]:
 
 
 def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    # both are set by pytest and conftest per test, not by anything the battery runs
+    per_test = ("PYTEST_CURRENT_TEST", "PERCENT_AGENT_CONFIG_DIR")
+    return {k: v for k, v in os.environ.items() if k not in per_test}
 
 
 def add(a, b):

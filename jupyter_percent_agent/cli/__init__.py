@@ -16,6 +16,8 @@ COMMANDS: dict[str, str] = {
     "list": "jupyter_percent_agent.cli.list:list_",
     "set-default": "jupyter_percent_agent.cli.set_default:set_default",
     "tools": "jupyter_percent_agent.cli.tools:tools",
+    "trust": "jupyter_percent_agent.cli.trust:trust_",
+    "untrust": "jupyter_percent_agent.cli.trust:untrust",
 }
 
 

@@ -17,6 +17,7 @@ EXIT_USAGE = 2        # bad options or selections, --force needed, nothing to re
 EXIT_FILE = 3         # the message file (or an included one) is malformed: left untouched
 EXIT_TOOLS = 4        # tools did not load, a tool or the sandbox failed
 EXIT_AGENT = 5        # unknown agent, or an agent definition that does not parse
+EXIT_TRUST = 6        # refused: the file asked for something only a trusted folder may have
 EXIT_INTERRUPTED = 130  # Ctrl-C: the file holds whatever was complete (see docs/cli.md)
 
 

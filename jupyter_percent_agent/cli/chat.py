@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 import time
@@ -19,6 +20,7 @@ from jupyter_percent_agent.cli._common import (
     EXIT_MODEL,
     EXIT_OK,
     EXIT_TOOLS,
+    EXIT_TRUST,
     EXIT_USAGE,
     fail,
     resolve_item,
@@ -102,6 +104,7 @@ def _describe(out: dict) -> dict:
 
 EPILOG = ("Exit codes: 0 done, 1 the model call failed (recorded as [error]), 2 usage, "
           "3 malformed file (left untouched), 4 tools, 5 unknown or bad agent, "
+          "6 refused (needs a trusted folder, see tce trust), "
           "130 Ctrl-C (partial reply kept with interrupted=true). See docs/cli.md.")
 
 
@@ -156,9 +159,27 @@ def _prepare(path: Path, force: bool) -> None:
         store.enable_discussion(path)
 
 
-def _save_choices(nb: dict, include: tuple[str, ...], exclude: tuple[str, ...]) -> None:
+def _saved_form(sel: Any, folder: Path) -> str:
+    """A selection of another file as the front matter keeps it: relative to the file's
+    folder, which it may not leave (a file may only include files of its own folder)."""
+    from jupyter_percent_agent import trust
+    from jupyter_percent_agent.runtime.session import resolve_item
+
+    real = resolve_item(sel.path, folder).resolve()
+    rel = os.path.relpath(real, folder.resolve())
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        raise trust.TrustError(f"--save would keep {sel.path!r}, outside the file's folder, in "
+                               "its front matter", "use -i without --save for files elsewhere",
+                               kind="path")
+    rest = sel.text.strip()[len(sel.path):] if sel.text.strip().startswith(sel.path) else ""
+    return rel + rest if rest else rel
+
+
+def _save_choices(nb: dict, include: tuple[str, ...], exclude: tuple[str, ...],
+                  folder: Path) -> None:
     """``--save``: selections of other files go into the front matter (every later message
-    uses them); cells of this file get their ``history`` attribute set."""
+    uses them), relative to the file's folder; cells of this file get their ``history``
+    attribute set."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime import history as hist
     from jupyter_percent_agent.runtime.ranges import parse_selection
@@ -167,7 +188,8 @@ def _save_choices(nb: dict, include: tuple[str, ...], exclude: tuple[str, ...]) 
     cells = hist.conversation_cells(nb)
     fm = fmt.front_matter(nb)
     for key, sels, mode in (("include", include, "include"), ("exclude", exclude, "exclude")):
-        others = [s for s in sels if parse_selection(s).path is not None]
+        others = [_saved_form(parse_selection(s), folder) for s in sels
+                  if parse_selection(s).path is not None]
         if others:
             old = fm.get(key) or []
             old = [old] if isinstance(old, str) else list(old)
@@ -185,6 +207,7 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
              force: bool = False) -> int:
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent import trust
     from jupyter_percent_agent.runtime import models, store
     from jupyter_percent_agent.runtime import warm as helper
     from jupyter_percent_agent.runtime.agents import AgentError, resolve_agent
@@ -204,9 +227,10 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         attrs = None
         with store.locked(path):
             nb = store.read(path)
-            resolve_agent(nb, None, cli_agent=agent, model=model)  # fail before writing
+            chosen = resolve_agent(nb, None, cli_agent=agent, model=model)  # fail before writing
+            trust.route_for(chosen.api_base, folder=path.parent, agent=chosen.name)
             if save:
-                _save_choices(nb, include, exclude)
+                _save_choices(nb, include, exclude, path.parent)
             cid = store.new_cell_id(nb)
             nb.setdefault("cells", []).append(
                 fmt.new_message(message, attrs=attrs, cell_id=cid,
@@ -216,6 +240,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         fail(_format_error(path, exc), EXIT_FILE)
     except AgentError as exc:
         fail(str(exc), EXIT_AGENT)
+    except trust.TrustError as exc:
+        fail(str(exc), EXIT_TRUST)
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}", EXIT_USAGE)
     options = RunOptions(agent=agent, model=model, include=include if not save else (),
@@ -237,6 +263,9 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         fail(_format_error(None, exc), EXIT_FILE)
     except AgentError as exc:
         fail(str(exc), EXIT_AGENT)
+    except trust.TrustError as exc:
+        store.apply_run(path, run, text=message)  # the message stays, with nothing refused
+        fail(str(exc), EXIT_TRUST)
     except FileNotFoundError as exc:
         fail(f"{exc.filename}: no such file", EXIT_USAGE)
     except Exception as exc:

@@ -53,10 +53,21 @@ def _first_line(text: str, width: int = 50) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def agent_rows(nb: dict) -> list[dict[str, Any]]:
+def endpoint(api_base: str | None, folder: Path | None, name: str) -> str:
+    """Where an agent's conversations would go, or what was refused."""
+    from jupyter_percent_agent import trust
+
+    try:
+        return trust.route_for(api_base, folder=folder, agent=name).describe()
+    except trust.TrustError:
+        return f"{api_base} (from the file; refused: its folder is not trusted)"
+
+
+def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     """One row per agent: the presets and definition cells, ``default`` (the environment's
     agent, with the models it would use now), then agents seen only in replies. ``default``
-    marks the agent that answers a message naming none."""
+    marks the agent that answers a message naming none; ``endpoint`` where each one's
+    conversations go (``trust.route_for``)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime.agents import (
         DEFAULT_AGENT_NAME,
@@ -76,7 +87,8 @@ def agent_rows(nb: dict) -> list[dict[str, Any]]:
     rows = []
     for name, agent in agents.items():
         rows.append({"name": name, "source": agent.source, "models": agent.models,
-                     "tools": agent.tools or [], "default": name == answering})
+                     "tools": agent.tools or [], "default": name == answering,
+                     "endpoint": endpoint(agent.api_base, folder, name)})
     seen = {r["name"] for r in rows}
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []) or []:
@@ -85,7 +97,7 @@ def agent_rows(nb: dict) -> list[dict[str, Any]]:
                 if name and name not in seen:
                     seen.add(name)
                     rows.append({"name": name, "source": "replies only", "models": [],
-                                 "tools": [], "default": False})
+                                 "tools": [], "default": False, "endpoint": ""})
     return rows
 
 
@@ -102,10 +114,10 @@ def list_(item: str, as_json: bool) -> None:
         from jupyter_percent_agent.runtime.agents import AgentError
 
         try:
-            rows = agent_rows(nb)
+            rows = agent_rows(nb, path.parent)
         except AgentError as exc:
             fail(str(exc), EXIT_AGENT)
-        cols = ["name", "source", "models", "tools", "default"]
+        cols = ["name", "source", "models", "tools", "default", "endpoint"]
     else:
         rows = cell_rows(nb)
         cols = ["index", "type", "title", "agent", "history"]

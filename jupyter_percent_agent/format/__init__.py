@@ -79,6 +79,7 @@ __all__ = [
     "tool_call_output",
     "tool_result_output",
     "write",
+    "write_text",
     "writes",
 ]
 
@@ -149,19 +150,26 @@ def read(path: str | os.PathLike) -> dict:
 
 
 def write(nb: Mapping, path: str | os.PathLike) -> None:
-    """Write a message file atomically: a temp file in the same directory, fsync, rename.
+    """Write a message file atomically (see :func:`write_text`)."""
+    path = os.fspath(path)
+    write_text(path, writes(nb, path=path))
 
-    An existing file keeps its permission bits; a reader never sees a half-written file.
+
+def write_text(path: str | os.PathLike, text: str, *, mode: int | None = None) -> None:
+    """Write ``text`` to ``path`` atomically: a temp file in the same directory, fsync, rename.
+
+    An existing file keeps its permission bits (``mode`` sets them for a new file); a reader
+    never sees a half-written file. The one atomic write of the project.
     """
     path = os.fspath(path)
-    text = writes(nb, path=path)
     directory = os.path.dirname(os.path.abspath(path))
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                dir=directory)
     try:

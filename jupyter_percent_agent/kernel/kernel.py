@@ -238,6 +238,7 @@ class AgentKernel(Kernel):
     async def _execute(self, code: str, cell_id: str | None) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
         from jupyter_percent_agent.runtime import AgentError, CellRun, RunOptions, run_cell
+        from jupyter_percent_agent.trust import TrustError
 
         path = notebook_path()
         try:
@@ -278,7 +279,8 @@ class AgentKernel(Kernel):
                                if fmt.cell_kind(cell) not in MODEL_FREE else "interrupted")
         exc = task.exception()
         if exc is not None:
-            if not isinstance(exc, AgentError | fmt.FormatError | FileNotFoundError):
+            if not isinstance(exc, AgentError | fmt.FormatError | FileNotFoundError
+                              | TrustError):
                 self.log.error("agent run failed", exc_info=exc)  # the traceback: in the log
             raise RunFailed(type(exc).__name__, _one_line(str(exc)))
         self._session_memory.record(nb_id, code, run.outputs)

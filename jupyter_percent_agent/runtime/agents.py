@@ -39,7 +39,7 @@ class Agent:
     tools: list[str] | None = None
     api_base: str | None = None
     timeout: float | None = None
-    max_steps: int = 8
+    max_steps: int | None = None  # None: the user's limit (trust.step_limit)
     source: str = "environment"  # "preset", "cell", "environment"
 
     @property

@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.agents import Agent
 from jupyter_percent_agent.runtime.session import (
+    TOOL_CELLS,
     CellRun,
     OnEvent,
     RunOptions,
@@ -57,6 +59,19 @@ async def run_code_cell(cell: Mapping[str, Any], run: CellRun, on_event: OnEvent
         stream("stderr", str(result.error) + "\n")
 
 
+def _tool_cell_registry(names: list[Any], options: RunOptions) -> Any:
+    """The tools a ``[tool_call]``/``[toolchain]`` cell may call: installed ones, and the
+    toolbox beside the file only when its folder is trusted (``TrustError`` when a named
+    tool is missing and only an untrusted toolbox could hold it)."""
+    base = options.base_dir
+    if base is None or trust.is_trusted(base) or not (base / "toolbox").is_dir():
+        return tools_for(Agent(name=TOOL_CELLS, tools=None), base)
+    registry = tools_for(Agent(name=TOOL_CELLS, tools=None), None)
+    if any(name not in registry for name in names):
+        raise trust.refuse_toolbox(base, "this tool call")
+    return registry
+
+
 def _args(value: Any) -> dict[str, Any]:
     if value in (None, ""):
         return {}
@@ -76,9 +91,11 @@ async def run_tool_cell(cell: Mapping[str, Any], run: CellRun, options: RunOptio
     names = [attrs.get("tool")] if kind == "tool_call" else list(attrs.get("tools") or [])
     n = _next_n(cell, run)
     try:
-        registry = tools_for(Agent(name="tools", tools=None), options.base_dir)
+        registry = _tool_cell_registry(names, options)
         args = _args(attrs.get("args") if kind == "tool_call" else attrs.get("params"))
         timeout = float(attrs.get("timeout") or 30)
+    except trust.TrustError:
+        raise  # the front end says what was refused and how to allow it
     except Exception as exc:  # bad arguments or a toolbox that does not load
         run.status, run.error, run.error_type = "error", str(exc), type(exc).__name__
         _emit(run, on_event, fmt.error_output(type(exc).__name__, str(exc), [],

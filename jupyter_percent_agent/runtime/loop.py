@@ -60,7 +60,8 @@ def result_text(res: Any) -> str:
 
 async def attp_loop(cell: Mapping[str, Any], agent: Agent, registry: Any,
                     messages: list[dict[str, Any]], run: CellRun, on_event: OnEvent,
-                    extra: dict[str, Any], *, max_steps: int = 8) -> None:
+                    extra: dict[str, Any], *, max_steps: int = 8,
+                    route: Any = None) -> None:
     """Run the ATTP loop for one message; appends outputs to ``run``."""
     from jupyter_percent_agent import attp, sandbox
 
@@ -68,7 +69,7 @@ async def attp_loop(cell: Mapping[str, Any], agent: Agent, registry: Any,
     repaired = False
     for step in range(1, max_steps + 1):
         on_event("step", step)
-        res = await call(cell, agent, messages, run, on_event)
+        res = await call(cell, agent, messages, run, on_event, route=route)
         if res.error is not None:
             run.status, run.error, run.error_type = "error", res.error, res.error_type
             run.error_detail = res.error_detail

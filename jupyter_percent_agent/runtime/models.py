@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
+from jupyter_percent_agent.trust import NO_KEY, Route, route_for
 
 OnDelta = Callable[[str, str], None]
 """``on_delta(kind, text)``: kind is "content", "reasoning", or "retry" (text = why)."""
@@ -64,11 +65,15 @@ class CallResult:
 
 
 def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
-             env: Mapping[str, str] | None = None) -> CallSpec:
+             env: Mapping[str, str] | None = None, route: Route | None = None) -> CallSpec:
     """The call an agent makes for ``messages``, with settings from the agent and the
-    environment (``PERCENT_AGENT_API_BASE``, ``PERCENT_AGENT_API_KEY``,
-    ``PERCENT_AGENT_TIMEOUT``, ``PERCENT_AGENT_RETRIES``, ``PERCENT_AGENT_BACKOFF``)."""
+    environment (``PERCENT_AGENT_TIMEOUT``, ``PERCENT_AGENT_RETRIES``,
+    ``PERCENT_AGENT_BACKOFF``). ``route`` (``trust.route_for``) says where the call goes and
+    with which key; without one, an ``api_base`` the agent's file chose is refused unless the
+    user allow-listed it (``TrustError``)."""
     env = os.environ if env is None else env
+    if route is None:
+        route = route_for(agent.api_base, folder=None, agent=agent.name, env=env)
     params: dict[str, Any] = {}
     if agent.max_output_tokens:
         params["max_tokens"] = agent.max_output_tokens
@@ -81,8 +86,8 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
         models=list(agent.models),
         messages=messages,
         params=params,
-        api_base=agent.api_base or env.get("PERCENT_AGENT_API_BASE") or None,
-        api_key=env.get("PERCENT_AGENT_API_KEY") or None,
+        api_base=route.api_base,
+        api_key=route.api_key,
         timeout=float(agent.timeout or env.get("PERCENT_AGENT_TIMEOUT") or 120),
         retries=int(env.get("PERCENT_AGENT_RETRIES", 2)),
         backoff=float(env.get("PERCENT_AGENT_BACKOFF", 1.0)),
@@ -310,7 +315,7 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_delta: OnDelta,
     key = spec.api_key
     if key is None and spec.api_base and _is_openai(litellm, routed) \
             and not os.environ.get("OPENAI_API_KEY"):
-        key = "no-key"  # local servers (Ollama, vLLM) need none, the OpenAI client wants one
+        key = NO_KEY  # local servers (Ollama, vLLM) need none, the OpenAI client wants one
     if key:
         kwargs["api_key"] = key
     response = await litellm.acompletion(

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent, resolve_agent
 from jupyter_percent_agent.runtime.models import CallResult, CallSpec, complete, spec_for
 from jupyter_percent_agent.runtime.ranges import Selection, parse_selection
+from jupyter_percent_agent.trust import Route, route_for
 
 OnEvent = Callable[[str, Any], None]
 """``on_event(kind, payload)``: "delta" (text), "reasoning" (text), "retry" (why),
@@ -119,21 +121,36 @@ def attempt_lines(attempts: Sequence[str], reason: str) -> list[str]:
 
 
 def load_included(selections: Sequence[Selection], base_dir: Path,
-                  excluded: Sequence[Selection] = ()) -> list[hist.Included]:
+                  excluded: Sequence[Selection] = (), *, confined: Sequence[Selection] = ()
+                  ) -> list[hist.Included]:
     """Cells of other files named by ``-i OTHER/[1..3]`` (selections with a path), less
-    those excluded by ``-e OTHER/[2]``."""
+    those excluded by ``-e OTHER/[2]``. Selections in ``confined`` come from the file itself
+    (its ``include:``) and must name files in its own folder (``TrustError`` otherwise); the
+    others were typed by the user."""
     out: list[hist.Included] = []
     for sel in selections:
         if sel.path is None:
             continue
-        path = resolve_item(sel.path, base_dir)
+        if sel in confined:
+            path = _confined_item(sel.path, base_dir)
+        else:
+            path = resolve_item(sel.path, base_dir)
         cells = hist.conversation_cells(fmt.read(path))
         skip = {i for e in excluded if e.path is not None
-                and resolve_item(e.path, base_dir) == path for i in e.indices(len(cells))}
+                and resolve_item(e.path, base_dir).resolve() == path.resolve()
+                for i in e.indices(len(cells))}
         for i in sel.indices(len(cells)):
             if i not in skip:
                 out.append(hist.Included(f"{sel.path}[{i}]", cells[i - 1]))
     return out
+
+
+def _confined_item(item: str, base_dir: Path) -> Path:
+    """An ITEM named in a file's front matter, inside the file's folder."""
+    path = trust.resolve_inside(base_dir, item, what="include")
+    if path.exists() or path.name.endswith(".md"):
+        return path
+    return trust.resolve_inside(base_dir, item + ".msg.md", what="include")
 
 
 def resolve_item(item: str, base_dir: Path | None = None) -> Path:
@@ -155,10 +172,12 @@ def saved_selections(nb: Mapping[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def selections(options: RunOptions, nb: Mapping[str, Any]
-               ) -> tuple[list[Selection], list[Selection]]:
+               ) -> tuple[list[Selection], list[Selection], list[Selection]]:
+    """Includes, excludes, and the includes the file itself asked for (front matter)."""
     inc, exc = saved_selections(nb)
-    return ([parse_selection(s) for s in [*inc, *options.include]],
-            [parse_selection(s) for s in [*exc, *options.exclude]])
+    saved = [parse_selection(s) for s in inc]
+    return ([*saved, *(parse_selection(s) for s in options.include)],
+            [parse_selection(s) for s in [*exc, *options.exclude]], saved)
 
 
 def _budget(agent: Agent) -> int | None:
@@ -184,14 +203,29 @@ def _token_counter(agent: Agent) -> Callable[[list[dict[str, str]]], int]:
 
 
 def tools_for(agent: Agent, base_dir: Path | None) -> Any:
-    """The tool registry an agent may use (its ``tools`` modules, from ``toolbox/``)."""
+    """The tool registry an agent may use: its ``tools`` modules, from installed packages
+    (entry points) and from ``toolbox/`` beside the file when its folder is trusted. A
+    module of an untrusted toolbox is refused (``TrustError``), never imported."""
+    from jupyter_percent_agent import trust
     from jupyter_percent_agent.tools import Registry
 
     toolbox = (base_dir / "toolbox") if base_dir is not None else None
     if toolbox is not None and not toolbox.is_dir():
         toolbox = None
-    modules = None if agent.tools in (["*"], ["all"]) else agent.tools
+    modules = None if agent.tools in (None, ["*"], ["all"]) else agent.tools
+    if toolbox is not None and base_dir is not None and not trust.is_trusted(base_dir):
+        beside = {p.stem for p in toolbox.glob("*.py") if not p.stem.startswith("_")}
+        asked = beside if modules is None else beside & set(modules)
+        if asked:
+            what = (f"agent {agent.name!r} (tools: {', '.join(sorted(asked))})"
+                    if agent.name != TOOL_CELLS else "this tool call")
+            raise trust.refuse_toolbox(base_dir, what)
+        toolbox = None
     return Registry.load(toolbox, modules=modules)
+
+
+TOOL_CELLS = "tools"
+"""The name of the pseudo-agent whose registry ``[tool_call]`` cells call."""
 
 
 def system_prompt_for(agent: Agent, registry: Any | None) -> str:
@@ -208,9 +242,9 @@ def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, options: RunOp
                  ) -> hist.History:
     """The history for the cell at 1-based ``index``, fitted to the agent's window."""
     cells = hist.conversation_cells(nb)
-    inc, exc = selections(options, nb)
+    inc, exc, saved = selections(options, nb)
     base = options.base_dir or Path.cwd()
-    included = load_included(inc, base, exc)
+    included = load_included(inc, base, exc, confined=saved)
     exclude_here = {i for s in exc if s.path is None for i in s.indices(len(cells))}
     include_here = {i for s in inc if s.path is None for i in s.indices(len(cells))}
     history = hist.build_history(cells, index, system_prompt=system_prompt,
@@ -249,7 +283,8 @@ class _LazyCounter:
 
 
 async def make_summaries(nb: Mapping[str, Any], index: int, agent: Agent,
-                         on_event: OnEvent = _noop) -> dict[str, tuple[str, str]]:
+                         on_event: OnEvent = _noop, *, route: Route | None = None
+                         ) -> dict[str, tuple[str, str]]:
     """Summaries for the earlier ``history="summary"`` cells that have none (or a stale one)."""
     made: dict[str, tuple[str, str]] = {}
     cells = hist.conversation_cells(nb)
@@ -259,7 +294,7 @@ async def make_summaries(nb: Mapping[str, Any], index: int, agent: Agent,
         cid = fmt.cell_id(cell)
         text = "\n\n".join(f"{t.role}: {t.content}" for t in hist.cell_turns(cell, cid))
         spec = spec_for(agent, [{"role": "system", "content": SUMMARY_PROMPT},
-                                {"role": "user", "content": text}])
+                                {"role": "user", "content": text}], route=route)
         on_event("status", f"summarizing cell {cid}")
         res = await complete(spec)
         if res.error is None and res.text.strip():
@@ -304,30 +339,40 @@ async def run_cell(nb: Mapping[str, Any], cell_id: str, options: RunOptions | No
     agent = resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                           env=options.env)
     run.agent = agent.name
+    route = route_for(agent.api_base, folder=options.base_dir, agent=agent.name,
+                      env=options.env)
     registry = tools_for(agent, options.base_dir) if agent.has_tools else None
-    run.summaries = await make_summaries(nb, index, agent, on_event)
+    run.summaries = await make_summaries(nb, index, agent, on_event, route=route)
     history = plan_history(nb, index, agent, options, system_prompt=system_prompt_for(
         agent, registry), summaries={k: v[0] for k, v in run.summaries.items()})
     run.dropped = history.dropped
     extra = {"dropped": history.dropped} if history.dropped else {}
     if registry is None:
-        await _plain_reply(cell, agent, history.messages, run, on_event, extra)
+        await _plain_reply(cell, agent, history.messages, run, on_event, extra, route)
     else:
         from jupyter_percent_agent.runtime.loop import attp_loop
 
         await attp_loop(cell, agent, registry, history.messages, run, on_event, extra,
-                        max_steps=options.max_steps or agent.max_steps)
+                        max_steps=step_limit(options, agent), route=route)
     if kind == "async" and run.status == "ok":
         _async_land(cell, run, options)
     return run
 
 
+def step_limit(options: RunOptions, agent: Agent) -> int:
+    """ATTP steps for one message: the caller's choice (the user's), else the agent's as the
+    trust rules allow (a file may lower the user's limit, not raise it)."""
+    if options.max_steps:
+        return min(options.max_steps, trust.HARD_MAX_STEPS)
+    return trust.step_limit(agent.max_steps, folder=options.base_dir)
+
+
 def _async_file(cell: Mapping[str, Any], options: RunOptions) -> Path | None:
+    """The FILE of ``[async](FILE)``, inside the message file's folder (``TrustError``)."""
     link = hist.cell_link(cell)
     if link is None:
         return None
-    p = Path(link)
-    return p if p.is_absolute() else (options.base_dir or Path.cwd()) / p
+    return trust.resolve_inside(options.base_dir or Path.cwd(), link, what="[async] file")
 
 
 def _async_done(cell: Mapping[str, Any], run: CellRun, options: RunOptions
@@ -347,9 +392,7 @@ def _async_land(cell: Mapping[str, Any], run: CellRun, options: RunOptions) -> N
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(run.reply)
-    os.replace(tmp, path)
+    fmt.write_text(path, run.reply)
 
 
 class Partial:
@@ -378,11 +421,11 @@ class Partial:
 
 
 async def call(cell: Mapping[str, Any], agent: Agent, messages: list[dict[str, Any]],
-               run: CellRun, on_event: OnEvent, *, reasoning_step: bool = False
-               ) -> CallResult:
+               run: CellRun, on_event: OnEvent, *, reasoning_step: bool = False,
+               route: Route | None = None) -> CallResult:
     """One model call; on cancellation the partial reply is recorded ``interrupted=true``."""
     partial = Partial(on_event)
-    spec: CallSpec = spec_for(agent, messages, env=None)
+    spec: CallSpec = spec_for(agent, messages, env=None, route=route)
     started = time.monotonic()
     try:
         res = await complete(spec, partial)
@@ -422,8 +465,9 @@ def _add_usage(run: CellRun, res: CallResult) -> None:
 
 
 async def _plain_reply(cell: Mapping[str, Any], agent: Agent, messages: list[dict[str, Any]],
-                       run: CellRun, on_event: OnEvent, extra: dict[str, Any]) -> None:
-    res = await call(cell, agent, messages, run, on_event)
+                       run: CellRun, on_event: OnEvent, extra: dict[str, Any],
+                       route: Route | None = None) -> None:
+    res = await call(cell, agent, messages, run, on_event, route=route)
     if res.error is not None:
         run.status, run.error, run.error_type = "error", res.error, res.error_type
         run.error_detail = res.error_detail

@@ -1,7 +1,8 @@
 """Reading and writing message files safely: a lock around every read-modify-write, and
 runs applied to a fresh copy of the file, so two concurrent chats lose no message.
 
-The lock is an ``fcntl.flock`` on a file in a private temporary folder keyed by the message
+The lock is an ``fcntl.flock`` on a file in the user's private folder (``trust.private_dir``)
+keyed by the message
 file's real path (the message file itself is replaced atomically on every write, so it cannot
 carry the lock). Writes go through the format core's atomic ``write``.
 """
@@ -14,21 +15,19 @@ import hashlib
 import os
 import re
 import secrets
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import history as hist
 
 EMPTY_MSG_FILE = ""
 
 
 def _lock_path(path: Path) -> Path:
-    base = Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}"
-    base.mkdir(exist_ok=True, mode=0o700)
-    folder = base / "locks"
+    folder = trust.private_dir() / "locks"
     folder.mkdir(exist_ok=True, mode=0o700)
     key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:20]
     return folder / f"{key}.lock"

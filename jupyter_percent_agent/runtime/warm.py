@@ -42,7 +42,12 @@ _VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "PS1", "
 
 
 def _folder() -> Path:
-    return Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}"
+    from jupyter_percent_agent import trust
+
+    try:
+        return trust.private_dir()
+    except trust.TrustError:  # not private: ``_private`` refuses it below, no helper is used
+        return Path(tempfile.gettempdir()) / f"percent-agent-{os.getuid()}"
 
 
 def _private(folder: Path) -> bool:

@@ -1,0 +1,94 @@
+"""``tce trust`` and ``tce untrust``: the folders (and model endpoints) the user trusts.
+
+Kept in the user's config directory (``trust.config_path()``), never in a project.
+"""
+
+from __future__ import annotations
+
+import click
+
+from jupyter_percent_agent.cli._common import EXIT_USAGE, fail
+
+
+@click.command("trust")
+@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@click.option("--list", "list_", is_flag=True, help="List trusted folders and endpoints.")
+@click.option("--endpoint", metavar="URL",
+              help="Allow files to send conversations to this api_base.")
+@click.option("--key-env", metavar="VAR",
+              help="With --endpoint: the environment variable whose key goes to it.")
+def trust_(folder: str | None, list_: bool, endpoint: str | None, key_env: str | None) -> None:
+    """Trust FOLDER: files in it (and below) may use its toolbox/ code, their own api_base
+    and a higher max_steps. Trust only folders whose contents you would run yourself."""
+    from jupyter_percent_agent import trust
+
+    if key_env and not endpoint:
+        fail("--key-env needs --endpoint", EXIT_USAGE)
+    try:
+        if endpoint:
+            _allow_endpoint(endpoint, key_env)
+        if folder:
+            real = trust.trust_folder(folder)
+            click.echo(f"trusted: {real}")
+        if list_ or not (folder or endpoint):
+            _list()
+    except (trust.ConfigError, OSError, ValueError) as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _allow_endpoint(url: str, key_env: str | None) -> None:
+    from dataclasses import replace
+    from urllib.parse import urlsplit
+
+    from jupyter_percent_agent import trust
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL")
+    config = trust.load_config()
+    kept = tuple(e for e in config.endpoints if e.api_base.rstrip("/") != url.rstrip("/"))
+    trust.save_config(replace(config, endpoints=(*kept, trust.Endpoint(url, key_env))))
+    click.echo(f"allowed endpoint: {url}" + (f" (key from ${key_env})" if key_env else
+                                              " (no key is sent)"))
+
+
+def _list() -> None:
+    from jupyter_percent_agent import trust
+
+    config = trust.load_config()
+    click.echo(f"config: {trust.config_path()}")
+    click.echo("trusted folders:" + ("" if config.trusted else " none"))
+    for folder in config.trusted:
+        click.echo(f"  {folder}")
+    click.echo("allowed endpoints:" + ("" if config.endpoints else " none"))
+    for e in config.endpoints:
+        click.echo(f"  {e.api_base}" + (f"  (key from ${e.key_env})" if e.key_env else ""))
+    click.echo(f"max_steps: {config.max_steps}")
+
+
+@click.command("untrust")
+@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@click.option("--endpoint", metavar="URL", help="Remove this api_base from the allow-list.")
+def untrust(folder: str | None, endpoint: str | None) -> None:
+    """Stop trusting FOLDER (or an allowed --endpoint)."""
+    from dataclasses import replace
+
+    from jupyter_percent_agent import trust
+
+    if not (folder or endpoint):
+        fail("name a FOLDER or an --endpoint", EXIT_USAGE)
+    try:
+        if endpoint:
+            config = trust.load_config()
+            kept = tuple(e for e in config.endpoints
+                         if e.api_base.rstrip("/") != endpoint.rstrip("/"))
+            trust.save_config(replace(config, endpoints=kept))
+            click.echo(f"removed endpoint: {endpoint}" if len(kept) < len(config.endpoints)
+                       else f"not on the allow-list: {endpoint}")
+        if folder:
+            if trust.untrust_folder(folder):
+                click.echo(f"no longer trusted: {folder}")
+            else:
+                click.echo(f"not trusted (itself): {folder}")
+    except (trust.ConfigError, OSError) as exc:
+        fail(str(exc), EXIT_USAGE)

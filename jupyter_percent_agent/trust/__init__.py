@@ -1,0 +1,79 @@
+"""The trust boundary: what a message file, its folder and a model may make happen.
+
+Untrusted by default: the text of a file, what ships beside it (its folder), and everything a
+model writes. Trusted: the user, their environment, their config directory (``config.py``),
+and installed packages. A folder becomes trusted only when the user says so (``tce trust``,
+or the JupyterLab dialog), recorded in the user's config, never in the project. See
+docs/security.md.
+
+Standard library only (plus the format core's atomic write when the config is saved), so
+every front end can afford to ask.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jupyter_percent_agent.trust.config import (
+    DEFAULT_MAX_STEPS,
+    HARD_MAX_STEPS,
+    Config,
+    ConfigError,
+    Endpoint,
+    config_dir,
+    config_path,
+    load_config,
+    save_config,
+)
+from jupyter_percent_agent.trust.endpoints import NO_KEY, Route, route_for
+from jupyter_percent_agent.trust.errors import TrustError
+from jupyter_percent_agent.trust.folders import (
+    is_trusted,
+    trust_folder,
+    trusted_folders,
+    untrust_folder,
+)
+from jupyter_percent_agent.trust.paths import private_dir, resolve_inside
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "HARD_MAX_STEPS",
+    "NO_KEY",
+    "Config",
+    "ConfigError",
+    "Endpoint",
+    "Route",
+    "TrustError",
+    "config_dir",
+    "config_path",
+    "is_trusted",
+    "load_config",
+    "private_dir",
+    "refuse_toolbox",
+    "resolve_inside",
+    "route_for",
+    "save_config",
+    "step_limit",
+    "trust_folder",
+    "trusted_folders",
+    "untrust_folder",
+]
+
+
+def step_limit(requested: int | None, *, folder: Path | None,
+               config: Config | None = None) -> int:
+    """The ATTP step limit for a run: a file may lower the user's limit (default 8), never
+    raise it; in a trusted folder it may raise it up to the hard cap (50)."""
+    config = config or load_config()
+    if requested is None or requested < 1:
+        return config.max_steps
+    if folder is not None and is_trusted(folder, config):
+        return min(requested, HARD_MAX_STEPS)
+    return min(requested, config.max_steps)
+
+
+def refuse_toolbox(folder: Path, what: str) -> TrustError:
+    """The refusal for ``toolbox/`` code beside a file in an untrusted folder."""
+    return TrustError(f"{what} would import the toolbox/ code beside the file, with your "
+                      "keys, and its folder is not trusted",
+                      f"to allow it: tce trust {folder}", kind="toolbox", folder=folder)

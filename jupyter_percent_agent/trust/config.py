@@ -1,0 +1,135 @@
+"""The user's own settings: where they live, and reading and writing them.
+
+The config directory belongs to the user, never to a project, so a cloned folder cannot trust
+itself: ``$PERCENT_AGENT_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/jupyter-percent-agent``, else
+``~/.config/jupyter-percent-agent``. It holds ``config.toml``::
+
+    max_steps = 8                         # the ATTP step limit a file may lower, never raise
+    trusted = ["/home/me/work/notes"]     # folders whose toolbox/ and api_base are used
+
+    [[endpoints]]                         # model servers a file's api_base may name
+    api_base = "http://gpu-box:8000/v1"
+    key_env = "GPU_BOX_API_KEY"           # optional: the key that goes to it, and only to it
+
+Reading uses the standard library only (``tomllib``), so every ``tce`` command can afford it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAME = "config.toml"
+DEFAULT_MAX_STEPS = 8
+HARD_MAX_STEPS = 50
+
+
+class ConfigError(ValueError):
+    """The user's config file does not parse or holds a wrong value; names file and key."""
+
+
+def config_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """The user's config directory (it need not exist yet)."""
+    env = os.environ if env is None else env
+    explicit = env.get("PERCENT_AGENT_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
+    return base / "jupyter-percent-agent"
+
+
+def config_path() -> Path:
+    return config_dir() / CONFIG_NAME
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A model server the user allowed files to name, and the variable holding its key."""
+
+    api_base: str
+    key_env: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parsed ``config.toml`` (defaults when there is none)."""
+
+    trusted: tuple[Path, ...] = ()
+    endpoints: tuple[Endpoint, ...] = ()
+    max_steps: int = DEFAULT_MAX_STEPS
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read the user's config; a missing file is the defaults."""
+    path = path or config_path()
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        return Config()
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return _parse(raw, path)
+
+
+def _parse(raw: dict[str, Any], path: Path) -> Config:
+    trusted = raw.get("trusted", [])
+    if not isinstance(trusted, list) or not all(isinstance(t, str) for t in trusted):
+        raise ConfigError(f"{path}: 'trusted' must be a list of folder paths")
+    endpoints = []
+    for i, entry in enumerate(raw.get("endpoints", []) or []):
+        base = entry.get("api_base") if isinstance(entry, dict) else None
+        key_env = entry.get("key_env") if isinstance(entry, dict) else None
+        if not isinstance(base, str) or not base.strip():
+            raise ConfigError(f"{path}: endpoints[{i}] needs an api_base")
+        if key_env is not None and not isinstance(key_env, str):
+            raise ConfigError(f"{path}: endpoints[{i}].key_env must be a variable name")
+        endpoints.append(Endpoint(base.strip(), key_env or None))
+    max_steps = raw.get("max_steps", DEFAULT_MAX_STEPS)
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ConfigError(f"{path}: max_steps must be a positive integer")
+    return Config(trusted=tuple(Path(t) for t in trusted), endpoints=tuple(endpoints),
+                  max_steps=min(max_steps, HARD_MAX_STEPS), raw=raw)
+
+
+def save_config(config: Config, path: Path | None = None) -> Path:
+    """Write ``config`` back, keeping keys this module does not know (atomic, mode 0600)."""
+    from jupyter_percent_agent.format import write_text
+
+    path = path or config_path()
+    raw = dict(config.raw)
+    raw["trusted"] = [str(p) for p in config.trusted]
+    if config.endpoints:
+        raw["endpoints"] = [{"api_base": e.api_base, **({"key_env": e.key_env}
+                                                        if e.key_env else {})}
+                            for e in config.endpoints]
+    else:
+        raw.pop("endpoints", None)
+    if config.max_steps != DEFAULT_MAX_STEPS or "max_steps" in raw:
+        raw["max_steps"] = config.max_steps
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_text(path, _dumps(raw), mode=0o600)
+    return path
+
+
+def _dumps(raw: dict[str, Any]) -> str:
+    import tomlkit
+
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("jupyter-percent-agent: your settings (see docs/security.md)"))
+    for key, value in raw.items():
+        if key == "endpoints":
+            tables = tomlkit.aot()
+            for entry in value:
+                table = tomlkit.table()
+                table.update(entry)
+                tables.append(table)
+            doc.add(key, tables)
+        else:
+            doc.add(key, value)
+    return tomlkit.dumps(doc)
