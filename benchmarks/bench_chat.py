@@ -68,7 +68,8 @@ def bench_history(tmp: Path) -> list[list[object]]:
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime import history as hist
     from jupyter_percent_agent.runtime.agents import resolve_agent
-    from jupyter_percent_agent.runtime.session import RunOptions, plan_history
+    from jupyter_percent_agent.runtime.context import plan_history, selections
+    from jupyter_percent_agent.runtime.transport import LocalTransport
 
     path = tmp / "big.msg.md"
     text = path.read_text()
@@ -76,10 +77,11 @@ def bench_history(tmp: Path) -> list[list[object]]:
     nb = fmt.reads(text, path=str(path))
     cells = hist.conversation_cells(nb)
     agent = resolve_agent(nb, cells[-1])
-    opts = RunOptions(base_dir=tmp)
+    transport = LocalTransport()
 
     def build() -> None:
-        h = plan_history(nb, len(cells), agent, opts, system_prompt=agent.system_prompt)
+        h = plan_history(nb, len(cells), agent, selections(nb), base_dir=tmp,
+                         system_prompt=agent.system_prompt, transport=transport)
         assert len(h.turns) > CELLS
 
     t = median_seconds(build, repeat=7)
@@ -95,7 +97,7 @@ def _llm_bin() -> str | None:
 
 
 def bench_chat(tmp: Path) -> tuple[list[list[object]], float | None, float, float]:
-    from jupyter_percent_agent.runtime import warm
+    from jupyter_percent_agent.runtime import helper as warm
     from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
     rows: list[list[object]] = []

@@ -365,7 +365,7 @@ def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -
     # a user's environment: nothing litellm-specific set beforehand (tce sets what it needs
     # only when it imports litellm, and must still find the helper before that)
     e.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
-    from jupyter_percent_agent.runtime import warm
+    from jupyter_percent_agent.runtime import helper as warm
 
     sock = warm.socket_path({k: v for k, v in e.items()})
     code = "import sys; from jupyter_percent_agent.cli import main; main()"
@@ -391,7 +391,7 @@ def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -
 
 
 def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> None:
-    from jupyter_percent_agent.runtime import warm
+    from jupyter_percent_agent.runtime import helper as warm
 
     e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
          "PERCENT_AGENT_TEST_KEY": str(tmp_path) + "-int"}

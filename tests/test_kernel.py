@@ -602,9 +602,9 @@ def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Pat
 def test_rerunning_an_earlier_unsaved_message_keeps_it_before_the_later_ones() -> None:
     """A new chat, never saved: run two messages, then edit and re-run the first. Its history
     is what comes before it (nothing), not the second message."""
-    from jupyter_percent_agent.kernel._notebook import Session, read_notebook
+    from jupyter_percent_agent.kernel._notebook import KernelMemory, read_notebook
 
-    session = Session()
+    session = KernelMemory()
     session.record("c1", "Hello", [fmt.reply_output("Hi!", agent="a", out_id="c1.1")])
     session.record("c2", "Second question", [fmt.reply_output("Sure.", agent="a",
                                                                 out_id="c2.1")])
@@ -621,13 +621,13 @@ def test_rerunning_an_earlier_unsaved_message_keeps_it_before_the_later_ones() -
 
 def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
     """The kernel's view of the notebook (no kernel process needed)."""
-    from jupyter_percent_agent.kernel._notebook import Session, read_notebook
+    from jupyter_percent_agent.kernel._notebook import KernelMemory, read_notebook
 
     path = tmp_path / "s.msg.md"
     path.write_text("# %% A[^a]\n[^a]: [markdown]\n\none\n\n# %% B[^b]\n[^b]: [markdown]\n\n"
                     "two\n")
     reply = fmt.reply_output("ONE", agent="x", out_id="a.1")
-    session = Session()
+    session = KernelMemory()
     session.record("a", "one", [reply])          # ran after the last save
     session.record("b", "two", [fmt.reply_output("TWO", agent="x", out_id="b.1")])
     session.record("n1", "fresh", [])             # a new cell, never saved
@@ -644,7 +644,7 @@ def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
     assert a["outputs"] == []                     # the saved edit wins over the old run
 
     # a front end whose cell ids are not nbformat ids (VS Code sends a URI): found by text
-    _, nb_id, _ = Session().prepare(read_notebook(path), "vscode-notebook-cell:/s.msg.md#W0",
+    _, nb_id, _ = KernelMemory().prepare(read_notebook(path), "vscode-notebook-cell:/s.msg.md#W0",
                                     "one, edited and saved")
     assert nb_id == "a"
 
@@ -653,7 +653,7 @@ def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
                                  "cells": [{"cell_type": "code", "id": "x", "metadata": {},
                                             "source": "hi", "outputs": [],
                                             "execution_count": None}]}))
-    nb, nb_id, _ = Session().prepare(read_notebook(ipynb), "x", "hello")
+    nb, nb_id, _ = KernelMemory().prepare(read_notebook(ipynb), "x", "hello")
     assert nb_id == "x" and nb["cells"][0]["source"] == "hello"
 
 

@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.events import Delta, Event, Reasoning, Retry
 from jupyter_percent_agent.runtime.models import CallSpec, complete, one_line, spec_for
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
@@ -19,9 +20,22 @@ def _spec(server: OpenAIServer, models=("test-model",), **kw) -> CallSpec:
     return CallSpec(models=list(models), messages=MSGS, api_base=server.url, backoff=0, **kw)
 
 
+def _as_pair(event: Event) -> tuple[str, str]:
+    """A typed event as the (kind, text) pair these tests were written against."""
+    match event:
+        case Delta(text=text):
+            return "content", text
+        case Reasoning(text=text):
+            return "reasoning", text
+        case Retry(reason=reason):
+            return "retry", reason
+    raise AssertionError(f"unexpected event {event!r}")
+
+
 def _run(spec: CallSpec, events: list | None = None):
-    return asyncio.run(complete(spec, (lambda k, t: events.append((k, t)))
-                                if events is not None else None))
+    if events is None:
+        return asyncio.run(complete(spec))
+    return asyncio.run(complete(spec, lambda e: events.append(_as_pair(e))))
 
 
 def test_streams_and_measures(openai_server: OpenAIServer) -> None:

@@ -13,12 +13,10 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.runtime.session import (
-    SUMMARY_PROMPT,
-    RunOptions,
-    attempt_lines,
-    run_cell,
-)
+from jupyter_percent_agent.runtime.reply import attempt_lines
+from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.summaries import SUMMARY_PROMPT
+from jupyter_percent_agent.runtime.turn import RunOptions, run_turn
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data"
@@ -154,7 +152,7 @@ def test_code_cell_runs_in_the_sandbox(tmp_path: Path) -> None:
             "```python\nprint('hello', 6 * 7)\n__result__ = [1, 2]\n```\n")
     nb = fmt.reads(text, path="c.msg.md")
     cid = fmt.cell_id(hist.conversation_cells(nb)[0])
-    run = asyncio.run(run_cell(nb, cid, RunOptions(base_dir=tmp_path)))
+    run = asyncio.run(run_turn(nb, cid, RunOptions(base_dir=tmp_path)))
     assert run.status == "ok", run.error
     kinds = [fmt.output_kind(o) for o in run.outputs]
     assert "stream" in kinds
@@ -165,7 +163,7 @@ def test_code_cell_error_is_stderr(tmp_path: Path) -> None:
     text = ("## %% Boom[^c1]\n\n[^c1]: [code] language=\"python\"\n\n"
             "```python\nprint('before')\nx = 1 / 0\n```\n")
     nb = fmt.reads(text, path="c.msg.md")
-    run = asyncio.run(run_cell(nb, "c1", RunOptions(base_dir=tmp_path)))
+    run = asyncio.run(run_turn(nb, "c1", RunOptions(base_dir=tmp_path)))
     assert run.status == "error"
     assert "ZeroDivisionError" in "".join(fmt.output_text(o) for o in run.outputs)
     assert [fmt.output_id(o) for o in run.outputs] == [f"c1.{i + 1}"
@@ -178,12 +176,12 @@ def test_tool_call_and_toolchain_cells_need_no_model(tool_file: Path) -> None:
             "## %% Unknown[^t2]\n\n[^t2]: [tool_call] tool=\"nope\" args='{}'\n")
     nb = fmt.reads(text, path=str(tool_file))
     opts = RunOptions(base_dir=tool_file.parent)
-    run = asyncio.run(run_cell(nb, "t1", opts))
+    run = asyncio.run(run_turn(nb, "t1", opts))
     assert run.status == "ok", run.error
     (out,) = run.outputs
     assert fmt.output_kind(out) == "tool_result"
     assert '"temperature": 4.0' in fmt.output_text(out)
-    bad = asyncio.run(run_cell(nb, "t2", opts))
+    bad = asyncio.run(run_turn(nb, "t2", opts))
     assert bad.status == "error" and "nope" in (bad.error or "")
 
 
@@ -194,12 +192,12 @@ def test_async_cell_lands_in_its_file_then_shows_it(tmp_path: Path, env,
     nb = fmt.reads(text, path=str(tmp_path / "a.msg.md"))
     openai_server.script("The report, summarized.")
     opts = RunOptions(base_dir=tmp_path)
-    run = asyncio.run(run_cell(nb, "j1", opts))
+    run = asyncio.run(run_turn(nb, "j1", opts))
     assert run.status == "ok"
     assert (tmp_path / "results" / "j1.md").read_text() == "The report, summarized."
     assert openai_server.last_messages[-1]["content"] == "Summarize the report."
     openai_server.reset()
-    again = asyncio.run(run_cell(nb, "j1", opts))
+    again = asyncio.run(run_turn(nb, "j1", opts))
     assert not openai_server.chat_requests
     (out,) = again.outputs
     assert fmt.output_text(out) == "The report, summarized."
@@ -213,7 +211,7 @@ def test_toolchain_feeds_each_result_to_the_next(tmp_path: Path, trusted) -> Non
     text = ("## %% Chain[^k1]\n\n[^k1]: [toolchain] tools=[\"shout\", \"word_count\"] "
             "params='{\"text\": \"hello big world\"}'\n")
     nb = fmt.reads(text, path=str(tmp_path / "k.msg.md"))
-    run = asyncio.run(run_cell(nb, "k1", RunOptions(base_dir=tmp_path)))
+    run = asyncio.run(run_turn(nb, "k1", RunOptions(base_dir=tmp_path)))
     assert run.status == "ok", run.error
     assert [fmt.output_attrs(o)["tool"] for o in run.outputs] == ["shout", "word_count"]
     assert "HELLO BIG WORLD" in fmt.output_text(run.outputs[0])
@@ -250,9 +248,7 @@ def test_an_error_lists_its_attempts_only_when_they_add_something() -> None:
 
 
 def test_a_tool_call_nonce_of_digits_only_does_not_number_the_replies() -> None:
-    from jupyter_percent_agent.runtime.session import CellRun, _next_n
-
     cell = fmt.new_message("Weather?", cell_id="c")
     cell["outputs"] = [fmt.reply_output("step", agent="a", out_id="c.1"),
                        fmt.tool_call_output("get_weather", "x = 1", out_id="c.472438")]
-    assert _next_n(cell, CellRun(cell_id="c")) == 2  # not 472439
+    assert Run("c", existing=cell["outputs"]).next_output_id() == "c.2"  # not c.472439

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.cli import main
-from jupyter_percent_agent.runtime import RunOptions, run_cell
+from jupyter_percent_agent.runtime import RunOptions, run_turn
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 SECRETS = {"OPENAI_API_KEY": "sk-user-openai-secret",
@@ -190,7 +190,7 @@ def test_untrusted_toolbox_is_never_imported_by_tool_cells(tmp_path: Path, keys,
     path = folder / "calls.msg.md"
     path.write_text(f"# %% call[^c1]\n[^c1]: {cell}\n")
     with pytest.raises(trust.TrustError) as err:
-        asyncio.run(run_cell(fmt.read(path), "c1", RunOptions(base_dir=folder)))
+        asyncio.run(run_turn(fmt.read(path), "c1", RunOptions(base_dir=folder)))
     assert err.value.kind == "toolbox" and err.value.folder == folder
     assert not marker.exists()
 
@@ -201,7 +201,7 @@ def test_trusted_toolbox_is_imported(tmp_path: Path, keys) -> None:
     path = folder / "calls.msg.md"
     path.write_text('# %% call[^c1]\n[^c1]: [tool_call] tool="ping" args=\'{}\'\n')
     trust.trust_folder(folder)
-    run = asyncio.run(run_cell(fmt.read(path), "c1", RunOptions(base_dir=folder)))
+    run = asyncio.run(run_turn(fmt.read(path), "c1", RunOptions(base_dir=folder)))
     assert run.status == "ok", run.error
     assert marker.exists()
     assert '"pong"' in fmt.output_text(run.outputs[0])
@@ -224,7 +224,7 @@ def test_async_link_out_of_the_folder_is_refused(tmp_path: Path, keys, openai_se
         "secret outside" not in json.dumps(r.body) and "HOME=" not in json.dumps(r.body)
         for r in openai_server.requests)
     with pytest.raises(trust.TrustError) as err:
-        asyncio.run(run_cell(fmt.read(path), "j1", RunOptions(base_dir=folder)))
+        asyncio.run(run_turn(fmt.read(path), "j1", RunOptions(base_dir=folder)))
     assert err.value.kind == "path"
     assert (tmp_path / "outside.md").read_text() == "a secret outside the project"
     del result
@@ -239,7 +239,7 @@ def test_async_link_through_a_symlink_out_is_refused(tmp_path: Path, keys) -> No
     path = folder / "a.msg.md"
     path.write_text('# %% job[^j1]\n[^j1]: [async](results/key.pem) id="1"\n\nPoem.\n')
     with pytest.raises(trust.TrustError):
-        asyncio.run(run_cell(fmt.read(path), "j1", RunOptions(base_dir=folder)))
+        asyncio.run(run_turn(fmt.read(path), "j1", RunOptions(base_dir=folder)))
 
 
 def test_async_result_inside_the_folder_still_lands(tmp_path: Path, keys, openai_server,
@@ -251,7 +251,7 @@ def test_async_result_inside_the_folder_still_lands(tmp_path: Path, keys, openai
     folder.mkdir()
     path = folder / "a.msg.md"
     path.write_text('# %% job[^j1]\n[^j1]: [async](results/poem.md) id="1"\n\nPoem.\n')
-    run = asyncio.run(run_cell(fmt.read(path), "j1", RunOptions(base_dir=folder)))
+    run = asyncio.run(run_turn(fmt.read(path), "j1", RunOptions(base_dir=folder)))
     assert run.status == "ok", run.error
     assert (folder / "results" / "poem.md").read_text() == "A poem."
 

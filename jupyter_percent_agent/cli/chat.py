@@ -1,10 +1,13 @@
-"""``tce chat``: append a message to a message file, stream the agent's reply, save."""
+"""``tce chat``: append a message to a message file, stream the agent's reply, save.
+
+A thin front end over ``runtime.send``: it turns options into a ``RunOptions``, prints the
+typed events as they come, and turns what went wrong into one line and an exit code.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import sys
 import time
@@ -30,13 +33,6 @@ from jupyter_percent_agent.cli._common import (
 def _slug(text: str) -> str:
     words = re.findall(r"\w+", text.lower())[:6]
     return "-".join(words)[:48] or "chat"
-
-
-def default_title(message: str, width: int = 60) -> str:
-    """The heading title of a new message: its first line, shortened."""
-    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
-    line = line.lstrip("#").strip()
-    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 def new_file_in(folder: Path, message: str) -> Path:
@@ -65,34 +61,35 @@ class Printer:
         self.tool_mode = False
         self.wrote = False
 
-    def __call__(self, kind: str, payload: Any) -> None:
+    def __call__(self, event: Any) -> None:
+        from jupyter_percent_agent import format as fmt
+        from jupyter_percent_agent.runtime import events as ev
+
         if self.quiet:
             return
-        if kind == "step":
-            self.tool_mode = True
-        elif kind == "delta":
-            stream = sys.stderr if self.tool_mode else sys.stdout
-            stream.write(payload)
-            stream.flush()
-            self.wrote = not self.tool_mode or self.wrote
-        elif kind == "reasoning":  # a reasoning model's thinking: shown, not the answer
-            sys.stderr.write(payload)
-            sys.stderr.flush()
-        elif kind == "retry":
-            click.echo(f"\n[{payload}]", err=True)
-        elif kind == "status":
-            click.echo(f"[{payload}]", err=True)
-        elif kind == "chunk":
-            name, chunk = payload
-            click.echo(f"[{name}] {chunk}", err=True)
-        elif kind == "output" and self.tool_mode:
-            from jupyter_percent_agent import format as fmt
-
-            okind = fmt.output_kind(payload)
-            if okind in ("tool_call", "tool_result"):
-                attrs = fmt.output_attrs(payload)
-                label = attrs.get("name") or attrs.get("status") or ""
-                click.echo(f"\n--- {okind} {label} ---\n{fmt.output_text(payload)}", err=True)
+        match event:
+            case ev.Step():
+                self.tool_mode = True
+            case ev.Delta(text=text):
+                stream = sys.stderr if self.tool_mode else sys.stdout
+                stream.write(fmt.escape_surrogates(text))
+                stream.flush()
+                self.wrote = not self.tool_mode or self.wrote
+            case ev.Reasoning(text=text):  # a reasoning model's thinking: shown, not the answer
+                sys.stderr.write(fmt.escape_surrogates(text))
+                sys.stderr.flush()
+            case ev.Retry(reason=reason):
+                click.echo(f"\n[{reason}]", err=True)
+            case ev.Status(line=line):
+                click.echo(f"[{line}]", err=True)
+            case ev.Chunk(tool=tool, data=data):
+                click.echo(f"[{tool}] {data}", err=True)
+            case ev.OutputMade(output=out) if self.tool_mode:
+                kind = fmt.output_kind(out)
+                if kind in ("tool_call", "tool_result"):
+                    attrs = fmt.output_attrs(out)
+                    label = attrs.get("name") or attrs.get("status") or ""
+                    click.echo(f"\n--- {kind} {label} ---\n{fmt.output_text(out)}", err=True)
 
 
 def _describe(out: dict) -> dict:
@@ -141,66 +138,6 @@ def chat(item: str, agent: str | None, message: str, include: tuple[str, ...],
     sys.exit(code)
 
 
-def _prepare(path: Path, force: bool) -> None:
-    from jupyter_percent_agent.runtime import store
-
-    if path.name.endswith(".msg.md"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
-        store.enable_discussion(path)
-        return
-    if not store.has_message_section(path.read_text()):
-        if not force:
-            fail(f"{path} is a plain Markdown file; use --force to add a Discussion section "
-                 "for messages", EXIT_USAGE)
-        store.enable_discussion(path)
-
-
-def _saved_form(sel: Any, folder: Path) -> str:
-    """A selection of another file as the front matter keeps it: relative to the file's
-    folder, which it may not leave (a file may only include files of its own folder)."""
-    from jupyter_percent_agent import trust
-    from jupyter_percent_agent.runtime.session import resolve_item
-
-    real = resolve_item(sel.path, folder).resolve()
-    rel = os.path.relpath(real, folder.resolve())
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        raise trust.TrustError(f"--save would keep {sel.path!r}, outside the file's folder, in "
-                               "its front matter", "use -i without --save for files elsewhere",
-                               kind="path")
-    rest = sel.text.strip()[len(sel.path):] if sel.text.strip().startswith(sel.path) else ""
-    return rel + rest if rest else rel
-
-
-def _save_choices(nb: dict, include: tuple[str, ...], exclude: tuple[str, ...],
-                  folder: Path) -> None:
-    """``--save``: selections of other files go into the front matter (every later message
-    uses them), relative to the file's folder; cells of this file get their ``history``
-    attribute set."""
-    from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent.runtime import history as hist
-    from jupyter_percent_agent.runtime.ranges import parse_selection
-    from jupyter_percent_agent.runtime.store import set_cell_attr
-
-    cells = hist.conversation_cells(nb)
-    fm = fmt.front_matter(nb)
-    for key, sels, mode in (("include", include, "include"), ("exclude", exclude, "exclude")):
-        others = [_saved_form(parse_selection(s), folder) for s in sels
-                  if parse_selection(s).path is not None]
-        if others:
-            old = fm.get(key) or []
-            old = [old] if isinstance(old, str) else list(old)
-            fmt.set_front_matter(nb, key, old + [s for s in others if s not in old])
-        for s in sels:
-            sel = parse_selection(s)
-            if sel.path is None:
-                for i in sel.indices(len(cells)):
-                    set_cell_attr(cells[i - 1], "history", mode)
-
-
 def run_chat(path: Path, message: str, *, agent: str | None = None,
              include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), save: bool = False,
              model: str | None = None, title: str | None = None, as_json: bool = False,
@@ -208,88 +145,64 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent import trust
-    from jupyter_percent_agent.runtime import models, store
-    from jupyter_percent_agent.runtime import warm as helper
-    from jupyter_percent_agent.runtime.agents import AgentError, resolve_agent
-    from jupyter_percent_agent.runtime.ranges import SelectionError, parse_selection
-    from jupyter_percent_agent.runtime.session import CellRun, RunOptions, run_cell
+    from jupyter_percent_agent.runtime import helper
+    from jupyter_percent_agent.runtime.agents import AgentError
+    from jupyter_percent_agent.runtime.conversation import (
+        FileConversation,
+        PlainMarkdown,
+        send,
+    )
+    from jupyter_percent_agent.runtime.ranges import SelectionError
+    from jupyter_percent_agent.runtime.transport import HelperTransport, LocalTransport
+    from jupyter_percent_agent.runtime.turn import RunOptions
 
-    models.USE_HELPER = helper.enabled()
-    warm = None if models.USE_HELPER and helper.socket_path().exists() else \
-        _start_litellm_import()
+    transport = HelperTransport() if helper.enabled() else LocalTransport()
+    transport.warm_up()  # litellm's import overlaps reading the file and building the history
+    conversation = FileConversation(path, message, title=title, force=force,
+                                    save=(include, exclude) if save else None)
+    options = RunOptions(agent=agent, model=model, include=() if save else include,
+                         exclude=() if save else exclude, base_dir=path.parent)
+    printer = Printer(quiet=as_json)
     try:
-        for s in (*include, *exclude):
-            parse_selection(s)
-    except SelectionError as exc:
+        run = asyncio.run(send(conversation, options, printer, transport=transport))
+    except KeyboardInterrupt:
+        if conversation.cell_id is None:
+            raise
+        click.echo("\n[interrupted: the message is saved; a partial reply is kept with "
+                   "interrupted=true]", err=True)
+        return EXIT_INTERRUPTED
+    except (SelectionError, PlainMarkdown) as exc:
         fail(str(exc), EXIT_USAGE)
-    try:
-        _prepare(path, force)
-        attrs = None
-        with store.locked(path):
-            nb = store.read(path)
-            chosen = resolve_agent(nb, None, cli_agent=agent, model=model)  # fail before writing
-            trust.route_for(chosen.api_base, folder=path.parent, agent=chosen.name)
-            if save:
-                _save_choices(nb, include, exclude, path.parent)
-            cid = store.new_cell_id(nb)
-            nb.setdefault("cells", []).append(
-                fmt.new_message(message, attrs=attrs, cell_id=cid,
-                                title=title if title is not None else default_title(message)))
-            fmt.write(nb, path)
     except fmt.FormatError as exc:
         fail(_format_error(path, exc), EXIT_FILE)
     except AgentError as exc:
         fail(str(exc), EXIT_AGENT)
     except trust.TrustError as exc:
         fail(str(exc), EXIT_TRUST)
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror or exc}", EXIT_USAGE)
-    options = RunOptions(agent=agent, model=model, include=include if not save else (),
-                         exclude=exclude if not save else (), base_dir=path.parent,
-                         file_path=path)
-    printer = Printer(quiet=as_json)
-    run = CellRun(cell_id=cid)
-    if warm is not None:
-        warm.join()
-    try:
-        asyncio.run(run_cell(nb, cid, options, printer, run=run))
-    except KeyboardInterrupt:
-        run.status = "interrupted"
-        store.apply_run(path, run, text=message)
-        click.echo("\n[interrupted: the message is saved; a partial reply is kept with "
-                   "interrupted=true]", err=True)
-        return EXIT_INTERRUPTED
-    except fmt.FormatError as exc:  # an included file
-        fail(_format_error(None, exc), EXIT_FILE)
-    except AgentError as exc:
-        fail(str(exc), EXIT_AGENT)
-    except trust.TrustError as exc:
-        store.apply_run(path, run, text=message)  # the message stays, with nothing refused
-        fail(str(exc), EXIT_TRUST)
     except FileNotFoundError as exc:
         fail(f"{exc.filename}: no such file", EXIT_USAGE)
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}", EXIT_USAGE)
     except Exception as exc:
-        if _is_tool_error(exc):
+        if type(exc).__name__ in ("ToolLoadError", "ToolCallError"):
             fail(f"{type(exc).__name__}: {exc}", EXIT_TOOLS)
         raise
-    store.apply_run(path, run, text=message)
     if as_json:
-        click.echo(json.dumps({"file": str(path), "cell": cid, "agent": run.agent,
+        click.echo(json.dumps({"file": str(path), "cell": run.cell_id, "agent": run.agent,
                                "status": run.status, "reply": run.reply,
-                               "error": run.error_detail or run.error,
-                               "usage": run.usage, "dropped": run.dropped,
+                               "error": run.error_detail, "usage": run.usage,
+                               "dropped": run.dropped,
                                "outputs": [_describe(o) for o in run.outputs]},
                               ensure_ascii=False))
     else:
         if printer.tool_mode and run.reply:
-            click.echo("\n" + run.reply)
+            click.echo("\n" + fmt.escape_surrogates(run.reply))
         elif printer.wrote:
             click.echo()
         if run.status == "error":
-            click.echo(f"tce: {run.error_detail or run.error}", err=True)
+            click.echo(f"tce: {run.error_detail}", err=True)
     if run.status == "error":
-        kind = fmt.cell_kind(next(c for c in nb["cells"] if fmt.cell_id(c) == cid))
-        return EXIT_TOOLS if kind in ("code", "tool_call", "toolchain") else EXIT_MODEL
+        return EXIT_MODEL if run.agent else EXIT_TOOLS
     return EXIT_OK
 
 
@@ -300,31 +213,3 @@ def _format_error(path: Path | None, exc: Exception) -> str:
     if p and p not in msg:
         msg = f"{p}:{line}: {msg}" if line else f"{p}: {msg}"
     return msg + " (the file was not changed)"
-
-
-def _is_tool_error(exc: Exception) -> bool:
-    return type(exc).__name__ in ("ToolLoadError", "ToolCallError")
-
-
-class _Warm:
-    def __init__(self) -> None:
-        import threading
-
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            from jupyter_percent_agent.runtime.models import import_litellm
-
-            import_litellm()
-        except Exception:
-            pass
-
-    def join(self) -> None:
-        self.thread.join()
-
-
-def _start_litellm_import() -> _Warm:
-    """Import litellm in a thread while the file is read and the history is built."""
-    return _Warm()

@@ -63,6 +63,7 @@ __all__ = [
     "cell_title",
     "document_part",
     "error_output",
+    "escape_surrogates",
     "front_matter",
     "message_text",
     "new_id",
@@ -147,6 +148,18 @@ def read(path: str | os.PathLike) -> dict:
     with open(path, encoding="utf-8", newline="") as f:
         text = f.read()
     return reads(text, path=os.fspath(path))
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with surrogate pairs joined and lone surrogates written as ``\\udXXX``, so
+    that it can be encoded as UTF-8 (printed, saved) without losing anything else."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    joined = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+    return "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in joined)
 
 
 def write(nb: Mapping, path: str | os.PathLike) -> None:

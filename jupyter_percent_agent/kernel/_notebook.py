@@ -2,9 +2,11 @@
 
 The kernel never writes the file (JupyterLab owns the document and saves it), so the disk copy
 may lag behind the editor: the running cell may be new or edited, and cells run earlier in
-this session may not be saved yet. ``Session.prepare`` reads the file with the format core and
-lays over it the running cell's live source and what this kernel ran and has not seen saved.
-Only the format core is imported here (no nbformat, jupytext or litellm).
+this session may not be saved yet. ``KernelMemory.prepare`` lays over the file the running
+cell's live source and what this kernel ran and has not seen saved; ``LiveConversation`` is
+the kernel's side of ``runtime.send``: that notebook in, the run's outputs and summaries kept
+for the rest of the session. Only the format core and the runtime's light modules are
+imported here (no nbformat, jupytext or litellm).
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_percent_agent import format as fmt
 
 EMPTY = ""
 _NB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+if TYPE_CHECKING:
+    from jupyter_percent_agent.runtime import Plan, Run, RunOptions
 
 
 def notebook_path(env: Mapping[str, str] | None = None) -> Path | None:
@@ -55,11 +60,13 @@ class _Ran:
     outputs: list[dict[str, Any]] = field(default_factory=list)
 
 
-class Session:
-    """What this kernel ran, by nbformat cell id, in the order it ran it."""
+class KernelMemory:
+    """What this kernel ran, by nbformat cell id, in the order it ran it, and the summaries
+    it made (stored with their cells, as ``tce`` stores them in the file)."""
 
     def __init__(self) -> None:
         self.ran: dict[str, _Ran] = {}
+        self.summaries: dict[str, tuple[str, str]] = {}
 
     def record(self, nb_id: str, source: str, outputs: list[dict[str, Any]]) -> None:
         """Remember a cell that ran and what it produced. A re-run replaces it but keeps the
@@ -120,3 +127,27 @@ def _match_by_text(cells: list[dict[str, Any]], source: str, skip: set[str]) -> 
         if cid not in skip:
             return cid
     return found[0] if found else None
+
+
+class LiveConversation:
+    """The running cell of the notebook this kernel serves (``runtime.conversation``)."""
+
+    def __init__(self, memory: KernelMemory, path: Path | None, nb_id: str | None,
+                 source: str) -> None:
+        self.memory, self.path, self.nb_id, self.source = memory, path, nb_id, source
+        self.kind = "message"
+
+    def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
+        from jupyter_percent_agent.runtime.summaries import apply_summaries
+        from jupyter_percent_agent.runtime.turn import find_cell, plan
+
+        nb = read_notebook(self.path)
+        nb, self.nb_id, footnote_id = self.memory.prepare(nb, self.nb_id, self.source)
+        apply_summaries(nb, self.memory.summaries)
+        self.kind = fmt.cell_kind(find_cell(nb, footnote_id)[1])
+        return nb, plan(nb, footnote_id, options)
+
+    def finish(self, run: Run) -> None:
+        if self.nb_id is not None:
+            self.memory.record(self.nb_id, self.source, list(run.outputs))
+        self.memory.summaries.update(run.summaries)

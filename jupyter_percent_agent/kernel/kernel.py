@@ -1,11 +1,12 @@
 """``AgentKernel``: an ipykernel ``Kernel`` whose cells are messages to an agent.
 
-Running a cell reads the notebook the kernel serves (``JPY_SESSION_NAME``) with the format
-core, lays the cell's live source over it (``_notebook.Session``), and runs it through the
-runtime's ``run_cell``. The reply streams as one ``display_data`` updated in place; tool calls,
-results, stdout/stderr and errors are further outputs, built by the format core's helpers so
-that JupyterLab's save writes them into the message file as the format expects. The kernel
-never writes the notebook itself.
+A thin front end over ``runtime.send``: running a cell hands the runtime a
+``LiveConversation`` (the notebook this kernel serves, ``JPY_SESSION_NAME``, read with the
+format core, with the running cell's live source and this session's unsaved runs laid over it)
+and turns the typed events into iopub messages: the reply streams as one ``display_data``
+updated in place; tool calls, results, stdout/stderr and errors are further outputs, built by
+the format core so that JupyterLab's save writes them into the message file as the format
+expects. The kernel never writes the notebook itself.
 
 Interrupts: while a cell runs, SIGINT (sent by the kernel manager, or by ipykernel's
 ``interrupt_request`` handler in ``interrupt_mode: message``) cancels the asyncio task of the
@@ -13,15 +14,14 @@ run, which cancels the model call and the sandbox; the kernel stays up.
 
 Importing this module is cheap: the runtime and the tools are imported when a cell runs, never
 at start-up. litellm (about 3 s, and 1 s more for what its first call loads) is imported on a
-worker thread a second after the kernel has started, while the user is still typing, so that
-the first reply does not wait for it; ``PERCENT_AGENT_PRELOAD=0`` leaves it to the first
-message.
+worker thread a second after the kernel has started (``LocalTransport.warm_up``), while the
+user is still typing, so that the first reply does not wait for it; ``PERCENT_AGENT_PRELOAD=0``
+leaves it to the first message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
 from pathlib import Path
@@ -30,23 +30,16 @@ from typing import Any
 from ipykernel.kernelbase import Kernel
 
 from jupyter_percent_agent import __version__ as _version
+from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.kernel import LANGUAGE_INFO
-from jupyter_percent_agent.kernel._notebook import Session, notebook_path, read_notebook
+from jupyter_percent_agent.kernel._notebook import KernelMemory, LiveConversation, notebook_path
 
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
-MODEL_FREE = ("code", "tool_call", "toolchain")
-
 PRELOAD_DELAY = 1.0
 """Seconds after start before litellm is imported in the background (a kernel's start, and
 the front end's first requests, stay free of it)."""
-
-
-def _import_litellm() -> None:
-    from jupyter_percent_agent.runtime.models import prewarm
-
-    prewarm()  # the default agent's tokenizer: a notebook's own agent may use another
 
 
 class RunFailed(Exception):
@@ -62,11 +55,11 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 class _Display:
-    """Sends a run's events to the front end as iopub messages."""
+    """Sends a run's typed events to the front end as iopub messages."""
 
-    def __init__(self, kernel: AgentKernel, run: Any) -> None:
+    def __init__(self, kernel: AgentKernel) -> None:
         self.kernel = kernel
-        self.run = run
+        self.agent = "agent"
         self.display_id: str | None = None
         self.text = ""
         self.sent_at = 0.0
@@ -79,7 +72,7 @@ class _Display:
     def _streaming_content(self) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
 
-        out = fmt.reply_output(self.text, agent=self.run.agent or "agent",
+        out = fmt.reply_output(fmt.escape_surrogates(self.text), agent=self.agent,
                                out_id=None)  # type: ignore[arg-type]  # id: on the last update
         return {"data": out["data"], "metadata": out["metadata"]}
 
@@ -105,44 +98,42 @@ class _Display:
                                            "transient": {"display_id": self.display_id}})
         self.display_id, self.text, self.sent_text = None, "", ""
 
-    def interrupted(self) -> None:
-        """After a cancel: the partial reply the runtime kept (``interrupted=true``)."""
-        from jupyter_percent_agent import format as fmt
-
-        if self.display_id is None:
-            return
-        partial = [o for o in self.run.outputs if fmt.output_kind(o) == "reply"]
-        if partial and fmt.output_attrs(partial[-1]).get("interrupted"):
-            self._close_with(partial[-1])
-        else:
-            self._push(force=True)
-
     # -- events --------------------------------------------------------------------------
 
-    def __call__(self, kind: str, payload: Any) -> None:
-        if kind == "delta":
-            self.text += payload
-            if self.display_id is None:
-                if self.text.strip():
-                    self._open()
-            else:
-                self._push()
-        elif kind == "retry":
-            # the next attempt starts afresh; the text shown stays until it streams (or, when
-            # every attempt fails, until the runtime's incomplete reply replaces it): never an
-            # empty reply left behind
-            self.text = ""
-            self.kernel.log.info("agent: %s", payload)
-        elif kind == "output":
-            self._output(payload)
-        elif kind in ("status", "chunk"):
-            self.kernel.log.info("agent %s: %s", kind, payload)
+    def __call__(self, event: Any) -> None:
+        from jupyter_percent_agent.runtime import events as ev
+
+        match event:
+            case ev.Answering(agent=agent):
+                self.agent = agent
+            case ev.Delta(text=text):
+                self.text += text
+                if self.display_id is None:
+                    if self.text.strip():
+                        self._open()
+                else:
+                    self._push()
+            case ev.Retry(reason=reason):
+                # the next attempt starts afresh; the text shown stays until it streams (or,
+                # when every attempt fails, until the runtime's incomplete reply replaces it):
+                # never an empty reply left behind
+                self.text = ""
+                self.kernel.log.info("agent: %s", reason)
+            case ev.OutputMade(output=out):
+                self._output(out)
+            case ev.Interrupted(partial=partial):
+                if self.display_id is not None:
+                    if partial is not None:
+                        self._close_with(partial)
+                    else:
+                        self._push(force=True)
+            case ev.Status() | ev.Chunk():
+                self.kernel.log.info("agent: %s", event)
 
     def _output(self, out: dict[str, Any]) -> None:
         from jupyter_percent_agent import format as fmt
 
-        okind = fmt.output_kind(out)
-        if okind == "reply" and self.display_id is not None:
+        if fmt.output_kind(out) == "reply" and self.display_id is not None:
             self._close_with(out)
             return
         self.display_id, self.text = None, ""
@@ -182,23 +173,17 @@ class AgentKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._session_memory = Session()
+        from jupyter_percent_agent.runtime.transport import LocalTransport
+
+        self._memory = KernelMemory()
+        self._transport = LocalTransport(deep=True)
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
-        self._litellm: asyncio.Future[None] | None = None
 
     def start(self) -> None:
         super().start()
-        if os.environ.get("PERCENT_AGENT_PRELOAD", "1") != "0":
-            self.io_loop.call_later(PRELOAD_DELAY, self._litellm_imported)
-
-    def _litellm_imported(self) -> asyncio.Future[None]:
-        """The one import of litellm, on a worker thread, started on first need."""
-        failed = self._litellm is not None and self._litellm.done() and (
-            self._litellm.cancelled() or self._litellm.exception() is not None)
-        if self._litellm is None or failed:
-            self._litellm = asyncio.ensure_future(asyncio.to_thread(_import_litellm))
-        return self._litellm
+        if env_flag("PERCENT_AGENT_PRELOAD", True):
+            self.io_loop.call_later(PRELOAD_DELAY, self._transport.warm_up)
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -237,32 +222,17 @@ class AgentKernel(Kernel):
 
     async def _execute(self, code: str, cell_id: str | None) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
-        from jupyter_percent_agent.runtime import AgentError, CellRun, RunOptions, run_cell
+        from jupyter_percent_agent.runtime import AgentError, RunOptions, send
         from jupyter_percent_agent.trust import TrustError
 
         path = notebook_path()
-        try:
-            nb = read_notebook(path)
-        except fmt.FormatError as exc:
-            raise RunFailed("FormatError", _one_line(str(exc))) from None
-        except (OSError, ValueError) as exc:
-            raise RunFailed(type(exc).__name__, _one_line(f"{path}: {exc}")) from None
-        nb, nb_id, run_id = self._session_memory.prepare(nb, cell_id, code)
-        cell = next(c for c in nb["cells"] if c.get("id") == nb_id)
-        run = CellRun(cell_id=run_id)
-        display = _Display(self, run)
+        conversation = LiveConversation(self._memory, path, cell_id, code)
+        display = _Display(self)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
-        options = RunOptions(base_dir=path.parent if path else Path.cwd(), file_path=path,
-                             current_text=code)
-
-        async def go() -> None:
-            if fmt.cell_kind(cell) not in MODEL_FREE:
-                # shielded: interrupting this cell must not cancel the import the next awaits
-                await asyncio.shield(self._litellm_imported())
-            await run_cell(nb, run_id, options, display, run=run)
-
-        self._task = asyncio.ensure_future(go())
+        options = RunOptions(base_dir=path.parent if path else Path.cwd(), current_text=code)
+        self._task = asyncio.ensure_future(
+            send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:
             self._task.cancel()
         try:
@@ -272,28 +242,27 @@ class AgentKernel(Kernel):
             if not task.done():
                 task.cancel()
         if task.cancelled():
-            display.interrupted()
-            run.status = "interrupted"
-            self._session_memory.record(nb_id, code, run.outputs)
             return self._error("KeyboardInterrupt", "interrupted: the model call was cancelled"
-                               if fmt.cell_kind(cell) not in MODEL_FREE else "interrupted")
+                               if conversation.kind not in ("code", "tool_call", "toolchain")
+                               else "interrupted")
         exc = task.exception()
         if exc is not None:
-            if not isinstance(exc, AgentError | fmt.FormatError | FileNotFoundError
-                              | TrustError):
+            if isinstance(exc, fmt.FormatError | OSError | ValueError) and \
+                    not isinstance(exc, AgentError | TrustError | FileNotFoundError):
+                where = f"{path}: " if path and str(path) not in str(exc) else ""
+                raise RunFailed(type(exc).__name__, _one_line(f"{where}{exc}"))
+            if not isinstance(exc, AgentError | TrustError | FileNotFoundError):
                 self.log.error("agent run failed", exc_info=exc)  # the traceback: in the log
             raise RunFailed(type(exc).__name__, _one_line(str(exc)))
-        self._session_memory.record(nb_id, code, run.outputs)
+        run = task.result()
         if run.status == "error":
             if display.errors:
                 err = display.errors[-1]
                 return self._error(err["ename"], _one_line(err["evalue"]))
             # a [code] cell's traceback went to stderr, a failed tool call is a [tool]
             # result: an error output only when nothing was shown
+            ename = run.error_type or "Error"
             reason = _one_line(run.error or "failed")
-            head = reason.split(":", 1)[0]
-            ename = run.error_type or (head if head.isidentifier() and head != reason
-                                       else "Error")
             return self._error(ename, reason.removeprefix(f"{ename}: "),
                                publish=not display.shown)
         return self._ok()

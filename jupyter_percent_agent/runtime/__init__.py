@@ -4,16 +4,15 @@ Knows nothing of Jupyter or the terminal; the kernel and ``tce`` are two front e
 Importing this package is cheap: litellm is imported only when a model is called (or a
 history must be counted in tokens). The names below are loaded on first use.
 
-Front ends use::
+Front ends use one function, with a conversation, the caller's options, a callback for the
+typed events (``runtime.events``) and a transport (``LocalTransport``, ``HelperTransport``)::
 
-    run = await run_cell(nb, cell_id, RunOptions(base_dir=..., current_text=...), on_event,
-                         run=CellRun(cell_id))          # outputs in run.outputs
-    store.apply_run(path, run)                          # append to a fresh copy, locked
+    run = await send(FileConversation(path, message), RunOptions(...), on_event,
+                     transport=HelperTransport())
+    run.outputs, run.reply, run.status, run.error_type, run.usage
 
-``on_event(kind, payload)``: "delta" / "reasoning" (streamed text), "retry" (why),
-"output" (an output dict just made), "step" (ATTP step number), "chunk" ((tool, chunk)),
-"status" (a line for the user). Cancel the task to interrupt: a partial reply is kept in
-``run.outputs`` with ``interrupted=true``.
+``run_turn(nb, cell_id, options, on_event, transport=...)`` runs one cell of a notebook in
+memory (task documents use it). docs/internal-api.md draws the modules and one turn's path.
 """
 
 from __future__ import annotations
@@ -24,13 +23,20 @@ from typing import Any
 _NAMES = {
     "Agent": "agents", "AgentError": "agents", "known_agents": "agents",
     "resolve_agent": "agents",
+    "Conversation": "conversation", "FileConversation": "conversation",
+    "PlainMarkdown": "conversation", "send": "conversation",
+    "Answering": "events", "Chunk": "events", "Delta": "events", "Event": "events",
+    "Interrupted": "events", "OnEvent": "events", "OutputMade": "events",
+    "Reasoning": "events", "Retry": "events", "Status": "events", "Step": "events",
     "History": "history", "Turn": "history", "build_history": "history", "fit": "history",
     "conversation_cells": "history",
-    "CallResult": "models", "CallSpec": "models", "complete": "models", "spec_for": "models",
+    "CallResult": "models", "CallSpec": "models", "spec_for": "models",
     "Selection": "ranges", "SelectionError": "ranges", "parse_selection": "ranges",
-    "CellRun": "session", "RunOptions": "session", "plan_history": "session",
-    "run_cell": "session",
-    "apply_run": "store", "append_message": "store", "locked": "store",
+    "Run": "run",
+    "apply_run": "store", "locked": "store",
+    "HelperTransport": "transport", "LocalTransport": "transport", "Transport": "transport",
+    "Plan": "turn", "RunOptions": "turn", "new_run": "turn", "plan": "turn",
+    "run_turn": "turn",
 }
 
 __all__ = sorted(_NAMES)

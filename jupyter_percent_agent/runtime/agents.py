@@ -122,9 +122,9 @@ def is_agent_cell(cell: Mapping[str, Any]) -> bool:
     return fmt.cell_kind(cell) == "agent" or fmt.cell_attrs(cell).get("definition") == "agent"
 
 
-def known_agents(nb: Mapping[str, Any], *, upto: int | None = None) -> dict[str, Agent]:
+def known_agents(nb: Mapping[str, Any]) -> dict[str, Agent]:
     """Agents defined in a notebook: front-matter presets, then definition cells (a later
-    cell redefines an earlier name). ``upto`` limits cells to those before that index."""
+    cell redefines an earlier name)."""
     agents: dict[str, Agent] = {}
     presets = fmt.front_matter(nb).get("agents") or {}
     if isinstance(presets, list):  # a list of {name: ..., ...} is accepted too
@@ -133,8 +133,7 @@ def known_agents(nb: Mapping[str, Any], *, upto: int | None = None) -> dict[str,
         raise AgentError("front matter 'agents' must be a mapping of agent names to settings")
     for name, props in presets.items():
         agents[str(name)] = agent_from_mapping(str(name), props or {}, source="preset")
-    cells = nb.get("cells", [])
-    for cell in cells[:upto] if upto is not None else cells:
+    for cell in nb.get("cells", []):
         if is_agent_cell(cell):
             agent = agent_from_cell(cell)
             agents[agent.name] = agent

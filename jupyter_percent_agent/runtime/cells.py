@@ -7,69 +7,46 @@ import asyncio
 import json
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.runtime.agents import Agent
-from jupyter_percent_agent.runtime.session import (
-    TOOL_CELLS,
-    CellRun,
-    OnEvent,
-    RunOptions,
-    _next_n,
-    to_json_text,
-    tools_for,
-)
+from jupyter_percent_agent.runtime.attp_loop import to_json_text
+from jupyter_percent_agent.runtime.events import Chunk
+from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.toolset import tool_cell_registry
+
+CODE_TIMEOUT = 30.0
+PYTHON = ("python", "py", "python3")
 
 
-def _emit(run: CellRun, on_event: OnEvent, out: dict[str, Any]) -> None:
-    run.outputs.append(out)
-    on_event("output", out)
-
-
-async def run_code_cell(cell: Mapping[str, Any], run: CellRun, on_event: OnEvent,
-                        *, timeout: float = 30.0) -> None:
+async def run_code_cell(cell: Mapping[str, Any], run: Run, *,
+                        timeout: float = CODE_TIMEOUT) -> None:
     """Run a ``[code]`` cell's first fence in the sandbox; stdout and errors become
     ``[python]`` outputs ``ID.n``."""
     from jupyter_percent_agent import sandbox
 
-    attrs = fmt.cell_attrs(cell)
-    lang = str(attrs.get("language") or "python").lower()
-    n = _next_n(cell, run)
-    if lang not in ("python", "py", "python3"):
-        run.status, run.error = "error", f"only Python cells run here, not {lang!r}"
-        _emit(run, on_event, fmt.error_output("LanguageError", run.error, [],
-                                              out_id=f"{run.cell_id}.{n}"))
+    lang = str(fmt.cell_attrs(cell).get("language") or "python").lower()
+    if lang not in PYTHON:
+        run.fail("LanguageError", f"only Python cells run here, not {lang!r}")
+        run.emit(fmt.error_output("LanguageError", run.error or "", [],
+                                  out_id=run.next_output_id()))
         return
     result = await sandbox.execute_async(fmt.message_text(cell), timeout=timeout)
     meta = {"status": result.status, "duration": round(result.duration, 3)}
 
     def stream(name: str, text: str) -> None:
         # nbformat keeps stdout and stderr as separate outputs: each gets its own ID.n
-        _emit(run, on_event, fmt.stream_output(
-            name, text, out_id=f"{run.cell_id}.{_next_n(cell, run)}", attrs=meta))
+        run.emit(fmt.stream_output(name, text, out_id=run.next_output_id(), attrs=meta))
 
     if result.stdout:
         stream("stdout", result.stdout)
     if result.status == "success" and result.result is not None:
         stream("stdout", to_json_text(result.result) + "\n")
     if result.error is not None:
-        run.status, run.error = "error", str(result.error)
+        run.fail(result.error.type or "SandboxError", str(result.error))
         stream("stderr", str(result.error) + "\n")
-
-
-def _tool_cell_registry(names: list[Any], options: RunOptions) -> Any:
-    """The tools a ``[tool_call]``/``[toolchain]`` cell may call: installed ones, and the
-    toolbox beside the file only when its folder is trusted (``TrustError`` when a named
-    tool is missing and only an untrusted toolbox could hold it)."""
-    base = options.base_dir
-    if base is None or trust.is_trusted(base) or not (base / "toolbox").is_dir():
-        return tools_for(Agent(name=TOOL_CELLS, tools=None), base)
-    registry = tools_for(Agent(name=TOOL_CELLS, tools=None), None)
-    if any(name not in registry for name in names):
-        raise trust.refuse_toolbox(base, "this tool call")
-    return registry
 
 
 def _args(value: Any) -> dict[str, Any]:
@@ -82,24 +59,22 @@ def _args(value: Any) -> dict[str, Any]:
     return value
 
 
-async def run_tool_cell(cell: Mapping[str, Any], run: CellRun, options: RunOptions,
-                        on_event: OnEvent) -> None:
+async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None) -> None:
     """Call a tool (``[tool_call] tool="x" args='{...}'``) or a chain of them
     (``[toolchain] tools=[...] params='{...}'``, each result's data feeding the next)."""
     attrs = fmt.cell_attrs(cell)
     kind = fmt.cell_kind(cell)
     names = [attrs.get("tool")] if kind == "tool_call" else list(attrs.get("tools") or [])
-    n = _next_n(cell, run)
     try:
-        registry = _tool_cell_registry(names, options)
+        registry = tool_cell_registry(names, base_dir)
         args = _args(attrs.get("args") if kind == "tool_call" else attrs.get("params"))
         timeout = float(attrs.get("timeout") or 30)
     except trust.TrustError:
         raise  # the front end says what was refused and how to allow it
     except Exception as exc:  # bad arguments or a toolbox that does not load
-        run.status, run.error, run.error_type = "error", str(exc), type(exc).__name__
-        _emit(run, on_event, fmt.error_output(type(exc).__name__, str(exc), [],
-                                              out_id=f"{run.cell_id}.{n}"))
+        run.fail(type(exc).__name__, str(exc))
+        run.emit(fmt.error_output(type(exc).__name__, str(exc), [],
+                                  out_id=run.next_output_id()))
         return
     data: Any = args
     for i, name in enumerate(names):
@@ -110,24 +85,23 @@ async def run_tool_cell(cell: Mapping[str, Any], run: CellRun, options: RunOptio
                 known = ", ".join(sorted(registry)) or "none"
                 raise KeyError(f"no tool named {name!r} (known: {known})")
             tool = registry[name]
-            call_args = _chain_args(tool, data) if i else data
-            result = await asyncio.wait_for(asyncio.to_thread(
-                tool.run, call_args,
-                on_chunk=lambda nm, chunk: on_event("chunk", (nm, chunk))), timeout)
+            result = await asyncio.wait_for(tool.arun(
+                _chain_args(tool, data) if i else data,
+                on_chunk=lambda nm, chunk: run.tell(Chunk(nm, chunk))), timeout)
             data = result["data"]
             text = to_json_text(data)
             if result.get("instruction"):
                 text += "\n\nInstruction: " + result["instruction"]
         except Exception as exc:
             status, text = "fail", f"{type(exc).__name__}: {exc}"
-            run.status, run.error, run.error_type = "error", text, type(exc).__name__
-        out = fmt.tool_result_output(text, out_id=f"{run.cell_id}.{n + i}", status=status,
-                                     attrs={"tool": name,
-                                            "duration": round(time.monotonic() - started, 3)})
-        _emit(run, on_event, out)
+            run.fail(type(exc).__name__, text)
+        run.emit(fmt.tool_result_output(text, out_id=run.next_output_id(), status=status,
+                                        attrs={"tool": name,
+                                               "duration": round(time.monotonic() - started,
+                                                                 3)}))
         if status != "success":
             return
-    run.reply = to_json_text(data)
+    run.answer(to_json_text(data))
 
 
 def _chain_args(tool: Any, value: Any) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""Model calls through litellm: streaming, retries with backoff, fallback over ``models``.
+"""Model calls through litellm in this process: streaming, retries with backoff, fallback
+over ``models``, failures explained in words a user acts on.
 
-The call is described by a ``CallSpec`` of plain JSON data so it can run in this process or
-in the warm helper (``runtime.warm``). litellm is imported only when a call is made, with
+The call is described by a ``CallSpec`` of plain JSON data so that it can be made here or by
+the warm helper process (``runtime.helper``); which one is the transport's choice
+(``runtime.transport``). litellm is imported only when a call is made, with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that it never reaches for the network at import.
 Keys and ``api_base`` travel in the spec, never into a message file.
 """
@@ -12,16 +14,14 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
+from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
 from jupyter_percent_agent.trust import NO_KEY, Route, route_for
-
-OnDelta = Callable[[str, str], None]
-"""``on_delta(kind, text)``: kind is "content", "reasoning", or "retry" (text = why)."""
 
 
 @dataclass
@@ -306,7 +306,7 @@ def _cost(litellm: Any, model: str, tokens_in: int, tokens_out: int) -> float | 
         return None
 
 
-async def _attempt(litellm: Any, spec: CallSpec, model: str, on_delta: OnDelta,
+async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
                    result: CallResult) -> None:
     kwargs: dict[str, Any] = dict(spec.params)
     routed = _provider_model(litellm, model, spec.api_base)
@@ -331,10 +331,10 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_delta: OnDelta,
             reasoning = getattr(delta, "reasoning_content", None)
             if reasoning:
                 result.reasoning += reasoning
-                on_delta("reasoning", reasoning)
+                on_event(Reasoning(reasoning))
             if delta.content:
                 result.text += delta.content
-                on_delta("content", delta.content)
+                on_event(Delta(delta.content))
     result.model = model
     if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
         result.tokens_in = int(usage.prompt_tokens)
@@ -345,21 +345,10 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_delta: OnDelta,
     result.cost = _cost(litellm, routed, result.tokens_in, result.tokens_out)
 
 
-USE_HELPER = False
-"""Set by ``tce``: hand calls to the warm helper process (``runtime.warm``) when one runs."""
-
-
-async def complete(spec: CallSpec, on_delta: OnDelta | None = None, *,
-                   local: bool = False) -> CallResult:
-    """Stream one reply, retrying and falling over to the next model; never raises for a
-    model failure (the result's ``error`` says why). Cancellation propagates."""
-    on_delta = on_delta or (lambda kind, text: None)
-    if USE_HELPER and not local:
-        from jupyter_percent_agent.runtime import warm
-
-        result = await warm.try_complete(spec, on_delta)
-        if result is not None:
-            return result
+async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
+    """Stream one reply in this process, retrying and falling over to the next model; never
+    raises for a model failure (the result's ``error`` says why). Cancellation propagates.
+    Streamed text arrives as ``Delta``/``Reasoning`` events, a new attempt as ``Retry``."""
     started = time.monotonic()
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
     try:
@@ -372,7 +361,7 @@ async def complete(spec: CallSpec, on_delta: OnDelta | None = None, *,
         for attempt in range(spec.retries + 1):
             result.text, result.reasoning = "", ""
             try:
-                await _attempt(litellm, spec, model, on_delta, result)
+                await _attempt(litellm, spec, model, on_event, result)
                 result.duration = round(time.monotonic() - started, 3)
                 return result
             except asyncio.CancelledError:
@@ -382,10 +371,10 @@ async def complete(spec: CallSpec, on_delta: OnDelta | None = None, *,
                 result.attempts.append(f"{model}: {last.text}")
                 if not _retryable(litellm, exc) or attempt == spec.retries:
                     break
-                on_delta("retry", f"{last.detail}; retrying {model}")
+                on_event(Retry(f"{last.detail}; retrying {model}"))
                 await asyncio.sleep(spec.backoff * 2 ** attempt)
         if n + 1 < len(spec.models) and last is not None:
-            on_delta("retry", f"{last.detail}; falling over to {spec.models[n + 1]}")
+            on_event(Retry(f"{last.detail}; falling over to {spec.models[n + 1]}"))
     result.text = result.reasoning = ""
     result.duration = round(time.monotonic() - started, 3)
     result.error = last.text if last else "no model to call"

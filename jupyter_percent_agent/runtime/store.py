@@ -1,10 +1,10 @@
-"""Reading and writing message files safely: a lock around every read-modify-write, and
-runs applied to a fresh copy of the file, so two concurrent chats lose no message.
+"""Message files on disk: a lock around every read-modify-write, and runs applied to a fresh
+copy of the file, so two concurrent chats lose no message.
 
-The lock is an ``fcntl.flock`` on a file in the user's private folder (``trust.private_dir``)
-keyed by the message
-file's real path (the message file itself is replaced atomically on every write, so it cannot
-carry the lock). Writes go through the format core's atomic ``write``.
+The lock is an ``fcntl.flock`` on a file in the user's private folder
+(``trust.private_dir``) keyed by the message file's real path (the message file itself is
+replaced atomically on every write, so it cannot carry the lock). Writes go through the
+format core's atomic ``write``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.summaries import apply_summaries
 
 EMPTY_MSG_FILE = ""
 
@@ -100,49 +101,25 @@ def enable_discussion(path: Path) -> None:
     if not re.search(r"^#{1,6}\s+Discussion\s*$", text, re.M):
         text = text.rstrip("\n") + "\n\n## Discussion\n"
     fmt.reads(text, path=str(path))  # refuse to write what does not read back
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    fmt.write_text(path, text)
 
 
-def append_message(path: Path, text: str, *, attrs: Mapping[str, Any] | None = None,
-                   title: str | None = None) -> tuple[dict[str, Any], str]:
-    """Append a message cell under the lock; returns the notebook as written and the id."""
+def apply_outputs(nb: dict[str, Any], run: Run, *, text: str | None = None) -> None:
+    """Append a run's outputs to its cell of ``nb`` and store the summaries it made (in
+    place). A cell deleted meanwhile is appended again, with ``text``."""
+    cells = nb.setdefault("cells", [])
+    cell = next((c for c in cells if fmt.cell_id(c) == run.cell_id), None)
+    if cell is None:
+        cell = fmt.new_message(text or "", cell_id=run.cell_id)
+        cells.append(cell)
+    cell.setdefault("outputs", []).extend(run.outputs)
+    apply_summaries(nb, run.summaries)
+
+
+def apply_run(path: Path, run: Run, *, text: str | None = None) -> dict[str, Any]:
+    """Apply a run to a fresh copy of the file, under the lock; returns what was written."""
     with locked(path):
         nb = read(path)
-        cid = new_cell_id(nb)
-        nb.setdefault("cells", []).append(
-            fmt.new_message(text, attrs=dict(attrs) if attrs else None, cell_id=cid,
-                            title=title))
-        fmt.write(nb, path)
-    return nb, cid
-
-
-def apply_run(path: Path, run: Any, *, text: str | None = None) -> dict[str, Any]:
-    """Append a run's outputs to its cell (and store the summaries it made) in a fresh copy
-    of the file, under the lock. A cell deleted meanwhile is appended again."""
-    with locked(path):
-        nb = read(path)
-        cells = nb.setdefault("cells", [])
-        by_id = {fmt.cell_id(c): c for c in cells}
-        cell = by_id.get(run.cell_id)
-        if cell is None:
-            cell = fmt.new_message(text or "", cell_id=run.cell_id)
-            cells.append(cell)
-        cell.setdefault("outputs", []).extend(run.outputs)
-        for cid, (summary, digest) in run.summaries.items():
-            target = by_id.get(cid)
-            if target is not None and hist.content_hash(target) == digest:
-                set_cell_attr(target, "summary", summary)
-                set_cell_attr(target, "summary_hash", digest)
-        fmt.write(nb, path)
-    return nb
-
-
-def update(path: Path, change: Any) -> dict[str, Any]:
-    """Read, ``change(nb)``, write, under the lock."""
-    with locked(path):
-        nb = read(path)
-        change(nb)
+        apply_outputs(nb, run, text=text)
         fmt.write(nb, path)
     return nb

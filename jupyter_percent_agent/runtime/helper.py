@@ -1,13 +1,14 @@
-"""A small persistent helper that keeps litellm imported, so ``tce chat`` starts fast.
+"""A small persistent helper process that keeps litellm imported, so ``tce chat`` starts fast.
 
 ``import litellm`` costs about 3 s here, far more than the rest of a chat. The first
 ``tce chat`` starts this helper in the background (its own session, so Ctrl-C in the
 terminal does not reach it) and makes its own call in-process; later runs hand their model
 call (a ``CallSpec``, plain JSON) to the helper over a Unix socket and read the streamed
-deltas back. The helper exits after ``PERCENT_AGENT_WARM_IDLE`` seconds (default 900)
-without work. ``PERCENT_AGENT_WARM=0`` turns it off.
+deltas back (``request``, used by ``transport.HelperTransport``). The helper exits after
+``PERCENT_AGENT_WARM_IDLE`` seconds (default 900) without work. ``PERCENT_AGENT_WARM=0``
+turns it off.
 
-The socket lives in a private folder (``$TMPDIR/percent-agent-UID``, mode 0700, checked
+The socket lives in the user's private folder (``trust.private_dir``, mode 0700, checked
 before use) and its name is a hash of the environment, the interpreter and this package's
 code, so a helper never answers for a different set of keys, ``api_base`` or version.
 Closing the connection cancels the call in the helper.
@@ -30,12 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.runtime.models import (
-    LITELLM_ENV_DEFAULTS,
-    CallResult,
-    CallSpec,
-    OnDelta,
-)
+from jupyter_percent_agent.runtime.events import Delta, Event, OnEvent, Reasoning, Retry
+from jupyter_percent_agent.runtime.models import LITELLM_ENV_DEFAULTS, CallResult, CallSpec
 
 _VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "PS1", "PS2",
              "PYTEST_CURRENT_TEST", "PERCENT_AGENT_WARM_IDLE")
@@ -73,15 +70,27 @@ def socket_path(env: dict[str, str] | None = None) -> Path:
     # the environment's interpreter, however it was named (python, python3, a relative path)
     h.update(f"{sys.prefix}\0{os.path.realpath(sys.executable)}".encode())
     here = Path(__file__).resolve().parent
-    for name in ("models.py", "warm.py"):
+    for name in ("models.py", "helper.py", "events.py"):
         with contextlib.suppress(OSError):
             h.update(str((here / name).stat().st_mtime_ns).encode())
     return _folder() / f"litellm-{h.hexdigest()[:16]}.sock"
 
 
 def enabled() -> bool:
-    return os.environ.get("PERCENT_AGENT_WARM", "1").strip().lower() not in ("0", "false", "no",
-                                                                              "off")
+    """``PERCENT_AGENT_WARM`` (default on)."""
+    from jupyter_percent_agent.envflags import env_flag
+
+    return env_flag("PERCENT_AGENT_WARM", True)
+
+
+_WIRE = {Delta: "delta", Reasoning: "reasoning", Retry: "retry"}
+_FROM_WIRE = {"delta": Delta, "reasoning": Reasoning, "retry": Retry}
+
+
+def _to_wire(event: Event) -> dict[str, str] | None:
+    kind = _WIRE.get(type(event))
+    text = getattr(event, "text", None) if kind != "retry" else getattr(event, "reason", None)
+    return {"kind": kind, "text": text} if kind and isinstance(text, str) else None
 
 
 def spawn(path: Path) -> None:
@@ -89,7 +98,7 @@ def spawn(path: Path) -> None:
     folder = path.parent
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.warm", str(path)],
+    subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.helper", str(path)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
@@ -104,7 +113,7 @@ def _start(path: Path) -> None:
             spawn(path)
 
 
-async def try_complete(spec: CallSpec, on_delta: OnDelta) -> CallResult | None:
+async def request(spec: CallSpec, on_event: OnEvent) -> CallResult | None:
     """The call made by a running helper, or None when there is none (one is then started
     for next time)."""
     path = socket_path()
@@ -126,20 +135,22 @@ async def try_complete(spec: CallSpec, on_delta: OnDelta) -> CallResult | None:
             line = await reader.readline()
             if not line:  # the helper went away: the caller calls in-process
                 if streamed:
-                    on_delta("retry", "the warm helper went away; calling in-process")
+                    on_event(Retry("the warm helper went away; calling in-process"))
                 return None
             msg = json.loads(line)
             if "result" in msg:
                 return CallResult(**msg["result"])
             streamed = True
-            on_delta(msg["kind"], msg["text"])
+            kind = _FROM_WIRE.get(msg.get("kind"))
+            if kind is not None:
+                on_event(kind(msg["text"]))
     finally:
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
 
 
-def try_count(model: str, messages: list[dict[str, Any]]) -> list[int] | None:
+def count(model: str, messages: list[dict[str, Any]]) -> list[int] | None:
     """Token counts of each message from a running helper (None when there is none). A
     short blocking exchange, so it can be made from synchronous code."""
     path = socket_path()
@@ -189,10 +200,12 @@ async def _serve(path: Path, idle: float) -> None:
                 return
             spec = CallSpec(**request)
 
-            def on_delta(kind: str, text: str) -> None:
-                writer.write(json.dumps({"kind": kind, "text": text}).encode() + b"\n")
+            def on_event(event: Event) -> None:
+                wire = _to_wire(event)
+                if wire is not None:
+                    writer.write(json.dumps(wire).encode() + b"\n")
 
-            call = asyncio.ensure_future(models.complete(spec, on_delta, local=True))
+            call = asyncio.ensure_future(models.complete(spec, on_event))
             gone = asyncio.ensure_future(reader.read())  # EOF = the client gave up
             done, _ = await asyncio.wait({call, gone}, return_when=asyncio.FIRST_COMPLETED)
             if call in done:

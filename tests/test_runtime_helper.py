@@ -1,4 +1,5 @@
-"""The warm litellm helper: a real helper process serving a real litellm call."""
+"""The warm litellm helper (``runtime.helper``): a real helper process serving a real
+litellm call."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import time
 
 import pytest
 
-from jupyter_percent_agent.runtime import models, warm
+from jupyter_percent_agent.runtime import helper as warm
+from jupyter_percent_agent.runtime import models
+from jupyter_percent_agent.runtime.events import Delta
 from jupyter_percent_agent.runtime.models import CallSpec
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
@@ -21,14 +24,13 @@ def helper(tmp_path, monkeypatch: pytest.MonkeyPatch):
     path = warm.socket_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = {**os.environ, "PERCENT_AGENT_WARM_IDLE": "30"}
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.warm",
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.helper",
                              str(path)], env=env)
     for _ in range(300):
         if path.exists():
             break
         time.sleep(0.05)
     assert path.exists()
-    monkeypatch.setattr(models, "USE_HELPER", True)
     yield path
     proc.terminate()
     proc.wait(10)
@@ -39,14 +41,14 @@ def test_helper_streams_a_call(helper, openai_server: OpenAIServer) -> None:
     events: list = []
     spec = CallSpec(models=["m"], messages=[{"role": "user", "content": "hi"}],
                     api_base=openai_server.url, backoff=0, timeout=5)
-    res = asyncio.run(warm.try_complete(spec, lambda k, t: events.append((k, t))))
+    res = asyncio.run(warm.request(spec, events.append))
     assert res is not None and res.text == "via the helper"
-    assert "".join(t for k, t in events if k == "content") == "via the helper"
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == "via the helper"
     assert openai_server.last_messages == [{"role": "user", "content": "hi"}]
     # errors come back as results too
     openai_server.responder = lambda b: Reply.http_error(500, "down")
-    res = asyncio.run(warm.try_complete(spec.__class__(**{**spec.to_json(), "retries": 0}),
-                                        lambda k, t: None))
+    res = asyncio.run(warm.request(spec.__class__(**{**spec.to_json(), "retries": 0}),
+                                   lambda e: None))
     assert res is not None and "down" in (res.error or "")
 
 
@@ -54,7 +56,7 @@ def test_no_helper_means_none(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("PERCENT_AGENT_WARM_TEST", str(tmp_path) + "-none")
     monkeypatch.setattr(warm, "spawn", lambda path: None)  # do not start one here
     spec = CallSpec(models=["m"], messages=[{"role": "user", "content": "hi"}])
-    assert asyncio.run(warm.try_complete(spec, lambda k, t: None)) is None
+    assert asyncio.run(warm.request(spec, lambda e: None)) is None
 
 
 def test_socket_name_depends_on_the_environment() -> None:
@@ -67,7 +69,7 @@ def test_socket_name_depends_on_the_environment() -> None:
 def test_helper_counts_tokens_like_litellm(helper) -> None:
     msgs = [{"role": "user", "content": "hello there " * 20},
             {"role": "assistant", "content": "short"}]
-    counts = warm.try_count("gpt-4o-mini", msgs)
+    counts = warm.count("gpt-4o-mini", msgs)
     assert counts == models.count_tokens("gpt-4o-mini", msgs)
     assert counts[0] > counts[1] > 0
 

@@ -1,0 +1,129 @@
+"""The ATTP loop: model step, sandbox run, results back to the model, until an answer.
+
+Every step is recorded as outputs of the message cell: the agent's step (``reasoning=1``),
+the tool call (``CELL.NONCE``), its result (``CELL.NONCE.1``), and the final reply. A reply
+that is not valid ATTP goes back once with the parser's error; after that, prose is taken
+as the final answer. The step limit comes from the caller (``trust.step_limit``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.events import Chunk, Step
+from jupyter_percent_agent.runtime.models import CallResult
+from jupyter_percent_agent.runtime.reply import ask, fail_with, record_usage, reply_attrs
+from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.transport import Transport
+from jupyter_percent_agent.trust import Route
+
+SANDBOX_TIMEOUT = 30.0
+
+
+def nonce() -> str:
+    """A random nonce for tool-call ids (``CELL.NONCE``), so text cannot forge a call."""
+    return secrets.token_hex(3)
+
+
+def to_json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def result_message(res: Any) -> str:
+    """The user turn that carries a sandbox run back to the model."""
+    parts = [f"Tool call status: {res.status}"]
+    if res.status == "success":
+        parts.append("__result__:\n```json\n" + to_json_text(res.result) + "\n```")
+    if res.stdout:
+        parts.append("Printed output:\n```\n" + res.stdout.rstrip() + "\n```")
+    if res.error is not None:
+        parts.append(f"Error: {res.error}")
+    for ins in res.instructions or []:
+        parts.append(f"Instruction: {ins}")
+    parts.append("Continue: call more tools, or give the final answer as ATTP TOML "
+                 '(answer = """...""").')
+    return "\n\n".join(parts)
+
+
+def result_text(res: Any) -> str:
+    """The body of the tool-result output recorded in the file."""
+    parts = []
+    if res.status == "success":
+        parts.append("```json\n" + to_json_text(res.result) + "\n```")
+    if res.stdout:
+        parts.append("```text\n" + res.stdout.rstrip() + "\n```")
+    if res.error is not None:
+        parts.append(f"Error: {res.error}")
+    for ins in res.instructions or []:
+        parts.append(f"Instruction: {ins}")
+    return "\n\n".join(parts) or "(no result)"
+
+
+async def attp_loop(run: Run, agent: Agent, registry: Any, messages: list[dict[str, Any]], *,
+                    route: Route, transport: Transport, extra: dict[str, Any],
+                    max_steps: int) -> None:
+    """Run the ATTP loop for one message; its outputs go to ``run``."""
+    from jupyter_percent_agent import attp, sandbox
+
+    messages = list(messages)
+    repaired = False
+    for n in range(1, max_steps + 1):
+        run.tell(Step(n))
+        res = await ask(run, agent, messages, route=route, transport=transport, step=True)
+        if res.error is not None:
+            fail_with(run, agent, res)
+            return
+        record_usage(run, res)
+        try:
+            parsed = attp.parse_reply(res.text)
+        except attp.ATTPError as exc:
+            if not repaired:
+                repaired = True
+                _reply(run, agent, res, res.text, reasoning=1, attp_error=str(exc))
+                messages += [{"role": "assistant", "content": res.text},
+                             {"role": "user", "content": exc.repair_prompt()}]
+                continue
+            _answer(run, agent, res, res.text, extra)
+            return
+        if isinstance(parsed, attp.FinalAnswer):
+            _answer(run, agent, res, parsed.answer, extra)
+            return
+        if isinstance(parsed, attp.Refusal):
+            _answer(run, agent, res, parsed.message, {**extra, "status": "fail"})
+            return
+        _reply(run, agent, res, res.text, reasoning=1)
+        call_id = f"{run.cell_id}.{nonce()}"
+        result = await sandbox.execute_async(
+            parsed.code, tools=registry, timeout=SANDBOX_TIMEOUT,
+            on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
+        names = sorted({c.name for c in result.tool_calls}) or ["python"]
+        run.emit(fmt.tool_call_output(",".join(names), parsed.code, out_id=call_id,
+                                      attrs={"target": parsed.target} if parsed.target
+                                      else None))
+        run.emit(fmt.tool_result_output(
+            result_text(result), out_id=f"{call_id}.1",
+            status="success" if result.status == "success" else "fail",
+            attrs={"duration": round(result.duration, 3),
+                   **({"error": str(result.error)} if result.error else {})}))
+        messages += [{"role": "assistant", "content": res.text},
+                     {"role": "user", "content": result_message(result)}]
+    run.fail("StepLimit", f"no final answer after {max_steps} steps")
+    run.emit(fmt.error_output("StepLimit", run.error or "", [], out_id=run.next_output_id(),
+                              attrs={"agent": agent.name}))
+
+
+def _reply(run: Run, agent: Agent, res: CallResult, text: str, **attrs: Any) -> None:
+    run.emit(fmt.reply_output(text, agent=agent.name, out_id=run.next_output_id(),
+                              attrs=reply_attrs(agent, res, **attrs)))
+
+
+def _answer(run: Run, agent: Agent, res: CallResult, text: str, extra: dict[str, Any]) -> None:
+    run.answer(text)
+    _reply(run, agent, res, text, **extra)

@@ -1,0 +1,127 @@
+"""What the model sees for one cell: the selections (``-i``/``-e`` and the file's own
+``include:``/``exclude:``), the cells of other files they include, and the history fitted
+to the agent's context window.
+
+The assembly itself is pure (``history``); this module does its I/O: reading included files
+(those the file names itself only from inside its own folder) and counting tokens through the
+transport when the cheap byte bound says the history might not fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.ranges import Selection, parse_selection
+from jupyter_percent_agent.runtime.transport import Transport
+
+
+@dataclass(frozen=True)
+class Selections:
+    """Cells to include and exclude: ``saved`` are those the file itself asked for."""
+
+    include: tuple[Selection, ...] = ()
+    exclude: tuple[Selection, ...] = ()
+    saved: tuple[Selection, ...] = ()
+
+
+def saved_selections(nb: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Include / exclude selections saved in the front matter by ``--save``."""
+    fm = fmt.front_matter(nb)
+    inc, exc = fm.get("include") or [], fm.get("exclude") or []
+    return ([inc] if isinstance(inc, str) else list(inc),
+            [exc] if isinstance(exc, str) else list(exc))
+
+
+def selections(nb: Mapping[str, Any], include: Sequence[str] = (),
+               exclude: Sequence[str] = ()) -> Selections:
+    """The file's saved selections and the caller's, parsed (``SelectionError``)."""
+    inc, exc = saved_selections(nb)
+    saved = tuple(parse_selection(s) for s in inc)
+    return Selections((*saved, *(parse_selection(s) for s in include)),
+                      tuple(parse_selection(s) for s in [*exc, *exclude]), saved)
+
+
+def resolve_item(item: str, base_dir: Path | None = None) -> Path:
+    """A message file path from an ITEM (``.msg.md`` optional)."""
+    p = Path(item)
+    if base_dir is not None and not p.is_absolute():
+        p = base_dir / p
+    if p.exists() or p.name.endswith(".md"):
+        return p
+    return p.with_name(p.name + ".msg.md")
+
+
+def _confined_item(item: str, base_dir: Path) -> Path:
+    """An ITEM named in a file's front matter, inside the file's folder (``TrustError``)."""
+    path = trust.resolve_inside(base_dir, item, what="include")
+    if path.exists() or path.name.endswith(".md"):
+        return path
+    return trust.resolve_inside(base_dir, item + ".msg.md", what="include")
+
+
+def load_included(chosen: Selections, base_dir: Path) -> list[hist.Included]:
+    """Cells of other files named by ``-i OTHER/[1..3]`` (selections with a path), less
+    those excluded by ``-e OTHER/[2]``."""
+    out: list[hist.Included] = []
+    for sel in chosen.include:
+        if sel.path is None:
+            continue
+        if sel in chosen.saved:
+            path = _confined_item(sel.path, base_dir)
+        else:
+            path = resolve_item(sel.path, base_dir)
+        cells = hist.conversation_cells(fmt.read(path))
+        skip = {i for e in chosen.exclude if e.path is not None
+                and resolve_item(e.path, base_dir).resolve() == path.resolve()
+                for i in e.indices(len(cells))}
+        for i in sel.indices(len(cells)):
+            if i not in skip:
+                out.append(hist.Included(f"{sel.path}[{i}]", cells[i - 1]))
+    return out
+
+
+class TokenCounter:
+    """Counts tokens with the agent's first model through the transport, so that a process
+    whose calls go to the warm helper never imports litellm to count."""
+
+    def __init__(self, transport: Transport, model: str) -> None:
+        self.transport, self.model = transport, model
+
+    def __call__(self, messages: list[dict[str, str]]) -> int:
+        return sum(self.each(messages))
+
+    def each(self, messages: list[dict[str, str]]) -> list[int]:
+        return self.transport.count(self.model, messages)
+
+
+def budget(agent: Agent) -> int | None:
+    """Tokens the history may take: the context window less the reply's room."""
+    if agent.context_window is None:
+        return None
+    return max(256, agent.context_window - (agent.max_output_tokens or 0))
+
+
+def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections, *,
+                 base_dir: Path, system_prompt: str, transport: Transport,
+                 current_text: str | None = None,
+                 summaries: Mapping[str, str] | None = None) -> hist.History:
+    """The history for the cell at 1-based ``index``, fitted to the agent's window."""
+    cells = hist.conversation_cells(nb)
+    exclude_here = {i for s in chosen.exclude if s.path is None for i in s.indices(len(cells))}
+    include_here = {i for s in chosen.include if s.path is None for i in s.indices(len(cells))}
+    history = hist.build_history(cells, index, system_prompt=system_prompt,
+                                 current_text=current_text,
+                                 included=load_included(chosen, base_dir),
+                                 exclude=exclude_here, include=include_here,
+                                 summaries=summaries, document=hist.preamble_text(nb))
+    limit = budget(agent)
+    if limit is None:
+        return history
+    return hist.fit(history, limit, TokenCounter(transport, agent.models[0]))

@@ -1,0 +1,145 @@
+"""Sending a message: the one use case every front end shares.
+
+``send(conversation, options, on_event, transport=...)``: the conversation hands over the
+notebook with the message in it and the turn planned (``begin``), the turn runs, and the
+conversation keeps what it produced (``finish``), also when the turn was interrupted.
+
+- ``FileConversation`` (``tce chat``, task transcripts): a message file on disk. ``begin``
+  reads it under its lock, appends the message, plans the turn (an unknown agent, a refused
+  endpoint or a bad selection stop here, and the file is left as it was) and saves it;
+  ``finish`` applies the run to a fresh copy under the lock, so concurrent chats lose nothing.
+- The agent kernel's conversation (``kernel._notebook.LiveConversation``): the notebook on
+  disk with what the front end knows better laid over it; ``finish`` keeps the outputs and
+  summaries for the rest of the session (JupyterLab saves the file, not the kernel).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime import store
+from jupyter_percent_agent.runtime.context import resolve_item
+from jupyter_percent_agent.runtime.events import OnEvent, ignore
+from jupyter_percent_agent.runtime.history import conversation_cells
+from jupyter_percent_agent.runtime.ranges import Selection, parse_selection
+from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.transport import LocalTransport, Transport
+from jupyter_percent_agent.runtime.turn import Plan, RunOptions, new_run, plan, run_turn
+
+
+class Conversation(Protocol):
+    """Where a turn's notebook comes from and where its run goes."""
+
+    def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]: ...
+
+    def finish(self, run: Run) -> None: ...
+
+
+class PlainMarkdown(ValueError):
+    """A plain ``.md`` without a Discussion section: messages need ``--force``."""
+
+
+async def send(conversation: Conversation, options: RunOptions, on_event: OnEvent = ignore,
+               *, transport: Transport | None = None) -> Run:
+    """Run the conversation's new (or re-run) message and keep what it produced."""
+    nb, decided = conversation.begin(options)
+    run = new_run(nb, decided.cell_id, on_event)
+    try:
+        await run_turn(nb, decided.cell_id, options, transport=transport or LocalTransport(),
+                       decided=decided, run=run)
+    finally:
+        conversation.finish(run)
+    return run
+
+
+def default_title(message: str, width: int = 60) -> str:
+    """The heading title of a new message: its first line, shortened."""
+    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    line = line.lstrip("#").strip()
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
+
+
+class FileConversation:
+    """A message appended to a message file on disk."""
+
+    def __init__(self, path: Path, message: str, *, title: str | None = None,
+                 force: bool = False, save: tuple[Sequence[str], Sequence[str]] | None = None
+                 ) -> None:
+        self.path = path
+        self.message = message
+        self.title = title if title is not None else default_title(message)
+        self.force = force
+        self.save = save  # (include, exclude) to remember in the file (``--save``)
+        self.cell_id: str | None = None
+
+    def _prepare(self) -> None:
+        """Make sure the file can take messages (a ``.md`` needs a Discussion section)."""
+        path = self.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.name.endswith(".msg.md"):
+            return
+        if not path.exists():
+            fmt.write_text(path, "")
+            store.enable_discussion(path)
+        elif not store.has_message_section(path.read_text()):
+            if not self.force:
+                raise PlainMarkdown(f"{path} is a plain Markdown file; use --force to add a "
+                                    "Discussion section for messages")
+            store.enable_discussion(path)
+
+    def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
+        self._prepare()
+        with store.locked(self.path):
+            nb = store.read(self.path)
+            if self.save is not None:
+                save_choices(nb, *self.save, folder=self.path.parent)
+            cid = store.new_cell_id(nb)
+            nb.setdefault("cells", []).append(
+                fmt.new_message(self.message, cell_id=cid, title=self.title))
+            decided = plan(nb, cid, options)  # fails before anything is written
+            fmt.write(nb, self.path)
+        self.cell_id = cid
+        return nb, decided
+
+    def finish(self, run: Run) -> None:
+        store.apply_run(self.path, run, text=self.message)
+
+
+def _saved_form(sel: Selection, folder: Path) -> str:
+    """A selection of another file as the front matter keeps it: relative to the file's
+    folder, which it may not leave (a file may only include files of its own folder)."""
+    assert sel.path is not None
+    real = resolve_item(sel.path, folder).resolve()
+    rel = os.path.relpath(real, folder.resolve())
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        raise trust.TrustError(f"--save would keep {sel.path!r}, outside the file's folder, in "
+                               "its front matter", "use -i without --save for files elsewhere",
+                               kind="path")
+    text = sel.text.strip()
+    rest = text[len(sel.path):] if text.startswith(sel.path) else ""
+    return rel + rest if rest else rel
+
+
+def save_choices(nb: dict[str, Any], include: Sequence[str], exclude: Sequence[str], *,
+                 folder: Path) -> None:
+    """``--save``: selections of other files go into the front matter (every later message
+    uses them), relative to the file's folder; cells of this file get their ``history``
+    attribute set."""
+    cells = conversation_cells(nb)
+    fm = fmt.front_matter(nb)
+    for key, sels, mode in (("include", include, "include"), ("exclude", exclude, "exclude")):
+        parsed = [parse_selection(s) for s in sels]
+        others = [_saved_form(s, folder) for s in parsed if s.path is not None]
+        if others:
+            old = fm.get(key) or []
+            old = [old] if isinstance(old, str) else list(old)
+            fmt.set_front_matter(nb, key, old + [s for s in others if s not in old])
+        for sel in parsed:
+            if sel.path is None:
+                for i in sel.indices(len(cells)):
+                    store.set_cell_attr(cells[i - 1], "history", mode)

@@ -1,0 +1,160 @@
+"""``Run``: what running one cell produced, owned by one object.
+
+The outputs to append to the cell (with their REQ010 ids), the summaries made on the way, the
+history groups dropped to fit the window, token usage, the reply, and how it ended. Code that
+runs a turn changes a run only through its methods (``emit``, ``fail``, ``add_usage``...), so
+that an output is always sent to the front end as it is made, and a failure always has a type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.runtime.events import (
+    Answering,
+    Event,
+    Interrupted,
+    OnEvent,
+    OutputMade,
+    ignore,
+)
+
+
+class Run:
+    """One cell's run. ``status``: "ok", "error" or "interrupted"."""
+
+    def __init__(self, cell_id: str, *, existing: Iterable[Mapping[str, Any]] = (),
+                 on_event: OnEvent = ignore) -> None:
+        self.cell_id = cell_id
+        self._existing = list(existing)  # the cell's outputs before this run (numbering)
+        self._on_event = on_event
+        self._outputs: list[dict[str, Any]] = []
+        self._status = "ok"
+        self._error: str | None = None
+        self._error_type: str | None = None
+        self._error_detail: str | None = None
+        self._reply = ""
+        self._usage: dict[str, Any] = {}
+        self._agent = ""
+        self._summaries: dict[str, tuple[str, str]] = {}  # cell id -> (summary, content hash)
+        self._dropped: list[str] = []
+        self._partial: dict[str, Any] | None = None
+
+    # -- what happened ---------------------------------------------------------------------
+
+    @property
+    def outputs(self) -> Sequence[dict[str, Any]]:
+        return tuple(self._outputs)
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @property
+    def ok(self) -> bool:
+        return self._status == "ok"
+
+    @property
+    def error(self) -> str | None:
+        """One line, safe to save in the file (no ``api_base``)."""
+        return self._error
+
+    @property
+    def error_type(self) -> str | None:
+        return self._error_type
+
+    @property
+    def error_detail(self) -> str | None:
+        """``error`` as the terminal shows it (may name the ``api_base``)."""
+        return self._error_detail or self._error
+
+    @property
+    def reply(self) -> str:
+        """The final answer (or a tool cell's result), as text."""
+        return self._reply
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return dict(self._usage)
+
+    @property
+    def agent(self) -> str:
+        """The name of the agent that answered ("" for cells that call no model)."""
+        return self._agent
+
+    @property
+    def summaries(self) -> Mapping[str, tuple[str, str]]:
+        """Summaries made for earlier ``history="summary"`` cells: id -> (text, content hash),
+        to be stored with the cells (``store.apply_summaries``)."""
+        return dict(self._summaries)
+
+    @property
+    def dropped(self) -> list[str]:
+        """History groups (cell ids) left out to fit the agent's context window."""
+        return list(self._dropped)
+
+    # -- changing it ---------------------------------------------------------------------
+
+    def tell(self, event: Event) -> None:
+        """Pass an event (streamed text, a status line) on to the front end."""
+        self._on_event(event)
+
+    def answered_by(self, agent: str, model: str) -> None:
+        self._agent = agent
+        self._on_event(Answering(agent, model))
+
+    def made_summaries(self, summaries: Mapping[str, tuple[str, str]]) -> None:
+        self._summaries.update(summaries)
+
+    def dropped_groups(self, groups: Iterable[str]) -> None:
+        self._dropped = list(groups)
+
+    def next_output_id(self) -> str:
+        """The next ``ID.n`` (tool calls, ``ID.NONCE``, do not count: a hex nonce can be all
+        digits)."""
+        prefix = self.cell_id + "."
+        numbers = [0]
+        for i, out in enumerate([*self._existing, *self._outputs], start=1):
+            if fmt.output_kind(out) == "tool_call":
+                continue
+            oid = fmt.output_id(out)
+            if oid is None:
+                numbers.append(i)
+            elif oid.startswith(prefix) and oid[len(prefix):].isdigit():
+                numbers.append(int(oid[len(prefix):]))
+        return f"{prefix}{max(numbers) + 1}"
+
+    def emit(self, output: dict[str, Any]) -> dict[str, Any]:
+        """Add an output to the cell and tell the front end."""
+        self._outputs.append(output)
+        self._on_event(OutputMade(output))
+        return output
+
+    def keep_partial(self, output: dict[str, Any]) -> None:
+        """Keep the reply that was streaming as the turn is cancelled (the front end hears
+        of it with ``Interrupted``)."""
+        self._outputs.append(output)
+        self._partial = output
+
+    def fail(self, error_type: str, error: str, *, detail: str | None = None) -> None:
+        """The run failed: ``error`` one line for the file, ``detail`` for the terminal."""
+        self._status, self._error_type, self._error = "error", error_type, error
+        self._error_detail = detail
+
+    def interrupt(self) -> None:
+        """The turn was cancelled (Ctrl-C, the stop button)."""
+        self._status = "interrupted"
+        self._on_event(Interrupted(self._partial))
+
+    def answer(self, text: str) -> None:
+        """The final answer (what ``tce chat`` prints, an ``[async]`` cell writes)."""
+        self._reply = text
+
+    def add_usage(self, model: str | None, **measured: float | int | None) -> None:
+        """Add one call's tokens and cost to the run's totals."""
+        for key, value in measured.items():
+            if value is not None:
+                self._usage[key] = round(self._usage.get(key, 0) + value, 8)
+        self._usage["model"] = model

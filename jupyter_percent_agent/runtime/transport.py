@@ -1,0 +1,116 @@
+"""How a turn reaches the model: an object the front end passes in.
+
+- ``LocalTransport``: litellm in this process. ``warm_up()`` starts importing it (and, with
+  ``deep=True``, what its first call loads: the HTTP stack and a tokenizer) on a worker thread
+  while the user is still typing; ``ready()`` waits for that import (shielded, so cancelling a
+  turn never cancels the import the next one waits for).
+- ``HelperTransport``: the warm helper process (``runtime.helper``) when one runs for this
+  environment, else its ``LocalTransport`` (and a helper is started for next time).
+
+Both count tokens too, so that fitting a history to a context window never imports litellm
+into a process that hands its calls to the helper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Protocol
+
+from jupyter_percent_agent.runtime import helper, models
+from jupyter_percent_agent.runtime.events import OnEvent, ignore
+from jupyter_percent_agent.runtime.models import CallResult, CallSpec
+
+
+class Transport(Protocol):
+    """What the runtime needs from whatever carries its model calls."""
+
+    async def complete(self, spec: CallSpec, on_event: OnEvent = ignore) -> CallResult: ...
+
+    def count(self, model: str, messages: list[dict[str, Any]]) -> list[int]: ...
+
+    def warm_up(self) -> None: ...
+
+    async def ready(self) -> None: ...
+
+
+class LocalTransport:
+    """litellm in this process."""
+
+    def __init__(self, *, deep: bool = False) -> None:
+        self.deep = deep
+        self._lock = threading.Lock()
+        self._warming: threading.Thread | None = None
+        self._done = threading.Event()
+        self._failed: BaseException | None = None
+
+    def warm_up(self) -> None:
+        """Start importing litellm on a worker thread (once; again after a failure)."""
+        with self._lock:
+            if self._warming is not None and (self._failed is None or not self._done.is_set()):
+                return
+            self._done.clear()
+            self._failed = None
+            self._warming = threading.Thread(target=self._warm, name="litellm-import",
+                                             daemon=True)
+            self._warming.start()
+
+    def _warm(self) -> None:
+        try:
+            if self.deep:
+                models.prewarm()
+            else:
+                models.import_litellm()
+        except BaseException as exc:  # reported by the call that needs it
+            self._failed = exc
+        finally:
+            self._done.set()
+
+    async def ready(self) -> None:
+        """Wait until litellm is imported (starting the import if nobody did)."""
+        self.warm_up()
+        await asyncio.shield(asyncio.get_running_loop().run_in_executor(None, self._done.wait))
+
+    @property
+    def warming(self) -> bool:
+        """Whether the import was started (a test's way to see the preload happen)."""
+        return self._warming is not None
+
+    async def complete(self, spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
+        return await models.complete(spec, on_event)
+
+    def count(self, model: str, messages: list[dict[str, Any]]) -> list[int]:
+        return models.count_tokens(model, messages)
+
+
+class HelperTransport:
+    """The warm helper process when one runs; otherwise this process (``fallback``)."""
+
+    def __init__(self, fallback: LocalTransport | None = None) -> None:
+        self.fallback = fallback or LocalTransport()
+
+    @property
+    def helper_running(self) -> bool:
+        try:
+            return helper.socket_path().exists()
+        except OSError:
+            return False
+
+    def warm_up(self) -> None:
+        if not self.helper_running:  # this process will make the call: import litellm now
+            self.fallback.warm_up()
+
+    async def ready(self) -> None:
+        if self.fallback.warming:
+            await self.fallback.ready()
+
+    async def complete(self, spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
+        result = await helper.request(spec, on_event)
+        if result is not None:
+            return result
+        await self.fallback.ready()
+        return await self.fallback.complete(spec, on_event)
+
+    def count(self, model: str, messages: list[dict[str, Any]]) -> list[int]:
+        counts = helper.count(model, messages)
+        return counts if counts is not None else self.fallback.count(model, messages)

@@ -1,0 +1,158 @@
+"""One turn: running one cell of a notebook, whatever its kind, with no file I/O of its own.
+
+``plan`` decides everything that can fail before anything is sent (the cell, its agent, where
+the agent's calls may go, the selections); ``execute`` does the work (summaries, history,
+the model or the ATTP loop, code and tool cells) into a ``Run``. ``run_turn`` is both.
+A model failure ends as an ``[error]`` output, not an exception; cancelling the task keeps
+what was complete (``Run.interrupt``). Front ends go through ``conversation.send``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.runtime.agents import Agent, resolve_agent
+from jupyter_percent_agent.runtime.asyncfile import land, landed
+from jupyter_percent_agent.runtime.context import Selections, plan_history, selections
+from jupyter_percent_agent.runtime.events import OnEvent, ignore
+from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.transport import LocalTransport, Transport
+
+MODEL_FREE = frozenset({"code", "tool_call", "toolchain"})
+"""Cell kinds that run without a model."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the caller chose: agent, model override, selections, the file's folder, the live
+    text of the cell (the kernel), a step limit of the user's own."""
+
+    agent: str | None = None
+    model: str | None = None
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    base_dir: Path | None = None
+    env: Mapping[str, str] | None = None
+    max_steps: int | None = None
+    current_text: str | None = None
+
+    @property
+    def folder(self) -> Path:
+        """Where the file's own names (toolbox, ``[async]`` files, includes) resolve."""
+        return self.base_dir or Path.cwd()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What running a cell will do, decided before anything is sent."""
+
+    cell_id: str
+    index: int  # 1-based, among the conversation's cells (as ``tce list`` numbers them)
+    kind: str
+    agent: Agent | None = None
+    route: trust.Route | None = None
+    chosen: Selections = field(default_factory=Selections)
+
+
+def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]:
+    """(1-based index, cell) of the cell with footnote id ``cell_id``."""
+    for i, cell in enumerate(hist.conversation_cells(nb), start=1):
+        if fmt.cell_id(cell) == cell_id:
+            return i, cell
+    raise KeyError(cell_id)
+
+
+def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
+    """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
+    may not choose), ``SelectionError``, ``FormatError`` (front matter) before anything runs."""
+    index, cell = find_cell(nb, cell_id)
+    kind = fmt.cell_kind(cell)
+    if kind in MODEL_FREE:
+        return Plan(cell_id, index, kind)
+    agent = resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
+                          env=options.env)
+    route = trust.route_for(agent.api_base, folder=options.folder, agent=agent.name,
+                            env=options.env)
+    return Plan(cell_id, index, kind, agent, route,
+                selections(nb, options.include, options.exclude))
+
+
+def step_limit(options: RunOptions, agent: Agent) -> int:
+    """ATTP steps for one message: the caller's own limit, else the agent's as the trust
+    rules allow (a file may lower the user's limit, not raise it)."""
+    if options.max_steps:
+        return min(options.max_steps, trust.HARD_MAX_STEPS)
+    return trust.step_limit(agent.max_steps, folder=options.folder)
+
+
+async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,
+                  transport: Transport) -> None:
+    """Run the planned cell of ``nb`` into ``run``."""
+    from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
+    from jupyter_percent_agent.runtime.summaries import make_summaries
+    from jupyter_percent_agent.runtime.toolset import system_prompt_for, tools_for
+
+    _, cell = find_cell(nb, decided.cell_id)
+    if decided.kind == "code":
+        await run_code_cell(cell, run)
+        return
+    if decided.kind in ("tool_call", "toolchain"):
+        await run_tool_cell(cell, run, options.folder)
+        return
+    if decided.kind == "async" and landed(cell, run, options.folder):
+        return
+    agent, route = decided.agent, decided.route
+    assert agent is not None and route is not None
+    run.answered_by(agent.name, agent.models[0])
+    registry = tools_for(agent, options.folder) if agent.has_tools else None
+    await transport.ready()
+    run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
+                                            transport=transport))
+    history = plan_history(nb, decided.index, agent, decided.chosen, base_dir=options.folder,
+                           system_prompt=system_prompt_for(agent, registry),
+                           transport=transport, current_text=options.current_text,
+                           summaries={k: v[0] for k, v in run.summaries.items()})
+    run.dropped_groups(history.dropped)
+    extra = {"dropped": history.dropped} if history.dropped else {}
+    if registry is None:
+        from jupyter_percent_agent.runtime.reply import plain_reply
+
+        await plain_reply(run, agent, history.messages, route=route, transport=transport,
+                          extra=extra)
+    else:
+        from jupyter_percent_agent.runtime.attp_loop import attp_loop
+
+        await attp_loop(run, agent, registry, history.messages, route=route,
+                        transport=transport, extra=extra, max_steps=step_limit(options, agent))
+    if decided.kind == "async" and run.ok:
+        land(cell, run, options.folder)
+
+
+def new_run(nb: Mapping[str, Any], cell_id: str, on_event: OnEvent = ignore) -> Run:
+    """An empty run for the cell ``cell_id`` (its output ids follow the cell's outputs)."""
+    _, cell = find_cell(nb, cell_id)
+    return Run(cell_id, existing=cell.get("outputs") or [], on_event=on_event)
+
+
+async def run_turn(nb: Mapping[str, Any], cell_id: str, options: RunOptions | None = None,
+                   on_event: OnEvent = ignore, *, transport: Transport | None = None,
+                   decided: Plan | None = None, run: Run | None = None) -> Run:
+    """Run the cell ``cell_id`` of ``nb`` and return what it produced (nothing is written:
+    the caller applies the run). Cancelling the task interrupts the run; pass ``run``
+    (``new_run``) to keep what was complete when that happens."""
+    options = options or RunOptions()
+    decided = decided or plan(nb, cell_id, options)
+    run = run or new_run(nb, cell_id, on_event)
+    try:
+        await execute(nb, decided, run, options, transport or LocalTransport())
+    except asyncio.CancelledError:
+        run.interrupt()
+        raise
+    return run
