@@ -441,3 +441,17 @@ def test_openai_server_docstring_tells_tce_chat_the_variables_it_reads(
     r = tce("chat", str(tmp_path / "demo"), "-m", "hi")
     assert r.exit_code == 0, r.output
     assert "hello from the demo server" in r.output
+
+
+def test_after_a_failed_message_the_next_sends_no_two_user_turns_in_a_row(
+        tmp_path: Path, env, openai_server, monkeypatch) -> None:
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
+    path = tmp_path / "f.msg.md"
+    openai_server.script(Reply.http_error(500, "down for a moment"))
+    assert tce("chat", str(path), "-m", "First question").exit_code == 1
+    openai_server.script("An answer to both.")
+    assert tce("chat", str(path), "-m", "Second question").exit_code == 0
+    assert openai_server.last_messages == [
+        {"role": "user", "content": "First question\n\nSecond question"}]
+    # the file keeps both messages as they were written
+    assert [fmt.message_text(c) for c in cells(path)] == ["First question", "Second question"]

@@ -54,10 +54,24 @@ def test_streams_and_measures(openai_server: OpenAIServer) -> None:
     assert body["stream_options"] == {"include_usage": True}
 
 
-def test_cost_from_the_local_cost_map(openai_server: OpenAIServer) -> None:
+def test_no_cost_is_made_up_for_a_server_of_the_users_own(openai_server: OpenAIServer) -> None:
+    """litellm prices by model name: a local server answering as "gpt-4o-mini" charges
+    nothing of the sort, so no cost is recorded unless the server reports one."""
     res = _run(_spec(openai_server, models=["gpt-4o-mini"]))
-    assert res.error is None
-    assert res.cost is not None and res.cost > 0
+    assert res.error is None and res.tokens_out and res.cost is None
+
+
+def test_a_cost_the_server_reports_is_recorded(openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply("priced", headers={"x-litellm-response-cost": "0.00042"}))
+    res = _run(_spec(openai_server, models=["gpt-4o-mini"]))
+    assert res.error is None and res.cost == 0.00042
+
+
+def test_cost_from_the_local_cost_map() -> None:
+    """For the provider's own endpoint, litellm's local cost map prices the call."""
+    from jupyter_percent_agent.runtime.models import import_litellm, list_price
+
+    assert (list_price(import_litellm(), "gpt-4o-mini", 1000, 1000) or 0) > 0
 
 
 def test_agent_settings_reach_the_server(openai_server: OpenAIServer) -> None:

@@ -26,6 +26,7 @@ COMPILED = _built is not None
 
 from .emit import emit  # noqa: E402
 from .errors import FormatError  # noqa: E402
+from .lines import unclosed_fence  # noqa: E402
 from .model import (  # noqa: E402
     cell_attrs,
     cell_id,
@@ -79,6 +80,7 @@ __all__ = [
     "stream_output",
     "tool_call_output",
     "tool_result_output",
+    "unclosed_fence",
     "write",
     "write_text",
     "writes",

@@ -32,6 +32,7 @@ from ipykernel.kernelbase import Kernel
 from jupyter_percent_agent import __version__ as _version
 from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.kernel import LANGUAGE_INFO
+from jupyter_percent_agent.kernel._console import InputHistory, is_complete
 from jupyter_percent_agent.kernel._notebook import KernelMemory, LiveConversation, notebook_path
 
 UPDATE_INTERVAL = 0.1
@@ -176,6 +177,8 @@ class AgentKernel(Kernel):
         from jupyter_percent_agent.runtime.transport import LocalTransport
 
         self._memory = KernelMemory()
+        self._history = InputHistory()
+        self._last_output: str | None = None
         self._transport = LocalTransport(deep=True)
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
@@ -215,10 +218,25 @@ class AgentKernel(Kernel):
         self._interrupt_pending = False
         if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
+        self._last_output = None
         try:
             return await self._execute(code, cell_id)
         except RunFailed as exc:
             return self._error(exc.ename, exc.evalue, publish=True)
+        finally:
+            if store_history:
+                self._history.record(self.execution_count, code, self._last_output)
+
+    async def do_is_complete(self, code: str) -> dict[str, str]:
+        return is_complete(code)
+
+    async def do_history(self, hist_access_type: str, output: bool, raw: bool,
+                         session: int | None = None, start: int | None = None,
+                         stop: int | None = None, n: int | None = None,
+                         pattern: str | None = None, unique: bool = False) -> dict[str, Any]:
+        return {"status": "ok", "history": self._history.query(
+            hist_access_type, output, session=session, start=start, stop=stop, n=n,
+            pattern=pattern, unique=unique)}
 
     async def _execute(self, code: str, cell_id: str | None) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
@@ -255,6 +273,7 @@ class AgentKernel(Kernel):
                 self.log.error("agent run failed", exc_info=exc)  # the traceback: in the log
             raise RunFailed(type(exc).__name__, _one_line(str(exc)))
         run = task.result()
+        self._last_output = run.reply or run.error
         if run.status == "error":
             if display.errors:
                 err = display.errors[-1]
@@ -273,6 +292,7 @@ class AgentKernel(Kernel):
 
     def _error(self, ename: str, evalue: str, *, publish: bool = False) -> dict[str, Any]:
         line = f"{ename}: {evalue}"
+        self._last_output = line
         if publish:
             self.send_response(self.iopub_socket, "error",
                                {"ename": ename, "evalue": evalue, "traceback": [line]})

@@ -30,6 +30,7 @@ class Turn:
     role: str
     content: str
     group: str
+    joins_next: bool = False  # a failed message: sent joined to the next user turn
 
     def message(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
@@ -45,7 +46,18 @@ class History:
 
     @property
     def messages(self) -> list[dict[str, str]]:
-        return [t.message() for t in self.turns]
+        """The chat messages to send. A message whose call failed (it has an ``[error]`` and
+        no reply) is joined to the user turn after it, so the model never sees two user turns
+        in a row because an earlier call failed."""
+        out: list[dict[str, str]] = []
+        joins = False
+        for t in self.turns:
+            if joins and t.role == "user" and out and out[-1]["role"] == "user":
+                out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + t.content}
+            else:
+                out.append(t.message())
+            joins = t.joins_next
+        return out
 
 
 def history_mode(value: Any, kind: str) -> str:
@@ -123,7 +135,8 @@ def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = Non
     outputs = cell.get("outputs", []) or []
     if kind == "message":
         text = fmt.message_text(cell)
-        turns = [Turn("user", text, group)] if text.strip() else []
+        failed = _failed(outputs)
+        turns = [Turn("user", text, group, joins_next=failed)] if text.strip() else []
         return turns + output_turns(outputs, group) if outputs else turns
     attrs = attrs if attrs is not None else fmt.cell_attrs(cell)
     if kind in ("agent", "tool"):
@@ -144,6 +157,13 @@ def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = Non
     text = fmt.message_text(cell)
     turns = [Turn("user", text, group)] if text.strip() else []
     return turns + output_turns(outputs, group)
+
+
+def _failed(outputs: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a message's outputs say its call failed: an error, and no reply with text."""
+    kinds = [fmt.output_kind(o) for o in outputs]
+    return "error" in kinds and not any(
+        k == "reply" and fmt.output_text(o).strip() for k, o in zip(kinds, outputs, strict=True))
 
 
 def content_hash(cell: Mapping[str, Any]) -> str:

@@ -297,12 +297,27 @@ def _retryable(litellm: Any, exc: BaseException) -> bool:
     return isinstance(status, int) and (status == 429 or status >= 500)
 
 
-def _cost(litellm: Any, model: str, tokens_in: int, tokens_out: int) -> float | None:
+def list_price(litellm: Any, model: str, tokens_in: int, tokens_out: int) -> float | None:
     try:
         a, b = litellm.cost_per_token(model=model, prompt_tokens=tokens_in,
                                       completion_tokens=tokens_out)
         return round(float(a) + float(b), 8)
     except Exception:
+        return None
+
+
+SERVER_COST_HEADER = "llm_provider-x-litellm-response-cost"
+"""How litellm hands on the ``x-litellm-response-cost`` header a LiteLLM proxy sends."""
+
+
+def _server_cost(response: Any) -> float | None:
+    """The cost the server reported for a call (a LiteLLM proxy does), else None."""
+    hidden = getattr(response, "_hidden_params", None)
+    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+    value = headers.get(SERVER_COST_HEADER) if isinstance(headers, dict) else None
+    try:
+        return round(float(value), 8) if value is not None else None
+    except (TypeError, ValueError):
         return None
 
 
@@ -342,7 +357,10 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
     else:
         result.tokens_in = litellm.token_counter(model=routed, messages=spec.messages)
         result.tokens_out = litellm.token_counter(model=routed, text=result.text)
-    result.cost = _cost(litellm, routed, result.tokens_in, result.tokens_out)
+    # litellm prices by model name, which says nothing of what a server of the user's own
+    # (Ollama, vLLM, a proxy) charges: there, only a cost the server reports is recorded
+    result.cost = (_server_cost(response) if spec.api_base
+                   else list_price(litellm, routed, result.tokens_in, result.tokens_out))
 
 
 async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
