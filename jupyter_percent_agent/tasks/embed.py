@@ -74,8 +74,40 @@ def wordllama_files() -> tuple[Path, Path]:
     return weights, tokenizer
 
 
+def load_table(path: Path, key: str = "embedding.weight") -> np.ndarray:
+    """A 2-D tensor of a safetensors file, memory-mapped (read-only, nothing copied).
+
+    The format: an 8-byte little-endian header length, a JSON header naming each tensor's
+    dtype, shape and byte range, then the data. Only the rows a text uses are ever read.
+    """
+    import json
+
+    import numpy as np
+
+    dtypes = {"F16": np.float16, "F32": np.float32, "BF16": None}
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        if not 0 < length < min(size, 1 << 24):
+            raise EmbeddingError(f"{path}: not a safetensors file")
+        header = json.loads(f.read(length))
+    info = header.get(key) if isinstance(header, dict) else None
+    if not isinstance(info, dict):
+        raise EmbeddingError(f"{path}: no tensor {key!r}")
+    dtype = dtypes.get(info.get("dtype"))
+    shape = info.get("shape")
+    begin, end = info.get("data_offsets", (0, 0))
+    if (dtype is None or not isinstance(shape, list) or len(shape) != 2
+            or end - begin != shape[0] * shape[1] * np.dtype(dtype).itemsize
+            or 8 + length + end > size):
+        raise EmbeddingError(f"{path}: tensor {key!r} is not a 2-D float16/float32 table")
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + length + begin,
+                     shape=(shape[0], shape[1]))
+
+
 class WordLlamaEmbedder:
-    """WordLlama's bundled static embeddings, loaded on first use (about 0.1 s)."""
+    """WordLlama's bundled static embeddings, loaded on first use (about 0.1 s: the
+    tokenizer; the weights are memory-mapped)."""
 
     model_id = f"wordllama/{WORDLLAMA_CONFIG}_{WORDLLAMA_DIM}"
 
@@ -90,15 +122,14 @@ class WordLlamaEmbedder:
                 return
             weights, tokenizer_file = wordllama_files()
             try:
-                import numpy as np
-                from safetensors.numpy import load_file
                 from tokenizers import Tokenizer
 
                 tokenizer = Tokenizer.from_file(str(tokenizer_file))
                 tokenizer.no_truncation()
                 tokenizer.no_padding()
-                table = np.ascontiguousarray(
-                    load_file(str(weights))["embedding.weight"], dtype=np.float32)
+                table = load_table(weights)
+            except EmbeddingError:
+                raise
             except Exception as exc:  # a broken install: say so, the index falls back
                 raise EmbeddingError(f"cannot load wordllama's model: {exc}") from exc
             self._tokenizer, self._table = tokenizer, table
@@ -109,12 +140,12 @@ class WordLlamaEmbedder:
         self._load()
         table = self._table
         out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
-        for i, enc in enumerate(self._tokenizer.encode_batch(list(texts),
-                                                             add_special_tokens=False)):
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        for i, enc in enumerate(encodings):
             ids = np.asarray(enc.ids, dtype=np.int64)
             if ids.size:
                 np.clip(ids, 0, table.shape[0] - 1, out=ids)
-                out[i] = table[ids].mean(axis=0)
+                out[i] = table[ids].astype(np.float32).mean(axis=0)
         return normalize_rows(out)
 
 
@@ -189,3 +220,18 @@ def embedder_from_env(env: Mapping[str, str] | None = None) -> Embedder | None:
         base = env.get("PERCENT_AGENT_API_BASE") or None
         key = key or env.get("PERCENT_AGENT_API_KEY") or None
     return LiteLLMEmbedder(model, api_base=base, api_key=key)
+
+
+_shared: dict[str, Embedder | None] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_embedder(env: Mapping[str, str] | None = None) -> Embedder | None:
+    """The environment's embedder, one per process (the model is loaded once)."""
+    env = os.environ if env is None else env
+    key = "\0".join(env.get(k, "") for k in (ENV_MODEL, ENV_API_BASE, ENV_API_KEY,
+                                             "PERCENT_AGENT_API_BASE", "PERCENT_AGENT_API_KEY"))
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = embedder_from_env(env)
+        return _shared[key]

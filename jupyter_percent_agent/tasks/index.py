@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embed import Embedder, EmbeddingError, embedder_from_env
+from .embed import Embedder, EmbeddingError, shared_embedder
 from .index_docs import DocError, DocProblem, IndexedDoc, content_hash, doc_paths, parse_doc
 from .index_rank import LEXICAL_WEIGHT, combine
-from .index_text import fts_query, terms
+from .index_text import TERMS_TABLE, bm25_scores, columns
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 INDEX_NAME = ".sop-index.sqlite"
 APPLICATION_ID = 0x54434549  # "TCEI", in the SQLite header: this program's index
 SCHEMA_VERSION = 1
-COLUMN_WEIGHTS = (3.0, 1.0, 0.5)  # bm25 weights of the head, body and chars columns
 RACY_SECONDS = 2.0  # a file modified this recently may change again within its mtime tick
 
 _SCHEMA = """
@@ -56,8 +55,6 @@ CREATE TABLE docs(
 CREATE TABLE vectors(
     doc INTEGER NOT NULL, model TEXT NOT NULL, text_hash TEXT NOT NULL, vec BLOB NOT NULL,
     PRIMARY KEY(doc, model));
-CREATE VIRTUAL TABLE terms USING fts5(
-    head, body, chars, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
 
@@ -126,9 +123,7 @@ def embed_text(doc: IndexedDoc) -> str:
 
 def lexical_columns(doc: IndexedDoc) -> tuple[str, str, str]:
     """The FTS5 columns ``head`` (id, description), ``body`` (sections), ``chars``."""
-    head, head_chars = terms(f"{id_words(doc.task_id)} {doc.description}")
-    body, body_chars = terms(section_text(doc))
-    return " ".join(head), " ".join(body), " ".join(head_chars + body_chars)
+    return columns(f"{id_words(doc.task_id)} {doc.description}", section_text(doc))
 
 
 # -- the SQLite file ------------------------------------------------------------------------
@@ -138,6 +133,7 @@ _expected_schema: frozenset[tuple[str, str, str, str]] | None = None
 
 def _create(conn: sqlite3.Connection) -> None:
     conn.executescript(_SCHEMA)
+    conn.execute(TERMS_TABLE)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -214,12 +210,12 @@ class Index:
              update: bool = True) -> Index:
         """Open (creating or rebuilding as needed) the index of ``folder``, brought up to
         date unless ``update`` is false. ``embedder``: by default the one the environment
-        configures (:func:`.embed.embedder_from_env`); ``None`` ranks by terms only."""
+        configures (:func:`.embed.shared_embedder`); ``None`` ranks by terms only."""
         folder = Path(folder)
         if not folder.is_dir():
             raise NotADirectoryError(f"{folder}: not a folder")
         if embedder is DEFAULT:
-            embedder = embedder_from_env()
+            embedder = shared_embedder()
         path = folder / INDEX_NAME
         conn, rebuilt = cls._open_file(path)
         index = cls(folder, conn, path if conn is not None else None, embedder)
@@ -496,12 +492,7 @@ class Index:
 
     def lexical_scores(self, query: str) -> dict[int, float]:
         """BM25 scores (higher is better) of the documents sharing terms with ``query``."""
-        match = fts_query(query)
-        if not match:
-            return {}
-        weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-        return {row[0]: -row[1] for row in self._conn.execute(
-            f"SELECT rowid, bm25(terms, {weights}) FROM terms WHERE terms MATCH ?", (match,))}
+        return bm25_scores(self._conn, query)
 
     def vector_scores(self, query: str) -> dict[int, float]:
         """Cosine similarity to ``query`` of every document with a vector ({} without a
@@ -532,3 +523,73 @@ class Index:
             self._matrix = (np.frombuffer(b"".join(vec for _, vec in rows), dtype=np.float32)
                             .reshape(len(rows), -1) if rows else np.zeros((0, 0), np.float32))
         return self._matrix, self._matrix_ids
+
+
+# -- what the runner and the CLI call -------------------------------------------------------
+
+CLOSE_MARGIN = 0.5  # fused-score gap (standard deviations) under which two plans are "close"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The plan picked for a request in words, and how sure the pick is.
+
+    ``close`` is true when the runner-up scores within :data:`CLOSE_MARGIN` of the best: the
+    caller should ask before running (``tce run --yes`` accepts the best).
+    """
+
+    best: Hit | None
+    runner_up: Hit | None
+    close: bool
+
+    @property
+    def score(self) -> float:
+        return self.best.score if self.best else 0.0
+
+    def explain(self) -> str:
+        """One line: which plan, its score, and the runner-up's."""
+        if self.best is None:
+            return "no plan matches"
+        line = f"{self.best.task_id} ({self.best.description}): score {self.best.score:.2f}"
+        if self.runner_up is not None:
+            line += (f"; runner-up {self.runner_up.task_id} "
+                     f"{self.runner_up.score:.2f}")
+        return line + ("; close: please confirm" if self.close else "")
+
+
+def _as_index(folder: str | os.PathLike[str] | Index) -> tuple[Index, bool]:
+    if isinstance(folder, Index):
+        return folder, False
+    return Index.open(folder), True
+
+
+def pick_plan(folder: str | os.PathLike[str] | Index, words: str) -> Choice:
+    """The plan document of ``folder`` that best matches a request in ``words``
+    (``tce run "写一篇关于城市交通的博客"``). ``folder`` may be an open :class:`Index`.
+    An empty request is a ``ValueError``."""
+    index, owned = _as_index(folder)
+    try:
+        hits = index.search(words, 2, task_types=("plan",))
+    finally:
+        if owned:
+            index.close()
+    best = hits[0] if hits else None
+    runner_up = hits[1] if len(hits) > 1 else None
+    close = (best is not None and runner_up is not None
+             and best.score - runner_up.score < CLOSE_MARGIN)
+    return Choice(best, runner_up, close)
+
+
+def candidates(folder: str | os.PathLike[str] | Index, text: str, k: int = 5, *,
+               exclude: Iterable[str] = ()) -> list[Hit]:
+    """The ``k`` documents of ``folder`` that best fit ``text`` (a failure to recover from:
+    the validator's error type and message), for a planner asked to replan; ``exclude``
+    leaves out task_ids (the failing step itself)."""
+    skip = set(exclude)
+    index, owned = _as_index(folder)
+    try:
+        hits = index.search(text, k + len(skip))
+    finally:
+        if owned:
+            index.close()
+    return [h for h in hits if h.task_id not in skip][:k]

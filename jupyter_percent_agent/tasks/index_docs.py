@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 TASK_TYPES = ("plan", "execute", "validate", "error_handler")
 
 
@@ -59,21 +57,34 @@ class DocError(ValueError):
         self.line = line
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses anchors and aliases (billion-laughs, shared nodes)."""
+_loader: Any = None
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise yaml.MarkedYAMLError(
-                problem="anchors and aliases are not allowed", problem_mark=event.start_mark)
-        return super().compose_node(parent, index)
+
+def _no_alias_loader() -> Any:
+    """``yaml.SafeLoader`` that refuses anchors and aliases (billion laughs, shared nodes).
+    Made on first use: an index that finds nothing changed never imports yaml."""
+    global _loader
+    if _loader is None:
+        import yaml
+
+        class NoAliasLoader(yaml.SafeLoader):
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                event = self.peek_event()
+                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                    raise yaml.MarkedYAMLError(problem="anchors and aliases are not allowed",
+                                               problem_mark=event.start_mark)
+                return super().compose_node(parent, index)
+
+        _loader = NoAliasLoader
+    return _loader
 
 
 def load_yaml(text: str) -> Any:
     """Parse YAML safely, refusing anchors and aliases; :class:`DocError` says where."""
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader: no arbitrary objects
+        return yaml.load(text, Loader=_no_alias_loader())  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

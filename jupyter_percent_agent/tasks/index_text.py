@@ -3,15 +3,17 @@
 SQLite's FTS5 tokenizers split on spaces and punctuation, so a run of Chinese characters
 (which has neither) would be one token, and a query would match only the identical run.
 Text is therefore turned into terms here, in Python, and FTS5 indexes the terms
-(``porter unicode61``: English words are stemmed there). Chinese runs become overlapping
-character bigrams (the usual CJK analysis: most Chinese words are two characters) and, in a
-separate low-weight column, single characters; identifiers are split on ``_``, ``/``, ``-``
-and camel case.
+(``porter unicode61``: English words are stemmed there) in the table :data:`TERMS_TABLE`
+defines: ``head`` (names, descriptions), ``body`` (the rest), ``chars``. Chinese runs become
+overlapping character bigrams (the usual CJK analysis: most Chinese words are two
+characters) and, in the low-weight ``chars`` column, single characters; identifiers are split
+on ``_``, ``/``, ``-`` and camel case.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 import unicodedata
 
 # A run of CJK ideographs (and kana/hangul: the same bigram treatment suits them), or a word.
@@ -70,3 +72,25 @@ def query_terms(text: str) -> list[str]:
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression: any of the query's terms (each quoted, so never syntax)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in query_terms(text))
+
+
+TERMS_TABLE = ("CREATE VIRTUAL TABLE terms USING fts5("
+               "head, body, chars, tokenize = 'porter unicode61 remove_diacritics 2')")
+COLUMN_WEIGHTS = (3.0, 1.0, 0.5)  # bm25 weights of the head, body and chars columns
+
+
+def columns(head: str, body: str) -> tuple[str, str, str]:
+    """The ``terms`` row of an item: its head and body as terms, and their Chinese chars."""
+    head_terms, head_chars = terms(head)
+    body_terms, body_chars = terms(body)
+    return " ".join(head_terms), " ".join(body_terms), " ".join(head_chars + body_chars)
+
+
+def bm25_scores(conn: sqlite3.Connection, query: str) -> dict[int, float]:
+    """BM25 scores (higher is better) of the ``terms`` rows sharing terms with ``query``."""
+    match = fts_query(query)
+    if not match:
+        return {}
+    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
+    return {row[0]: -row[1] for row in conn.execute(
+        f"SELECT rowid, bm25(terms, {weights}) FROM terms WHERE terms MATCH ?", (match,))}
