@@ -166,21 +166,24 @@ class LiteLLMEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
-        from jupyter_percent_agent.runtime.models import import_litellm
+        from jupyter_percent_agent.runtime.models import import_litellm, one_line
 
         litellm = import_litellm()
+        key = self._api_key
+        if key is None and self.api_base and not os.environ.get("OPENAI_API_KEY") \
+                and self.model.startswith(("openai/", "openai_like/", "custom_openai/")):
+            key = "no-key"  # local servers (Ollama, vLLM) need none, the OpenAI client wants one
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]
             try:
                 response = litellm.embedding(
-                    model=self.model, input=batch, api_base=self.api_base,
-                    api_key=self._api_key, timeout=self.timeout)
+                    model=self.model, input=batch, api_base=self.api_base, api_key=key,
+                    timeout=self.timeout, max_retries=0)
                 data = sorted(response.data, key=lambda d: _field(d, "index"))
                 rows.extend(_field(d, "embedding") for d in data)
             except Exception as exc:
-                raise EmbeddingError(f"{self.model}: {type(exc).__name__}: "
-                                     f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+                raise EmbeddingError(f"{self.model}: {one_line(exc)[:300]}") from exc
         if len(rows) != len(texts):
             raise EmbeddingError(f"{self.model}: {len(rows)} vectors for {len(texts)} texts")
         return normalize_rows(np.asarray(rows, dtype=np.float32).reshape(len(texts), -1))

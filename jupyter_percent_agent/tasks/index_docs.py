@@ -107,6 +107,14 @@ def split_front_matter(text: str) -> tuple[str, str, int]:
     raise DocError("front matter is not closed by a '---' line", 1)
 
 
+def field_line(front: str, key: str) -> int:
+    """The file line of a top-level front matter field (2 if it is not found)."""
+    for i, line in enumerate(front.split("\n")):
+        if line.startswith(f"{key}:") or line.startswith(f'"{key}":'):
+            return i + 2
+    return 2
+
+
 def split_sections(body: str) -> dict[str, str]:
     """``## NAME`` sections of a body (text before the first heading under ``""``)."""
     sections: dict[str, list[str]] = {}
@@ -142,7 +150,10 @@ def parse_doc(data: bytes, rel_path: str) -> IndexedDoc:
         raise DocError(f"not UTF-8 (byte {exc.start})") from None
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     front, body, _ = split_front_matter(text)
-    meta = load_yaml(front)
+    try:
+        meta = load_yaml(front)
+    except DocError as exc:  # its line counts from the front matter's first line
+        raise DocError(str(exc), exc.line + 1 if exc.line else 0) from None
     if not isinstance(meta, dict):
         raise DocError("front matter is not a mapping of fields", 2)
     expected = rel_path.removesuffix(".md")
@@ -150,13 +161,15 @@ def parse_doc(data: bytes, rel_path: str) -> IndexedDoc:
     if task_id is None:
         raise DocError(f"no task_id (it should be {expected!r})", 2)
     if task_id != expected:
-        raise DocError(f"task_id {task_id!r} is not the file's path ({expected!r})", 2)
+        raise DocError(f"task_id {task_id!r} is not the file's path ({expected!r})",
+                       field_line(front, "task_id"))
     task_type = meta.get("task_type")
     if task_type not in TASK_TYPES:
-        raise DocError(f"task_type {task_type!r} is not one of {', '.join(TASK_TYPES)}", 2)
+        raise DocError(f"task_type {task_type!r} is not one of {', '.join(TASK_TYPES)}",
+                       field_line(front, "task_type"))
     description = meta.get("description") or ""
     if not isinstance(description, str):
-        raise DocError("description is not text", 2)
+        raise DocError("description is not text", field_line(front, "description"))
     tool = meta.get("tool")
     tool_ids = (str(tool["tool_id"]),) if isinstance(tool, dict) and tool.get("tool_id") else ()
     return IndexedDoc(
