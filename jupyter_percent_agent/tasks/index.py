@@ -199,7 +199,7 @@ class Index:
         self.warnings: list[str] = []
         self._conn = conn
         self._matrix: np.ndarray | None = None
-        self._matrix_ids: list[int] = []
+        self._matrix_ids: list[str] = []
         self._embedder_failed = embedder is None
         self.lexical_weight = LEXICAL_WEIGHT
 
@@ -477,24 +477,30 @@ class Index:
         types = set(task_types) if task_types is not None else None
         head = fused[:max(k * 4, 50)] if types is not None else fused[:k]
         rows = {r[0]: r[1:] for r in self._conn.execute(
-            "SELECT id, task_id, description, task_type, path FROM docs"
-            f" WHERE id IN ({','.join('?' * len(head))})", [d for d, _ in head])}
+            "SELECT task_id, description, task_type, path FROM docs"
+            f" WHERE task_id IN ({','.join('?' * len(head))})", [t for t, _ in head])}
         hits = []
-        for doc_id, score in head:
-            row = rows.get(doc_id)
-            if row is None or (types is not None and row[2] not in types):
+        for task_id, score in head:
+            row = rows.get(task_id)
+            if row is None or (types is not None and row[1] not in types):
                 continue
-            hits.append(Hit(task_id=row[0], score=score, description=row[1],
-                            task_type=row[2], path=row[3]))
+            hits.append(Hit(task_id=task_id, score=score, description=row[0],
+                            task_type=row[1], path=row[2]))
             if len(hits) >= k:
                 break
         return hits
 
-    def lexical_scores(self, query: str) -> dict[int, float]:
+    def lexical_scores(self, query: str) -> dict[str, float]:
         """BM25 scores (higher is better) of the documents sharing terms with ``query``."""
-        return bm25_scores(self._conn, query)
+        scores = bm25_scores(self._conn, query)
+        if not scores:
+            return {}
+        names = dict(self._conn.execute(
+            f"SELECT id, task_id FROM docs WHERE id IN ({','.join('?' * len(scores))})",
+            list(scores)))
+        return {names[i]: s for i, s in scores.items() if i in names}
 
-    def vector_scores(self, query: str) -> dict[int, float]:
+    def vector_scores(self, query: str) -> dict[str, float]:
         """Cosine similarity to ``query`` of every document with a vector ({} without a
         working embedding model)."""
         if self._embedder_failed or self.embedder is None:
@@ -507,13 +513,13 @@ class Index:
             return {}
         return dict(zip(ids, (matrix @ q[0]).tolist(), strict=True))
 
-    def _vectors(self) -> tuple[np.ndarray, list[int]]:
+    def _vectors(self) -> tuple[np.ndarray, list[str]]:
         if self._matrix is None:
             import numpy as np
 
             assert self.embedder is not None
             rows = self._conn.execute(
-                "SELECT v.doc, v.vec FROM vectors v JOIN docs d ON d.id = v.doc"
+                "SELECT d.task_id, v.vec FROM vectors v JOIN docs d ON d.id = v.doc"
                 " AND d.text_hash = v.text_hash WHERE v.model = ? ORDER BY v.doc",
                 (self.embedder.model_id,)).fetchall()
             dims = {len(vec) for _, vec in rows}

@@ -189,6 +189,8 @@ class OpenAIServer:
             self._queue.clear()
             self.requests.clear()
             self.responder = None
+            self.embedder = hashed_embedding
+            self.embedding_reply = None
 
     @property
     def pending(self) -> int:
