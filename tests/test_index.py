@@ -277,6 +277,19 @@ def test_every_search_command_sees_edited_documents(sop: Path) -> None:
     assert code == 0 and out.split()[1] == "garden/water_plants"
 
 
+def test_commands_indexing_one_folder_at_once_neither_fail_nor_rebuild(sop: Path) -> None:
+    code = "from jupyter_percent_agent.cli import main; main()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, "sop-index", "index", str(sop)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], results
+    assert not any(err for _, err in results), results
+    assert sum("52 added" in out for out, _ in results) >= 1
+    with Index.open(sop, embedder=None) as ix:
+        assert len(ix.task_ids()) == 52
+
+
 def test_a_document_that_breaks_leaves_the_index_and_is_named(sop: Path) -> None:
     with Index.open(sop, embedder=None) as ix:
         (sop / "blog" / "generate_images.md").write_text("---\ntask_id: [\n---\n")

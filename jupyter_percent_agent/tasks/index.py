@@ -23,12 +23,13 @@ import contextlib
 import json
 import os
 import sqlite3
+import threading
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .embed import Embedder, EmbeddingError, shared_embedder
 from .index_docs import DocError, DocProblem, IndexedDoc, content_hash, doc_paths, parse_doc
@@ -38,13 +39,14 @@ from .index_text import TERMS_TABLE, bm25_scores, columns
 if TYPE_CHECKING:
     import numpy as np
 
+T = TypeVar("T")
+
 INDEX_NAME = ".sop-index.sqlite"
 APPLICATION_ID = 0x54434549  # "TCEI", in the SQLite header: this program's index
 SCHEMA_VERSION = 1
 RACY_SECONDS = 2.0  # a file modified this recently may change again within its mtime tick
 
 _SCHEMA = """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
     path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     text_hash TEXT NOT NULL, problem TEXT, line INTEGER NOT NULL DEFAULT 0);
@@ -93,7 +95,6 @@ class UpdateReport:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     embedded: int = 0
-    rebuilt: str = ""  # why the file was rebuilt, if it was
 
     @property
     def touched(self) -> bool:
@@ -178,6 +179,16 @@ def why_untrusted(conn: sqlite3.Connection) -> str:
     return ""
 
 
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """An error that means the file is unusable (not a busy lock, not a broken constraint
+    that a concurrent writer caused)."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return False
+    text = str(exc).lower()
+    return not (isinstance(exc, sqlite3.OperationalError)
+                and ("locked" in text or "busy" in text))
+
+
 def _remove(path: Path) -> None:
     for p in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal"),
               path.with_name(path.name + "-shm")):
@@ -188,7 +199,7 @@ def _remove(path: Path) -> None:
 # -- the index ------------------------------------------------------------------------------
 
 class Index:
-    """The index of one SOP folder; use :meth:`open`."""
+    """The index of one SOP folder; use :meth:`open`. One thread at a time."""
 
     def __init__(self, folder: Path, conn: sqlite3.Connection, path: Path | None,
                  embedder: Embedder | None) -> None:
@@ -200,6 +211,7 @@ class Index:
         self._conn = conn
         self._matrix: np.ndarray | None = None
         self._matrix_ids: list[str] = []
+        self._types: dict[str, str] | None = None
         self._embedder_failed = embedder is None
         self.lexical_weight = LEXICAL_WEIGHT
 
@@ -230,31 +242,46 @@ class Index:
         return index
 
     @staticmethod
-    def _open_file(path: Path) -> tuple[sqlite3.Connection | None, str]:
-        """A trusted connection to the index file (made afresh if missing or untrusted), or
-        ``None`` if the folder cannot hold one; and why it was rebuilt."""
-        reason = ""
-        if path.exists():
+    def _open_file(path: Path, *, distrust: bool = False
+                   ) -> tuple[sqlite3.Connection | None, str]:
+        """A trusted connection to the index file, and why it was rebuilt ("" if it was
+        not); ``None`` if the folder cannot hold one. A missing file is created, an
+        untrusted one (or any, with ``distrust``) replaced, each atomically: processes that
+        open the same folder at once end up sharing one file."""
+        for _ in range(3):
+            reason = "damaged" if distrust else ""
+            if not distrust and path.exists():
+                try:
+                    conn = _connect(f"file:{path}?mode=rw", uri=True)
+                except sqlite3.DatabaseError as exc:
+                    reason = f"unreadable ({exc})"
+                else:
+                    reason = why_untrusted(conn)
+                    if not reason:
+                        return conn, ""
+                    conn.close()
+            tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
             try:
-                conn = _connect(f"file:{path}?mode=rw", uri=True)
-            except sqlite3.DatabaseError as exc:
-                reason = f"unreadable ({exc})"
-            else:
-                reason = why_untrusted(conn)
-                if not reason:
-                    return conn, ""
+                _remove(tmp)
+                conn = _connect(str(tmp))
+                _create(conn)
                 conn.close()
-        try:
-            _remove(path)
-            tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-            _remove(tmp)
-            conn = _connect(str(tmp))
-            _create(conn)
-            conn.close()
-            os.replace(tmp, path)
-            return _connect(f"file:{path}?mode=rw", uri=True), reason
-        except (OSError, sqlite3.DatabaseError):
-            return None, reason
+                if reason:
+                    os.replace(tmp, path)
+                else:
+                    try:
+                        os.link(tmp, path)  # only if still missing
+                    except FileExistsError:
+                        _remove(tmp)
+                        continue  # another process made it first: use theirs
+                    except OSError:  # a file system without hard links
+                        os.replace(tmp, path)
+                    _remove(tmp)
+                return _connect(f"file:{path}?mode=rw", uri=True), reason
+            except (OSError, sqlite3.DatabaseError):
+                _remove(tmp)
+                return None, reason
+        return None, "another process keeps replacing it"
 
     def close(self) -> None:
         self._conn.close()
@@ -278,37 +305,51 @@ class Index:
         when they changed or have no vector of the current model. Problems (documents left
         out) are in :attr:`problems` afterwards.
         """
-        try:
-            return self._update()
-        except sqlite3.DatabaseError as exc:
-            # the file went bad under us (or was swapped): start again from the documents
-            self._rebuild(f"unusable ({exc})")
-            report = self._update()
-            report.rebuilt = f"unusable ({exc})"
-            return report
+        return self._retry(self._update)
 
-    def _rebuild(self, reason: str) -> None:
+    def _reopen(self, reason: str, *, distrust: bool = False) -> None:
+        """After a damage error: use the file now in place if it is sound (another process
+        may have rebuilt it), else (or with ``distrust``) rebuild it."""
         self._conn.close()
-        if self.path is None:
-            self._conn = _connect(":memory:")
-            _create(self._conn)
-        else:
-            _remove(self.path)
-            conn, _ = self._open_file(self.path)
-            if conn is None:
-                conn = _connect(":memory:")
-                _create(conn)
-                self.path = None
-            self._conn = conn
+        conn, rebuilt = (None, "") if self.path is None else self._open_file(
+            self.path, distrust=distrust)
+        if conn is None:
+            conn = _connect(":memory:")
+            _create(conn)
+            self.path = None
+            rebuilt = rebuilt or reason
+        self._conn = conn
         self._matrix = None
-        self._warn(f"{self.folder / INDEX_NAME}: {reason}; rebuilt")
+        self._types = None
+        if rebuilt:
+            self._warn(f"{self.folder / INDEX_NAME}: {reason}; rebuilt")
+
+    def _retry(self, action: Callable[[], T]) -> T:
+        """``action()``, once more on a sound file if the index turned out damaged, and a
+        third time on a rebuilt one."""
+        for distrust in (False, True):
+            try:
+                return action()
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc):
+                    raise
+                self._reopen(f"unusable ({exc})", distrust=distrust)
+        return action()
+
+    def _changes(self, current: dict[str, tuple[int, int]]
+                 ) -> tuple[dict[str, tuple[Any, ...]], list[str], list[str]]:
+        """``(seen, gone, stale)``: the indexed files, those gone, those whose stat changed."""
+        seen = {row[0]: row[1:] for row in self._conn.execute(
+            "SELECT path, mtime_ns, size, text_hash FROM files")}
+        gone = [p for p in seen if p not in current]
+        stale = [p for p, stat in current.items()
+                 if p not in seen or seen[p][0] != stat[0] or seen[p][1] != stat[1]]
+        return seen, gone, stale
 
     def _update(self) -> UpdateReport:
         report = UpdateReport()
         conn = self._conn
         now = time.time_ns()
-        seen = {row[0]: row[1:] for row in conn.execute(
-            "SELECT path, mtime_ns, size, text_hash FROM files")}
         current: dict[str, tuple[int, int]] = {}
         for rel in doc_paths(self.folder):
             try:
@@ -316,12 +357,12 @@ class Index:
             except OSError:
                 continue
             current[rel] = (st.st_mtime_ns, st.st_size)
-        gone = [p for p in seen if p not in current]
-        stale = [p for p, stat in current.items()
-                 if p not in seen or seen[p][0] != stat[0] or seen[p][1] != stat[1]]
+        _, gone, stale = self._changes(current)
         if gone or stale:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                # again under the lock: another process may have done part of the work
+                seen, gone, stale = self._changes(current)
                 for rel in gone:
                     self._drop(rel, report.removed)
                 for rel in stale:
@@ -335,6 +376,7 @@ class Index:
         report.embedded = self._embed_missing()
         if report.touched:
             self._matrix = None
+            self._types = None
         return report
 
     def _drop(self, rel: str, removed: list[str] | None) -> None:
@@ -462,33 +504,26 @@ class Index:
         """
         if not query or not query.strip():
             raise ValueError("empty query")
-        try:
-            return self._search(query, k, task_types)
-        except sqlite3.DatabaseError as exc:
-            self._rebuild(f"unusable ({exc})")
-            self._update()
-            return self._search(query, k, task_types)
+        return self._retry(lambda: self._search(query, k, task_types))
 
     def _search(self, query: str, k: int, task_types: Iterable[str] | None) -> list[Hit]:
         fused = combine(self.lexical_scores(query), self.vector_scores(query),
                         self.lexical_weight)
         if not fused:
             return []
-        types = set(task_types) if task_types is not None else None
-        head = fused[:max(k * 4, 50)] if types is not None else fused[:k]
+        if task_types is not None:
+            wanted = set(task_types)
+            if self._types is None:
+                self._types = dict(self._conn.execute("SELECT task_id, task_type FROM docs"))
+            fused = [(t, s) for t, s in fused if self._types.get(t) in wanted]
+        head = fused[:k]
+        if not head:
+            return []
         rows = {r[0]: r[1:] for r in self._conn.execute(
             "SELECT task_id, description, task_type, path FROM docs"
             f" WHERE task_id IN ({','.join('?' * len(head))})", [t for t, _ in head])}
-        hits = []
-        for task_id, score in head:
-            row = rows.get(task_id)
-            if row is None or (types is not None and row[1] not in types):
-                continue
-            hits.append(Hit(task_id=task_id, score=score, description=row[0],
-                            task_type=row[1], path=row[2]))
-            if len(hits) >= k:
-                break
-        return hits
+        return [Hit(task_id=task_id, score=score, description=row[0], task_type=row[1],
+                    path=row[2]) for task_id, score in head if (row := rows.get(task_id))]
 
     def lexical_scores(self, query: str) -> dict[str, float]:
         """BM25 scores (higher is better) of the documents sharing terms with ``query``."""

@@ -110,8 +110,10 @@ def select_tools(tools: Mapping[str, str], message: str, used: Collection[str] =
     if len(names) <= limit:
         return names
     ranked = [name for name, _ in rank_tools(tools, message, embedder=embedder)]
-    order = ranked + [n for n in names if n not in set(ranked)]
-    keep = [n for n in order if n in set(used)][:limit]
+    seen = set(ranked)
+    order = ranked + [n for n in names if n not in seen]
+    used = set(used)
+    keep = [n for n in order if n in used][:limit]
     for name in order:
         if len(keep) >= limit:
             break
