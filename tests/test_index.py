@@ -81,7 +81,7 @@ def _is_chinese(text: str) -> bool:
 
 
 def test_the_test_set_has_40_documents_half_chinese_and_30_paraphrases() -> None:
-    docs, problems, _ = read_folder(SOP)
+    docs, problems = read_folder(SOP)
     assert not problems
     assert len(docs) >= 40
     chinese = sum(_is_chinese(d.description) for d in docs)
@@ -122,7 +122,7 @@ def test_files_that_are_not_documents_are_neither_indexed_nor_reported(tmp_path:
     (tmp_path / "_notes.md").write_text("# notes, no front matter\n")
     write_doc(tmp_path / ".git", "hidden", "in a hidden folder")
     (tmp_path / "a" / "chat.msg.md").write_text("---\ntitle: a conversation\n---\n")
-    docs, problems, _ = read_folder(tmp_path)
+    docs, problems = read_folder(tmp_path)
     assert [d.task_id for d in docs] == ["a/real"]
     assert problems == []
 

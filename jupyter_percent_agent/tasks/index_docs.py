@@ -1,9 +1,10 @@
 """What the index knows of one task document, read from a SOP folder.
 
-The index works over :class:`IndexedDoc`, a small record made by :func:`read_folder` from the
-Markdown files of a SOP folder (YAML front matter between ``---`` lines, ``## `` sections in
-the body). This is the one place that reads documents for the index: when the task document
-model is available it can produce these records instead.
+The index works over :class:`IndexedDoc`, a small record that :func:`parse_doc` makes of one
+Markdown file of a SOP folder (YAML front matter between ``---`` lines, ``## `` sections in
+the body); :func:`doc_paths` says which files are documents. These two are the one place the
+index reads documents: when the task document model is available, ``parse_doc`` can build
+the record from it instead.
 
 A document that cannot be read (no front matter, YAML that does not parse or uses anchors,
 a ``task_id`` that is not its path) is a :class:`DocProblem`, never a reason to skip the rest.
@@ -198,30 +199,15 @@ def doc_paths(folder: Path) -> Iterator[str]:
     yield from sorted(found)
 
 
-def read_folder(folder: Path, known: dict[str, str] | None = None
-                ) -> tuple[list[IndexedDoc], list[DocProblem], dict[str, str]]:
-    """Read a SOP folder: ``(docs, problems, hashes)``.
-
-    ``known`` maps a path to the hash already indexed: such documents, unchanged, are not
-    parsed again (they are left out of ``docs``); ``hashes`` gives every readable document's
-    current hash, so the caller can tell unchanged, changed and removed documents apart.
-    """
-    known = known or {}
+def read_folder(folder: Path) -> tuple[list[IndexedDoc], list[DocProblem]]:
+    """Every document of a SOP folder: ``(docs, problems)``."""
     docs: list[IndexedDoc] = []
     problems: list[DocProblem] = []
-    hashes: dict[str, str] = {}
     for rel in doc_paths(folder):
         try:
-            data = (folder / rel).read_bytes()
+            docs.append(parse_doc((folder / rel).read_bytes(), rel))
         except OSError as exc:
             problems.append(DocProblem(rel, f"cannot read: {exc.strerror or exc}"))
-            continue
-        digest = content_hash(data)
-        hashes[rel] = digest
-        if known.get(rel) == digest:
-            continue
-        try:
-            docs.append(parse_doc(data, rel))
         except DocError as exc:
             problems.append(DocProblem(rel, str(exc), exc.line))
-    return docs, problems, hashes
+    return docs, problems
