@@ -15,6 +15,8 @@ COMMANDS: dict[str, str] = {
     "chat": "jupyter_percent_agent.cli.chat:chat",
     "list": "jupyter_percent_agent.cli.list:list_",
     "set-default": "jupyter_percent_agent.cli.set_default:set_default",
+    # Until `tce sop` exists: `tce sop-index index|search` (cli/sop_index.py).
+    "sop-index": "jupyter_percent_agent.cli.sop_index:sop_index",
     "tools": "jupyter_percent_agent.cli.tools:tools",
     "trust": "jupyter_percent_agent.cli.trust:trust_",
     "untrust": "jupyter_percent_agent.cli.trust:untrust",

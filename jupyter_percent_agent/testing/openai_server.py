@@ -1,12 +1,18 @@
 """A local OpenAI-compatible model server for tests and demos.
 
 ``OpenAIServer`` listens on 127.0.0.1 (stdlib ``http.server`` in a thread) and implements
-``POST /v1/chat/completions`` (streamed as server-sent events or not) and ``GET /v1/models``.
+``POST /v1/chat/completions`` (streamed as server-sent events or not), ``POST /v1/embeddings``
+and ``GET /v1/models``.
 Replies are scripted: a queue (``server.script("a", Reply.http_error(429), ...)``), or a
 function of the request body (``server.responder = fn``); with neither, a canned reply.
 Faults are replies too: an HTTP status, a delay before the first byte, a connection cut
 mid-stream, malformed SSE data. Every request body is recorded in ``server.requests`` so
 tests can assert on the history that was actually sent.
+
+Embeddings are computed by ``server.embedder`` (texts to vectors; by default
+:func:`hashed_embedding`, a deterministic bag of hashed words and character bigrams, so
+texts that share words are near), or fail as ``server.embedding_reply`` says (a ``Reply``
+with an error status or a delay).
 
 Run it for a demo, and point ``tce chat`` at it with ``PERCENT_AGENT_API_BASE`` (or an
 agent's ``api_base``); any model name will do::
@@ -18,8 +24,12 @@ agent's ``api_base``); any model name will do::
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
+import hashlib
 import json
+import math
+import struct
 import threading
 import time
 import uuid
@@ -28,7 +38,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIServer", "RecordedRequest", "Reply"]
+__all__ = ["OpenAIServer", "RecordedRequest", "Reply", "hashed_embedding"]
 
 DEFAULT_REPLY = "Hello from the local test server."
 
@@ -92,6 +102,25 @@ class RecordedRequest:
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
+Embedder = Callable[[list[str]], list[list[float]]]
+
+EMBEDDING_DIM = 64
+
+
+def hashed_embedding(texts: list[str], dim: int = EMBEDDING_DIM) -> list[list[float]]:
+    """Unit vectors of hashed words and character bigrams: deterministic, and texts that
+    share words or characters are near (a stand-in model for the test server)."""
+    out = []
+    for text in texts:
+        vec = [0.0] * dim
+        lowered = text.lower()
+        feats = lowered.split() + [lowered[i:i + 2] for i in range(len(lowered) - 1)]
+        for feat in feats:
+            h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
+            vec[h % dim] += 1.0 if h >> 63 else -1.0
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        out.append([x / norm for x in vec])
+    return out
 
 
 class OpenAIServer:
@@ -103,6 +132,8 @@ class OpenAIServer:
         self.default = default
         self.models = models or ["test-model"]
         self.responder: Responder | None = None
+        self.embedder: Embedder = hashed_embedding
+        self.embedding_reply: Reply | None = None
         self.requests: list[RecordedRequest] = []
         self._queue: collections.deque[Reply | str] = collections.deque()
         self._lock = threading.Lock()
@@ -158,6 +189,8 @@ class OpenAIServer:
             self._queue.clear()
             self.requests.clear()
             self.responder = None
+            self.embedder = hashed_embedding
+            self.embedding_reply = None
 
     @property
     def pending(self) -> int:
@@ -167,6 +200,10 @@ class OpenAIServer:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/embeddings")]
 
     @property
     def last_messages(self) -> list[dict[str, Any]]:
@@ -229,6 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "bad_request"}})
             return
         state._record(RecordedRequest("POST", self.path, dict(self.headers), body))
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._embeddings(body)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
@@ -248,6 +288,34 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(reply, model, usage if include_usage else None)
         else:
             self._send_json(200, _completion(reply, model, usage), reply.headers)
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        state = self.server_state
+        reply = state.embedding_reply
+        if reply is not None and reply.delay and state._stopping.wait(reply.delay):
+            return
+        if reply is not None and reply.status != 200:
+            self._send_json(reply.status, {"error": {"message": reply.error,
+                                                     "type": "server_error",
+                                                     "code": str(reply.status)}})
+            return
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._send_json(400, {"error": {"message": "input must be a string or a list of "
+                                            "strings", "type": "invalid_request_error"}})
+            return
+        vectors = state.embedder(texts)
+        as_base64 = body.get("encoding_format") == "base64"
+        data = [{"object": "embedding", "index": i,
+                 "embedding": (base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()
+                               if as_base64 else v)}
+                for i, v in enumerate(vectors)]
+        tokens = sum(len(t.split()) for t in texts)
+        self._send_json(200, {"object": "list", "data": data,
+                              "model": body.get("model", state.models[0]),
+                              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     # -- streaming with chunked transfer encoding, so a cut connection is detectable --
 

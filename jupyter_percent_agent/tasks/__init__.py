@@ -1,0 +1,1 @@
+"""Task documents (SOP folders): the document model, the runner, and the index."""
