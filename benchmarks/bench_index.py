@@ -77,11 +77,11 @@ def rrf(lexical: dict[str, float], vector: dict[str, float], k: int = 60) -> lis
 
 
 def quality() -> dict[str, float]:
-    from jupyter_percent_agent.tasks.embed import WordLlamaEmbedder
+    from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder
+    from jupyter_percent_agent.ranking.fusion import combine
+    from jupyter_percent_agent.ranking.text import STOPWORDS, query_terms, terms
     from jupyter_percent_agent.tasks.index import Index, embed_text
     from jupyter_percent_agent.tasks.index_docs import read_folder
-    from jupyter_percent_agent.tasks.index_rank import combine
-    from jupyter_percent_agent.tasks.index_text import STOPWORDS, query_terms, terms
 
     queries = json.loads((DATA / "queries.json").read_text(encoding="utf-8"))
     docs = read_folder(DATA / "sop")[0]
@@ -128,7 +128,7 @@ def quality() -> dict[str, float]:
 
 
 def tool_selection() -> None:
-    from jupyter_percent_agent.tasks.index_tools import select_tools
+    from jupyter_percent_agent.ranking.tools import select_tools
     from jupyter_percent_agent.tools import Registry
 
     registry = Registry.load(DATA / "toolbox", entry_points=False)
@@ -184,7 +184,7 @@ def generate(folder: Path, n: int = N_DOCS, seed: int = 7) -> list[str]:
 
 
 def speed() -> dict[str, float]:
-    from jupyter_percent_agent.tasks.embed import WordLlamaEmbedder
+    from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder
     from jupyter_percent_agent.tasks.index import Index
 
     results: dict[str, float] = {}
@@ -254,12 +254,12 @@ def wordllama_load() -> None:
     """Loading the model: ours (memory-mapped weights, the tokenizer) vs the library's path
     (import wordllama, read the weights whole), each in a fresh process."""
     ours = ("import time; t = time.perf_counter()\n"
-            "from jupyter_percent_agent.tasks.embed import WordLlamaEmbedder\n"
+            "from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder\n"
             "WordLlamaEmbedder().embed(['x']); print(time.perf_counter() - t)")
     library = ("import time; t = time.perf_counter()\n"
                "from wordllama import WordLlamaInference\n"
                "from safetensors.numpy import load_file; from tokenizers import Tokenizer\n"
-               "from jupyter_percent_agent.tasks.embed import wordllama_files\n"
+               "from jupyter_percent_agent.ranking.embed import wordllama_files\n"
                "w, k = wordllama_files()\n"
                "WordLlamaInference(load_file(str(w))['embedding.weight'],"
                " Tokenizer.from_file(str(k))).embed(['x']); print(time.perf_counter() - t)")

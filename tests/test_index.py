@@ -20,7 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from jupyter_percent_agent.cli import main
-from jupyter_percent_agent.tasks.embed import LiteLLMEmbedder, WordLlamaEmbedder
+from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder, WordLlamaEmbedder
+from jupyter_percent_agent.ranking.text import STOPWORDS, terms
 from jupyter_percent_agent.tasks.index import (
     INDEX_NAME,
     Index,
@@ -30,7 +31,6 @@ from jupyter_percent_agent.tasks.index import (
     pick_plan,
 )
 from jupyter_percent_agent.tasks.index_docs import DocError, load_yaml, read_folder
-from jupyter_percent_agent.tasks.index_text import STOPWORDS, terms
 from jupyter_percent_agent.testing.openai_server import Reply
 
 DATA = Path(__file__).resolve().parent / "data" / "index"

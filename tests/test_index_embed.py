@@ -16,7 +16,7 @@ from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 from wordllama import WordLlamaInference
 
-from jupyter_percent_agent.tasks.embed import (
+from jupyter_percent_agent.ranking.embed import (
     EmbeddingError,
     LiteLLMEmbedder,
     WordLlamaEmbedder,

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jupyter_percent_agent.ranking.fusion import combine, zscores
 from jupyter_percent_agent.tasks.index import Index
-from jupyter_percent_agent.tasks.index_rank import combine, zscores
 
 
 def test_zscores_are_standard_deviations_from_the_mean() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.tasks.embed import LiteLLMEmbedder
-from jupyter_percent_agent.tasks.index_tools import (
+from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder
+from jupyter_percent_agent.ranking.tools import (
     DEFAULT_TOOL_LIMIT,
     ToolSelectionWarning,
     rank_tools,

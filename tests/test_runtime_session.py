@@ -252,3 +252,22 @@ def test_a_tool_call_nonce_of_digits_only_does_not_number_the_replies() -> None:
     cell["outputs"] = [fmt.reply_output("step", agent="a", out_id="c.1"),
                        fmt.tool_call_output("get_weather", "x = 1", out_id="c.472438")]
     assert Run("c", existing=cell["outputs"]).next_output_id() == "c.2"  # not c.472439
+
+
+def test_an_agent_with_many_tools_is_offered_the_ones_that_fit_each_message(
+        tmp_path: Path, env, openai_server: OpenAIServer, trusted) -> None:
+    """40 tools, tool_limit 12 (the default): the currency tool is among those described to
+    the model for a currency question; the reply records which were offered."""
+    shutil.copytree(DATA / "index" / "toolbox", tmp_path / "toolbox")
+    trusted(tmp_path)
+    path = tmp_path / "many.msg.md"
+    path.write_text("---\nagents:\n  desk:\n    models: [test-model]\n    tools: [all]\n---\n")
+    openai_server.script('answer = """About 40,000 yen."""\n')
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "how many yen for 250 euros"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    system = openai_server.last_messages[0]["content"]
+    described = re.findall(r"^def (\w+)\(", system, re.M)
+    assert "convert_currency" in described and len(described) <= 12
+    (reply,) = [o for o in _cells(path)[0]["outputs"] if fmt.output_kind(o) == "reply"]
+    assert fmt.output_attrs(reply)["tools_offered"] == described

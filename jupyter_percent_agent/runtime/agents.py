@@ -40,6 +40,7 @@ class Agent:
     api_base: str | None = None
     timeout: float | None = None
     max_steps: int | None = None  # None: the user's limit (trust.step_limit)
+    tool_limit: int | None = None  # tools offered per message, when it has more (default 12)
     source: str = "environment"  # "preset", "cell", "environment"
 
     @property
@@ -68,7 +69,7 @@ def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
     tools = kw.get("tools")
     if isinstance(tools, str):
         kw["tools"] = [tools]
-    for key in ("context_window", "max_output_tokens", "max_steps"):
+    for key in ("context_window", "max_output_tokens", "max_steps", "tool_limit"):
         if key in kw and kw[key] is not None and not isinstance(kw[key], int):
             raise AgentError(f"agent {name!r}: {key} must be an integer, not {kw[key]!r}")
     if system_prompt:

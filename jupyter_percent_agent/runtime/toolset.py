@@ -7,10 +7,11 @@ that folder: a module of an untrusted toolbox is refused (``TrustError``), never
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.agents import Agent
 
@@ -53,11 +54,41 @@ def tool_cell_registry(names: Sequence[Any], base_dir: Path | None) -> Any:
     return registry
 
 
-def system_prompt_for(agent: Agent, registry: Any | None) -> str:
-    """The agent's system prompt, with the ATTP protocol and its tools when it has any."""
+def used_tools(cells: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The tools called in these cells' outputs (an ATTP call may name several: ``a,b``)."""
+    used: set[str] = set()
+    for cell in cells:
+        for out in cell.get("outputs") or []:
+            if fmt.output_kind(out) == "tool_call":
+                used.update(str(fmt.output_attrs(out).get("name") or "").split(","))
+    return used - {""}
+
+
+def offered_tools(agent: Agent, registry: Any, message: str,
+                  earlier: Sequence[Mapping[str, Any]]) -> list[str] | None:
+    """The tools to describe to the model for ``message``: all of them (None) when they are no
+    more than the agent's ``tool_limit`` (12), else those that fit the message best, plus any
+    the conversation already used (``ranking.tools.select_tools``). Every tool of the
+    registry stays callable."""
+    from jupyter_percent_agent.ranking.tools import DEFAULT_TOOL_LIMIT, select_tools
+
+    limit = agent.tool_limit or DEFAULT_TOOL_LIMIT
+    if len(registry) <= limit:
+        return None
+    return select_tools({name: tool.doc.text for name, tool in registry.items()}, message,
+                        used_tools(earlier), limit)
+
+
+def system_prompt_for(agent: Agent, registry: Any | None,
+                      offered: Sequence[str] | None = None) -> str:
+    """The agent's system prompt, with the ATTP protocol and its tools (those ``offered``,
+    else all) when it has any."""
     if registry is None:
         return agent.system_prompt
     from jupyter_percent_agent import attp
+    from jupyter_percent_agent.tools import render_tools
 
-    return attp.system_prompt(agent_prompt=agent.system_prompt, tools=registry.describe(),
+    described = (registry.describe() if offered is None
+                 else render_tools([registry[name] for name in offered]))
+    return attp.system_prompt(agent_prompt=agent.system_prompt, tools=described,
                               modules=attp.ALLOWED_MODULES)

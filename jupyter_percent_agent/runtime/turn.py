@@ -97,7 +97,7 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     """Run the planned cell of ``nb`` into ``run``."""
     from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
-    from jupyter_percent_agent.runtime.toolset import system_prompt_for, tools_for
+    from jupyter_percent_agent.runtime.toolset import offered_tools, system_prompt_for, tools_for
 
     _, cell = find_cell(nb, decided.cell_id)
     if decided.kind == "code":
@@ -112,15 +112,23 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     assert agent is not None and route is not None
     run.answered_by(agent.name, agent.models[0])
     registry = tools_for(agent, options.folder) if agent.has_tools else None
+    offered = None
+    if registry is not None:
+        cells = hist.conversation_cells(nb)
+        text = options.current_text if options.current_text is not None \
+            else fmt.message_text(cell)
+        offered = offered_tools(agent, registry, text, cells[: decided.index - 1])
     await transport.ready()
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))
     history = plan_history(nb, decided.index, agent, decided.chosen, base_dir=options.folder,
-                           system_prompt=system_prompt_for(agent, registry),
+                           system_prompt=system_prompt_for(agent, registry, offered),
                            transport=transport, current_text=options.current_text,
                            summaries={k: v[0] for k, v in run.summaries.items()})
     run.dropped_groups(history.dropped)
-    extra = {"dropped": history.dropped} if history.dropped else {}
+    extra: dict[str, Any] = {"dropped": history.dropped} if history.dropped else {}
+    if offered is not None:
+        extra["tools_offered"] = list(offered)
     if registry is None:
         from jupyter_percent_agent.runtime.reply import plain_reply
 

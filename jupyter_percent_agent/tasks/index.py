@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .embed import Embedder, EmbeddingError, shared_embedder
+from jupyter_percent_agent.ranking.embed import Embedder, EmbeddingError, shared_embedder
+from jupyter_percent_agent.ranking.fusion import LEXICAL_WEIGHT, combine
+from jupyter_percent_agent.ranking.text import TERMS_TABLE, bm25_scores, columns
+
 from .index_docs import DocError, DocProblem, IndexedDoc, content_hash, doc_paths, parse_doc
-from .index_rank import LEXICAL_WEIGHT, combine
-from .index_text import TERMS_TABLE, bm25_scores, columns
 
 if TYPE_CHECKING:
     import numpy as np

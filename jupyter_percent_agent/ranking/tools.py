@@ -2,7 +2,7 @@
 
 An agent with 40 tools should not put 40 docstrings in every prompt: :func:`select_tools`
 ranks the tools against the message with the same ranking as the SOP index (BM25 over the
-tool's name and docstring, fused with embedding similarity, see :mod:`.index_rank`) and keeps
+tool's name and docstring, fused with embedding similarity, see :mod:`.fusion`) and keeps
 the best ``limit``, always including the tools the conversation already used. Pure apart from
 the embedder, whose tool vectors are cached per process (by model and text).
 """
@@ -17,8 +17,8 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .embed import Embedder, EmbeddingError, shared_embedder
-from .index_rank import LEXICAL_WEIGHT, combine
-from .index_text import TERMS_TABLE, bm25_scores, columns
+from .fusion import LEXICAL_WEIGHT, combine
+from .text import TERMS_TABLE, bm25_scores, columns
 
 if TYPE_CHECKING:
     import numpy as np
