@@ -109,6 +109,38 @@ def test_allow_listed_modules_are_usable_without_import():
                         ["1", "22", "333"], "bbb", 2.5, 2]  # fmt: skip
 
 
+def test_date_and_time_formatting_works_in_the_sandbox():
+    """C code in datetime and re imports time, _strptime and re through the frame's builtins."""
+    code = (
+        "d = datetime.date(2024, 3, 4)\n"
+        "dt = datetime.datetime(2024, 3, 4, 5, 6, 7)\n"
+        "t = datetime.time(8, 9)\n"
+        "__result__ = [\n"
+        "    d.strftime('%Y-%m-%d'), f'{d:%d.%m.%Y}', f'{dt:%H:%M:%S}', format(dt, '%j'),\n"
+        "    t.strftime('%H:%M'), f'{t:%H.%M}', dt.timetuple()[0], d.timetuple().tm_yday,\n"
+        "    datetime.date.today().year > 2000,\n"
+        "    datetime.datetime.strptime('2024-03-04', '%Y-%m-%d').isoformat(),\n"
+        "    re.compile('(a)(b)').sub(r'\\2\\1', 'xab'),\n"
+        "    re.compile('(a)').search('a').expand(r'<\\1>'),\n"
+        "]\n"
+    )
+    r = execute(code)
+    assert r.status == "success", r.error
+    assert r.result == ["2024-03-04", "04.03.2024", "05:06:07", "064", "08:09", "08.09",
+                        2024, 64, True, "2024-03-04T00:00:00", "xba", "<a>"]  # fmt: skip
+
+
+def test_the_import_hook_c_code_uses_loads_nothing_and_returns_nothing():
+    from jupyter_percent_agent.sandbox._runtime import INTERNAL_IMPORTS, build_builtins
+
+    hook = build_builtins()["__import__"]
+    for name in sorted(INTERNAL_IMPORTS):
+        assert hook(name, None, None, ("x",), 0) is None
+    for name in ("os", "sys", "builtins", "posix", "importlib", "time.x", "_thread"):
+        with pytest.raises(ImportError):
+            hook(name)
+
+
 def test_random_is_a_private_seedable_generator():
     code = "random.seed(42)\n__result__ = [random.randint(1, 10**6) for _ in range(5)]"
     first, second = execute(code), execute(code)

@@ -202,8 +202,6 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
     # Imported before the job so that their cost is paid while the worker waits in the pool.
-    import _strptime  # noqa: F401  (datetime.strptime imports it lazily)
-
     from . import _facades, _policy, _runtime  # noqa: F401
 
     _policy.compile_code("__result__ = [x for x in range(1)]\n")

@@ -10,8 +10,10 @@ collector for the whole run, so prints inside functions are kept.
 
 from __future__ import annotations
 
+import _strptime  # noqa: F401  (INTERNAL_IMPORTS: loaded before any job)
 import builtins
 import operator
+import re  # noqa: F401  (INTERNAL_IMPORTS)
 import sys
 import time
 import weakref
@@ -45,14 +47,19 @@ _INPLACE = {
 }  # fmt: skip
 
 
-# C code in the allowed modules imports helpers through the frame's builtins (e.g.
-# datetime.strptime imports _strptime). Sandboxed code cannot name __import__ (no "_" names).
-_INTERNAL_IMPORTS = frozenset({"_strptime"})
+# C code reached from sandboxed code imports helpers through the calling frame's builtins:
+# PyImport_Import looks up ``__import__`` there (date.strftime imports time, datetime.strptime
+# _strptime, a compiled pattern's sub() with a template re). PyImport_Import calls __import__ only
+# for its side effect and then reads sys.modules itself, so this hook loads nothing and hands
+# nothing back: it succeeds, returning None, for these names once they are loaded (they are
+# imported below, before any job), and refuses every other name. Sandboxed code cannot name
+# __import__ at all (no "_" names); even if it could, it would get None.
+INTERNAL_IMPORTS = frozenset({"time", "_strptime", "re"})
 
 
-def _internal_import(name: str, *args: Any, **kwargs: Any) -> Any:
-    if name in _INTERNAL_IMPORTS and name in sys.modules:
-        return sys.modules[name]
+def _internal_import(name: object, *args: Any, **kwargs: Any) -> None:
+    if type(name) is str and name in INTERNAL_IMPORTS and name in sys.modules:
+        return None
     raise ImportError("import is not allowed in the sandbox")
 
 
