@@ -248,6 +248,37 @@ def test_memory_limit_turns_a_huge_allocation_into_status_memory():
     assert ok.status == "success"
 
 
+@pytest.mark.parametrize(
+    "code",
+    ["raise MemoryError('x')\n",
+     "try:\n    raise MemoryError('x')\nexcept MemoryError as e:\n    raise e\n",
+     "def f():\n    raise MemoryError\nsorted([2, 1], key=f)\n",
+     "m = MemoryError\nraise m('x')\n",
+     "class MemoryError(Exception):\n    pass\nraise MemoryError('x')\n"],
+)  # fmt: skip
+def test_code_raising_memory_error_itself_gets_an_ordinary_error_not_the_memory_status(code):
+    r = execute(code)
+    assert r.status == "error"
+    assert r.error.type == "CompileError"
+    assert '"MemoryError" is not available in the sandbox' in r.error.message
+
+
+def test_a_real_out_of_memory_keeps_the_memory_status_when_caught_and_re_raised():
+    code = (
+        "try:\n"
+        "    x = [0] * (300 * 1024 * 1024 // 8)\n"
+        "except Exception as e:\n"
+        "    print('caught', isinstance(e, ValueError))\n"
+        "    raise e\n"
+    )
+    r = execute(code, memory_mb=64)
+    assert r.status == "memory"
+    assert r.error.type == "MemoryError"
+    assert r.stdout == "caught False\n"
+    other = execute("class Full(Exception):\n    pass\nraise Full('memory')\n")
+    assert (other.status, other.error.type) == ("error", "Full")
+
+
 def test_worker_has_no_secrets_limits_and_descriptors(process_probe, monkeypatch):
     """A tool runs in the parent while the worker waits: look at the worker through /proc."""
     monkeypatch.setenv("PERCENT_AGENT_WORKER_SECRET", "do-not-leak-42")

@@ -1,7 +1,9 @@
 """Compile rules for sandboxed code (imported only inside the sandbox child).
 
 A ``RestrictingNodeTransformer`` subclass that allows exactly the name ``__result__`` (as a
-plain variable, nowhere else) and refuses ``import`` with a message the model can act on. It
+plain variable, nowhere else), refuses ``import`` with a message the model can act on, and
+refuses the name ``MemoryError`` (so that only a real out-of-memory gives a run the ``memory``
+status). It
 also accepts augmented assignment to items and attributes (``counts[w] += 1``, which models
 write all the time and RestrictedPython refuses), rewritten through the same guards as a read
 and a write. Everything else is RestrictedPython's policy: no names or attributes starting
@@ -28,6 +30,13 @@ IMPORT_MESSAGE = (
     "import is not allowed: " + ", ".join(MODULES) + " are already available as names, "
     "and the tools are plain functions; use them directly without import."
 )
+# Only the interpreter may make a MemoryError: the run's "memory" status must mean that the code
+# really ran out of memory, so code that could raise one itself could fake it.
+MEMORY_ERROR = "MemoryError"
+MEMORY_ERROR_MESSAGE = (
+    '"MemoryError" is not available in the sandbox: running out of memory ends the run by '
+    "itself; raise or catch another exception."
+)
 _LINE = re.compile(r"^Line (\d+): ")
 
 
@@ -36,6 +45,9 @@ class SandboxPolicy(RestrictingNodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> Any:
         if node.id == RESULT_NAME:
+            return node
+        if node.id == MEMORY_ERROR:
+            self.error(node, MEMORY_ERROR_MESSAGE)
             return node
         return super().visit_Name(node)
 

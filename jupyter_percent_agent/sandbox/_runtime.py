@@ -1,11 +1,11 @@
 """The namespace sandboxed code runs in (imported only inside the child).
 
-Builtins: RestrictedPython's ``safe_builtins`` minus ``setattr``/``delattr``, plus the plain
-container and iteration builtins it leaves out. Never ``getattr``, ``type``, ``vars``, ``dir``,
-the real ``__import__``, ``open``, ``globals``, ``compile``. Guards: attribute reads refuse
-``_`` names, inspection attributes and ``str.format``; writes are allowed only on dicts, lists,
-sets and instances of classes defined by the sandboxed code itself. One shared, size-capped print
-collector for the whole run, so prints inside functions are kept.
+Builtins: RestrictedPython's ``safe_builtins`` minus ``setattr``, ``delattr`` and ``MemoryError``,
+plus the plain container and iteration builtins it leaves out. Never ``getattr``, ``type``,
+``vars``, ``dir``, the real ``__import__``, ``open``, ``globals``, ``compile``. Guards: attribute
+reads refuse ``_`` names, inspection attributes and ``str.format``; writes are allowed only on
+dicts, lists, sets and instances of classes defined by the sandboxed code itself. One shared,
+size-capped print collector for the whole run, so prints inside functions are kept.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _EXTRA_BUILTINS = {
         "ascii", "bin", "bytes",
     )
 }  # fmt: skip
-_REMOVED_BUILTINS = ("setattr", "delattr", "_getattr_")
+_REMOVED_BUILTINS = ("setattr", "delattr", "_getattr_", "MemoryError")  # see _policy
 _FORMAT_METHODS = frozenset({"format", "format_map"})
 _WRITABLE_TYPES = frozenset({dict, list, set})
 
