@@ -141,6 +141,17 @@ def test_the_import_hook_c_code_uses_loads_nothing_and_returns_nothing():
             hook(name)
 
 
+def test_the_allow_listed_modules_are_the_ones_bound_and_named_in_the_prompt():
+    from jupyter_percent_agent import attp, sandbox
+    from jupyter_percent_agent.sandbox._facades import build_facades
+
+    assert tuple(build_facades()) == sandbox.ALLOWED_MODULES
+    assert attp.ALLOWED_MODULES is sandbox.ALLOWED_MODULES
+    assert ", ".join(sandbox.ALLOWED_MODULES) in attp.system_prompt()
+    r = execute("__result__ = [str(m) for m in (" + ", ".join(sandbox.ALLOWED_MODULES) + ")]")
+    assert r.result == [f"<module '{name}'>" for name in sandbox.ALLOWED_MODULES]
+
+
 def test_random_is_a_private_seedable_generator():
     code = "random.seed(42)\n__result__ = [random.randint(1, 10**6) for _ in range(5)]"
     first, second = execute(code), execute(code)

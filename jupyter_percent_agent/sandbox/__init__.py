@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._names import ALLOWED_MODULES
 from ._types import ErrorInfo, SandboxResult, ToolCallRecord
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._runner import execute, execute_async
 
 __all__ = [
+    "ALLOWED_MODULES",
     "ErrorInfo",
     "SandboxResult",
     "ToolCallRecord",

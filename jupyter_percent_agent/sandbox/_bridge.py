@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _limits
+from ._names import RESERVED_NAMES
 from ._types import ToolCallRecord
 
 ChunkCallback = Callable[[str, Any], None]
@@ -162,7 +163,7 @@ def check_tool_name(name: object) -> None:
         raise ValueError(f"tool name {name!r} is not a Python identifier")
     if name.startswith("_"):
         raise ValueError(f"tool name {name!r} starts with '_'")
-    if name in _limits.RESERVED_NAMES:
+    if name in RESERVED_NAMES:
         raise ValueError(f"tool name {name!r} is reserved in the sandbox")
 
 

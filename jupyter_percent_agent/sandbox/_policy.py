@@ -23,11 +23,12 @@ from RestrictedPython.transformer import (
     RestrictingNodeTransformer,
 )
 
+from ._names import ALLOWED_MODULES
+
 FILENAME = "<sandbox>"
 RESULT_NAME = "__result__"
-MODULES = ("math", "json", "datetime", "re", "random", "statistics")
 IMPORT_MESSAGE = (
-    "import is not allowed: " + ", ".join(MODULES) + " are already available as names, "
+    "import is not allowed: " + ", ".join(ALLOWED_MODULES) + " are already available as names, "
     "and the tools are plain functions; use them directly without import."
 )
 # Only the interpreter may make a MemoryError: the run's "memory" status must mean that the code

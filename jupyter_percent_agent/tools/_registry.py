@@ -67,11 +67,6 @@ class Registry(Mapping[str, Tool]):
         return cls(tools)
 
     @classmethod
-    def from_module(cls, module: types.ModuleType, *, name: str | None = None) -> Registry:
-        """The tools of an already imported module."""
-        return cls(tools_of_module(module, name=name or module.__name__))
-
-    @classmethod
     def from_functions(cls, *funcs: Callable[..., Any], module: str = "") -> Registry:
         """Tools made directly of functions (checked like any other tool)."""
         return cls(Tool.from_function(f, module=module) for f in funcs)

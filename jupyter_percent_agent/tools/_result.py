@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any, TypedDict
@@ -62,8 +61,3 @@ def split_stream_chunk(result: ToolResult) -> tuple[ToolResult, Any, bool]:
         return result, None, False
     rest = {k: v for k, v in data.items() if k != STREAM_CHUNK}
     return {"data": rest or None, "instruction": result["instruction"]}, data[STREAM_CHUNK], True
-
-
-def dumps(result: Any) -> str:
-    """JSON text of a result, non-ASCII kept as is."""
-    return json.dumps(result, ensure_ascii=False)
