@@ -201,9 +201,52 @@ def test_non_json_or_oversized_tool_results_become_tool_errors():
     )
     r = execute(code, tools={"live_object": live_object, "huge": huge, "nan": nan})
     assert r.status == "success", r.error
-    assert "not JSON" in r.result[0]
-    assert "more than" in r.result[1]
-    assert "not JSON" in r.result[2]
+    assert r.result == [
+        "ToolCallError: live_object returned data is a lock, not a JSON value",
+        "huge returned more than 4000000 bytes",
+        "ToolCallError: nan returned data is nan, which JSON cannot carry",
+    ]
+    assert [c.status for c in r.tool_calls] == ["error"] * 3
+
+
+RESULTS = {
+    "jarvis": {"data": {"k": (1, 2)}, "instruction": "Say k."},
+    "bare": [1, "x", None],
+    "empty_instruction": {"data": 3, "instruction": ""},
+    "chunk_and_data": {"data": {"stream_chunk": "<img>x</img>", "n": 1}, "instruction": "Show."},
+    "not_jarvis": {"data": 1, "other": 2},
+    "bad_instruction": {"data": 1, "instruction": 42},
+    "int_keys": {1: "a"},
+    "a_set": {"data": {1, 2}},
+}
+
+
+@pytest.mark.parametrize("kind", list(RESULTS))
+def test_a_tool_result_means_the_same_in_the_sandbox_as_through_call_tool(kind):
+    """One call path: the bridge normalizes with the tools package, errors included (a
+    non-string instruction is an error of the call in both, never silently dropped)."""
+    from jupyter_percent_agent.tools import call_tool
+
+    def tool():
+        return RESULTS[kind]
+
+    direct_chunks, bridged_chunks = [], []
+    try:
+        direct = call_tool(tool, name="tool", on_chunk=lambda n, c: direct_chunks.append((n, c)))
+    except Exception as exc:
+        direct = f"{type(exc).__name__}: {exc}"
+    code = "try:\n    __result__ = tool()\nexcept ToolError as e:\n    __result__ = str(e)\n"
+    r = execute(code, tools={"tool": tool},
+                on_chunk=lambda n, c: bridged_chunks.append((n, c)))  # fmt: skip
+    assert r.status == "success", r.error
+    if isinstance(direct, str):
+        assert r.result == direct
+        assert r.tool_calls[0].status == "error"
+        assert r.instructions == []
+    else:
+        assert r.result == direct["data"]
+        assert r.instructions == ([direct["instruction"]] if direct["instruction"] else [])
+    assert bridged_chunks == direct_chunks
 
 
 def test_tool_call_cap_ends_a_run_that_calls_tools_thousands_of_times():

@@ -17,6 +17,7 @@ from ._tool import (
     ToolCallError,
     ToolLoadError,
     acall_tool,
+    as_tool,
     call_tool,
     check_docstring,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "ToolLoadError",
     "ToolResult",
     "acall_tool",
+    "as_tool",
     "call_tool",
     "check_docstring",
     "describe_source",
