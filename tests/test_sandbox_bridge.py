@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.sandbox import execute, execute_async, warm_pool
+from jupyter_percent_agent.sandbox import DefinedTool, execute, execute_async, warm_pool
 from jupyter_percent_agent.sandbox._bridge import ToolTable
 from jupyter_percent_agent.sandbox._runner import _Run
 
@@ -317,7 +317,7 @@ def test_a_mapping_of_tool_objects_is_treated_like_any_callables():
 # --- a hostile child on the parent's end of the bridge -------------------------------------
 
 
-def _run_hostile(mode: str, tools=None, timeout: float = 3.0):
+def _run_hostile(mode: str, tools=None, timeout: float = 3.0, defined=()):
     proc = subprocess.Popen(
         [sys.executable, str(DATA / "hostile_worker.py"), mode],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -325,9 +325,11 @@ def _run_hostile(mode: str, tools=None, timeout: float = 3.0):
     )  # fmt: skip
 
     async def main():
-        run = _Run(proc, ToolTable(tools), None)
+        run = _Run(proc, ToolTable(tools, defined), None)
         try:
-            return await run.run("x = 1", timeout, 64, time.monotonic())
+            job = {"t": "job", "code": "x = 1", "timeout": timeout, "memory_mb": 64,
+                   "tools": run.table.names, "defined": run.table.defined_jobs}  # fmt: skip
+            return await run.run(job, time.monotonic())
         finally:
             run.close()
 
@@ -348,7 +350,7 @@ def test_protocol_abuse_ends_the_run_quickly_as_a_protocol_error(mode):
     assert result.error.type == "ProtocolError", result.error
     assert elapsed < 3.0
     assert proc.poll() is not None  # killed and reaped
-    assert len(calls) < 20  # the parent stopped reading long before 10 000
+    assert len(calls) <= 1  # a second call sent before reading the first reply ends the run
 
 
 def test_thousands_of_sequential_calls_stop_at_the_cap():
@@ -370,6 +372,38 @@ def test_hostile_calls_are_refused_in_the_parent_without_running_anything():
     assert "malformed" in errors[2] and "malformed" in errors[3]
     assert "larger than" in errors[4]
     assert all(r.status == "error" for r in result.tool_calls)
+
+
+DEFINED = DefinedTool("tool", "def tool(x):\n    return x\n", description="A tool.",
+                      parameters={"properties": {"x": {"type": "integer"}}})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mode",
+    ["defined_end_first", "defined_double_begin", "defined_bad_report", "defined_big_report"],
+)
+def test_defined_tool_reports_out_of_turn_end_the_run_as_a_protocol_error(mode):
+    result, elapsed, proc = _run_hostile(mode, defined=[DEFINED])
+    assert (result.status, result.error.type) == ("error", "ProtocolError"), result.error
+    assert elapsed < 3.0
+    assert proc.poll() is not None
+    assert all(r.status != "running" for r in result.tool_calls)
+    assert result.instructions == []
+
+
+def test_bad_defined_tool_calls_are_refused_and_recorded_by_the_parent():
+    result, _, _ = _run_hostile("defined_bad_begins", defined=[DEFINED])
+    assert result.status == "success", result.error
+    errors = [a.get("error") for a in result.result]
+    assert "no tool named 'nope'" in errors[0]
+    assert "malformed" in errors[1]
+    assert errors[2] == "could not load"
+    assert "larger than" in errors[3]
+    assert errors[4] == "tool: argument 'x' must be integer, not string"
+    assert result.result[5] == {"t": "reply", "ok": True}
+    statuses = [(r.name, r.status) for r in result.tool_calls]
+    assert statuses == [("nope", "error")] + [("tool", "error")] * 5  # the last never ended
+    assert "the run ended during the call" in result.tool_calls[-1].error
 
 
 @pytest.mark.parametrize(

@@ -1,36 +1,49 @@
 """The parent's end of the tool bridge: checks calls from the sandbox and runs the tools.
 
-Tools run in the calling process, through the tools package's one call path (``Tool.arun``:
-binding, sync tools in its worker threads, async tools in the loop, stream chunks, the
-normalized ``{"data", "instruction"}`` result). What this module adds is the boundary: a call
-arrives as JSON (positional and keyword arguments) and is checked (known tool, size, call
-count) before anything runs; the reply is JSON of bounded size; a tool that raises is answered
-with its message only, so the live exception never crosses; a display callback that fails
-does not fail the call.
+Registry tools run in the calling process, through the tools package's one call path
+(``Tool.arun``: binding, sync tools in its worker threads, async tools in the loop, stream
+chunks, the normalized ``{"data", "instruction"}`` result). What this module adds is the
+boundary: a ``call`` arrives as JSON (positional and keyword arguments) and is checked (known
+tool, size, call count) before anything runs; the reply is JSON of bounded size; a tool that
+raises is answered with its message only, so the live exception never crosses; a display
+callback that fails does not fail the call.
+
+Tools defined in the file run in the worker; the parent only sees each call announced
+(``begin``, with its bound arguments: counted and checked against the tool's ``parameters``
+before it runs) and reported (``end``: status, error, instruction, stream chunk, all bounded).
+Anything else from the worker about them is a protocol violation that ends the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import keyword
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from jupyter_percent_agent.tools import Tool, ToolArgumentError, as_tool
 
 from . import _limits
-from ._names import RESERVED_NAMES
+from ._defined import DefinedTool
+from ._names import check_tool_name
 from ._types import ToolCallRecord
 
 ChunkCallback = Callable[[str, Any], None]
+_TOO_LARGE = f"arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes"
+
+
+class BridgeViolation(Exception):
+    """The worker broke the protocol about defined tools; the run ends."""
 
 
 class ToolTable:
     """The tools of one run, by name, with the bookkeeping the parent keeps about calls."""
 
-    def __init__(self, tools: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self, tools: Mapping[str, Any] | None, defined: Iterable[DefinedTool] = ()
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         if tools is not None:
             if not isinstance(tools, Mapping):
@@ -40,6 +53,17 @@ class ToolTable:
                 if not callable(tool):
                     raise TypeError(f"tool {name!r} is not callable")
                 self._tools[name] = as_tool(tool, name)
+        self._defined: dict[str, DefinedTool] = {}
+        for item in defined:
+            if not isinstance(item, DefinedTool):
+                raise TypeError("defined must hold sandbox.DefinedTool objects")
+            if item.name in self._tools or item.name in self._defined:
+                raise ValueError(f"two tools are named {item.name!r}")
+            self._defined[item.name] = item
+        if sum(len(d.source) for d in self._defined.values()) > _limits.MAX_CODE_CHARS:
+            raise ValueError(f"defined tools longer than {_limits.MAX_CODE_CHARS} characters")
+        # The defined tool running: its record's index (kept in call order), name, start.
+        self._open: tuple[int, str, float] | None = None
         self.records: list[ToolCallRecord] = []
         self.instructions: list[str] = []
 
@@ -48,8 +72,69 @@ class ToolTable:
         return list(self._tools)
 
     @property
+    def defined_jobs(self) -> list[dict[str, str]]:
+        return [d.job() for d in self._defined.values()]
+
+    @property
     def calls(self) -> int:
         return len(self.records)
+
+    def begin(self, message: dict[str, Any], size: int) -> dict[str, Any]:
+        """Handle a ``begin`` frame (a defined tool is about to run); the reply to send."""
+        if self._open is not None:
+            raise BridgeViolation("a defined tool began while another was running")
+        name, args, error = message.get("name"), message.get("args"), message.get("error")
+        shown_name = name[:100] if isinstance(name, str) else "?"
+        if not isinstance(name, str) or name not in self._defined:
+            return self._refuse(shown_name, {}, f"there is no tool named {shown_name!r}")
+        if not isinstance(args, dict) or not (error is None or isinstance(error, str)):
+            return self._refuse(name, {}, "malformed tool call")
+        if size > _limits.MAX_TOOL_ARGS_BYTES:
+            return self._refuse(name, {}, _TOO_LARGE)
+        if error is not None:  # it could not be loaded or bound: recorded as a failed call
+            return self._refuse(name, args, error[: _limits.MAX_ERROR_CHARS])
+        problem = self._defined[name].arguments_problem(args)
+        if problem is not None:
+            return self._refuse(name, args, f"{name}: {problem}")
+        self._open = (len(self.records), name, time.monotonic())
+        self.records.append(ToolCallRecord(name, args, 0.0, "running"))
+        return {"t": "reply", "ok": True}
+
+    def end(self, message: dict[str, Any], size: int, on_chunk: ChunkCallback | None) -> None:
+        """Handle an ``end`` frame: the defined tool that began has finished."""
+        if self._open is None or message.get("name") != self._open[1]:
+            raise BridgeViolation("a defined tool ended that had not begun")
+        if size > _limits.MAX_TOOL_ARGS_BYTES:
+            raise BridgeViolation("a defined tool's report is too large")
+        status, error = message.get("status"), message.get("error")
+        instruction, chunk = message.get("instruction"), message.get("chunk")
+        if (
+            status not in ("success", "error")
+            or not (error is None or isinstance(error, str))
+            or not (instruction is None or isinstance(instruction, str))
+        ):
+            raise BridgeViolation("a defined tool's report is malformed")
+        name = self._open[1]
+        if message.get("has_chunk") is True and on_chunk is not None:
+            _shielded(on_chunk)(name, chunk)  # type: ignore[misc]
+        if instruction:
+            self.instructions.append(instruction)
+        self._close(status, error[: _limits.MAX_ERROR_CHARS] if error else None)
+
+    def settle(self, run_status: str) -> None:
+        """At the end of a run: a defined tool still running is recorded as cut off."""
+        if self._open is not None:
+            status = "timeout" if run_status == "timeout" else "error"
+            self._close(status, f"the run ended during the call ({run_status})")
+
+    def _close(self, status: str, error: str | None) -> None:
+        assert self._open is not None
+        index, _, start = self._open
+        self._open = None
+        record = self.records[index]
+        self.records[index] = replace(
+            record, duration=time.monotonic() - start, status=status, error=error
+        )
 
     async def call(
         self, message: dict[str, Any], size: int, on_chunk: ChunkCallback | None
@@ -66,9 +151,7 @@ class ToolTable:
         if not isinstance(name, str) or name not in self._tools:
             return self._refuse(shown_name, {}, f"there is no tool named {shown_name!r}")
         if size > _limits.MAX_TOOL_ARGS_BYTES:
-            return self._refuse(
-                shown_name, {}, f"arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes"
-            )
+            return self._refuse(shown_name, {}, _TOO_LARGE)
         tool = self._tools[name]
         try:
             kwargs = tool.keyword_arguments(args, kwargs)
@@ -115,16 +198,6 @@ class ToolTable:
 
 class _BadResult(Exception):
     pass
-
-
-def check_tool_name(name: object) -> None:
-    """A tool name must be a public identifier that does not hide a sandbox name."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise ValueError(f"tool name {name!r} is not a Python identifier")
-    if name.startswith("_"):
-        raise ValueError(f"tool name {name!r} starts with '_'")
-    if name in RESERVED_NAMES:
-        raise ValueError(f"tool name {name!r} is reserved in the sandbox")
 
 
 def _shielded(on_chunk: ChunkCallback | None) -> ChunkCallback | None:

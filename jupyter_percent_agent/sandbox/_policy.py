@@ -107,14 +107,14 @@ class SandboxPolicy(RestrictingNodeTransformer):
         return node
 
 
-def compile_code(code: str) -> tuple[Any, dict[str, Any] | None]:
+def compile_code(code: str, filename: str = FILENAME) -> tuple[Any, dict[str, Any] | None]:
     """Compile ``code``: ``(code_object, None)`` or ``(None, error)`` with type/message/line.
 
     Never raises for bad input: syntax errors, policy refusals, and a compiler that runs out
     of stack on deeply nested expressions all come back as an error.
     """
     try:
-        tree = ast.parse(code, FILENAME, "exec")
+        tree = ast.parse(code, filename, "exec")
     except SyntaxError as exc:
         return None, {"type": type(exc).__name__, "message": str(exc.msg), "line": exc.lineno}
     except (RecursionError, MemoryError) as exc:
@@ -122,7 +122,7 @@ def compile_code(code: str) -> tuple[Any, dict[str, Any] | None]:
     except ValueError as exc:  # null bytes, lone surrogates
         return None, {"type": "SyntaxError", "message": str(exc), "line": None}
     try:
-        result = compile_restricted_exec(tree, FILENAME, policy=SandboxPolicy)
+        result = compile_restricted_exec(tree, filename, policy=SandboxPolicy)
     except (RecursionError, MemoryError) as exc:
         return None, _too_deep(exc)
     except SyntaxError as exc:  # e.g. 'return' outside function, raised by compile()

@@ -202,7 +202,19 @@ class SharedPrinter:
         end = "\n" if end is None else end
         if type(sep) is not str or type(end) is not str:
             raise TypeError("sep and end must be strings")
-        text = sep.join(str(o) for o in objects) + end
+        # Piece by piece, stopping past the cap: print(*['y' * 1000] * 100000) must not build
+        # 100 MB of text before it finds out.
+        room = self._max - self._size
+        pieces: list[str] = []
+        length = 0
+        for i, obj in enumerate(objects):
+            pieces.append(sep + str(obj) if i else str(obj))
+            length += len(pieces[-1])
+            if length > room:
+                break
+        else:
+            pieces.append(end)
+        text = "".join(pieces)
         self._size += len(text)
         if self._size > self._max:
             room = self._max - (self._size - len(text))

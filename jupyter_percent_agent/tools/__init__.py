@@ -9,7 +9,8 @@ from ._docstring import ArgDoc, Docstring, DocstringError, parse_docstring
 from ._registry import ENTRY_POINT_GROUP, Registry, import_file, tools_of_module
 from ._render import render_tool, render_tools
 from ._result import STREAM_CHUNK, ToolResult, normalize_result, to_json
-from ._source import describe_source, render_source_tools
+from ._schema import arguments_problem, schema_problem
+from ._source import DefinedToolInfo, describe_defined_tool, describe_source, render_source_tools
 from ._tool import (
     OnChunk,
     Tool,
@@ -26,6 +27,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "STREAM_CHUNK",
     "ArgDoc",
+    "DefinedToolInfo",
     "Docstring",
     "DocstringError",
     "OnChunk",
@@ -36,9 +38,11 @@ __all__ = [
     "ToolLoadError",
     "ToolResult",
     "acall_tool",
+    "arguments_problem",
     "as_tool",
     "call_tool",
     "check_docstring",
+    "describe_defined_tool",
     "describe_source",
     "import_file",
     "normalize_result",
@@ -46,6 +50,7 @@ __all__ = [
     "render_source_tools",
     "render_tool",
     "render_tools",
+    "schema_problem",
     "to_json",
     "tools_of_module",
 ]

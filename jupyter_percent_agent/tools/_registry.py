@@ -97,9 +97,13 @@ class Registry(Mapping[str, Tool]):
             out.setdefault(tool.module, []).append(tool.name)
         return out
 
-    def describe(self) -> str:
-        """Every tool as ATTP shows it to the model: signature, docstring, ``pass``."""
-        return render_tools(list(self._tools.values()))
+    def describe(self, defined: Iterable[str] = ()) -> str:
+        """Every tool as ATTP shows it to the model: signature, docstring, ``pass``.
+
+        ``defined``: stubs of tools defined in the message file (``sandbox.DefinedTool.stub``),
+        shown after these under the same header.
+        """
+        return render_tools(list(self._tools.values()), defined)
 
 
 def tools_of_module(module: types.ModuleType, *, name: str, path: str | None = None) -> list[Tool]:

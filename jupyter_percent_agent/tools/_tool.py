@@ -35,11 +35,13 @@ class ToolLoadError(Exception):
         module: str | None = None,
         tool: str | None = None,
         path: str | None = None,
+        line: int | None = None,
     ) -> None:
         self.problem = problem
         self.module = module
         self.tool = tool
         self.path = path
+        self.line = line  # in the source that was loaded, when known (also in ``problem``)
         where = []
         if path:
             where.append(path)
