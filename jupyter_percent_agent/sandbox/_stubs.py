@@ -79,7 +79,7 @@ def defined_stub(
     filename = f"<tool {name}>"
     state: dict[str, Any] = {}  # "fn" once loaded, "error" if it cannot be
 
-    def load() -> Callable[..., Any]:
+    def load() -> tuple[Callable[..., Any], Any]:
         if "error" in state:
             raise ToolError(state["error"])
         if "fn" not in state:
@@ -88,13 +88,16 @@ def defined_stub(
             except ToolError as exc:
                 state["error"] = str(exc)
                 raise
-        return state["fn"]
+            import inspect  # only runs that call a defined tool pay for it
+
+            state["signature"] = inspect.signature(state["fn"])
+        return state["fn"], state["signature"]
 
     def stub(*args: Any, **kwargs: Any) -> Any:
         args, kwargs = _json_copy(name, args, kwargs)
         try:
-            fn = load()
-            call_args, call_kwargs, named = _bind(name, fn, args, kwargs)
+            fn, signature = load()
+            call_args, call_kwargs, named = _bind(name, signature, args, kwargs)
         except ToolError as exc:  # recorded by the parent as a failed call
             channel.send({"t": "begin", "name": name, "args": _shown(args, kwargs),
                           "error": str(exc), "n": channel.replies})  # fmt: skip
@@ -171,12 +174,11 @@ def _load(
 
 
 def _bind(
-    name: str, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+    name: str, signature: Any, args: list[Any], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
-    """Positional and keyword arguments for ``fn``, and the same by parameter name."""
-    import inspect  # only runs that call a defined tool pay for it
+    """Positional and keyword arguments for the function, and the same by parameter name."""
+    import inspect  # loaded by then
 
-    signature = inspect.signature(fn)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
