@@ -98,10 +98,10 @@ def defined_stub(
         try:
             fn, signature = load()
             call_args, call_kwargs, named = _bind(name, signature, args, kwargs)
-        except ToolError as exc:  # recorded by the parent as a failed call
+        except ToolError as exc:  # the parent records a failed call and refuses it
             channel.send({"t": "begin", "name": name, "args": _shown(args, kwargs),
                           "error": str(exc), "n": channel.replies})  # fmt: skip
-            _reply(name, channel)
+            _reply(name, channel)  # raises the refusal
             raise
         channel.send({"t": "begin", "name": name, "args": named, "n": channel.replies})
         _reply(name, channel)
