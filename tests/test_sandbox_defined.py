@@ -134,7 +134,9 @@ def test_a_defined_tool_that_raises_gives_the_caller_a_tool_error_with_message_a
     assert r.status == "success", r.error
     assert r.result == ["ValueError: -1 is negative (line 3 of tool 'check')", 2]
     assert [(c.status, c.error) for c in r.tool_calls] == [
-        ("error", "ValueError: -1 is negative (line 3 of tool 'check')"), ("success", None)]
+        ("error", "ValueError: -1 is negative (line 3 of tool 'check')"),
+        ("success", None),
+    ]
     uncaught = execute("x = 1\ncheck(-5)\n", defined=[check])
     assert (uncaught.status, uncaught.error.type, uncaught.error.line) == ("error", "ToolError", 2)
     direct = call_defined(check, {"n": -2})

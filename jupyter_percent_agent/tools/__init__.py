@@ -1,8 +1,11 @@
-"""Tool registry (Jarvis style): loads tool modules and describes their tools.
+"""Tool registry (Jarvis style): loads tool modules, describes their tools, calls them.
 
 A tool is a public function of a tool module (a ``*.py`` file in a toolbox folder, or a module
 named by the ``jupyter_percent_agent.tools`` entry-point group) whose Google-style docstring
-describes it. See ``docs/tools.md``.
+describes it. ``Tool.run`` / ``Tool.arun`` are the one way tools are called (the sandbox's
+bridge included). Tools defined in a message file (``[tool]`` cells) are described here from
+their source text alone (``describe_defined_tool``); they run in the sandbox. See
+``docs/tools.md``.
 """
 
 from ._docstring import ArgDoc, Docstring, DocstringError, parse_docstring
