@@ -211,6 +211,8 @@ def test_a_docstring_alone_describes_the_tool_and_its_args_section_is_kept() -> 
         (SEED_SOURCE, {"parameters": {"required": ["city"]}}, '"required" names \'city\''),
         ("def t(:\n", {}, "syntax error (line 1)"),
         ("x = " + "-" * 100_000 + "1\n", {}, "too deeply nested"),
+        ("def t(x=a" + ".b" * 900 + "):\n    return x\n", {}, "too deeply nested"),
+        ("def t(x: a" + ".b" * 900 + "):\n    return x\n", {}, "too deeply nested"),
         ("x = 1\0\n", {}, "null bytes"),
     ],
 )  # fmt: skip
@@ -232,6 +234,11 @@ def test_tool_cell_source_is_never_executed(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_a_deeply_nested_module_source_is_a_load_error_not_a_crash() -> None:
+@pytest.mark.parametrize(
+    "source",
+    ["x = " + "(" * 50 + "-" * 100_000 + "1" + ")" * 50,
+     'def f(x=a' + ".b" * 900 + '):\n    """F.\n\n    Args:\n        x: X.\n    """\n'],
+)  # fmt: skip
+def test_a_deeply_nested_module_source_is_a_load_error_not_a_crash(source: str) -> None:
     with pytest.raises(ToolLoadError, match="too deeply nested"):
-        describe_source("x = " + "(" * 50 + "-" * 100_000 + "1" + ")" * 50)
+        describe_source(source)

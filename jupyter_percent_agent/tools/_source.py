@@ -22,12 +22,21 @@ from ._render import SourceText, render_tools
 from ._schema import JSON_TYPES, schema_problem, type_names
 from ._tool import ToolLoadError
 
+_TOO_DEEP = "the code is too deeply nested to read"
+
 
 def describe_source(source: str, *, module: str = "") -> dict[str, str]:
     """Tool name -> its ATTP stub, for the tools defined in ``source``; never executes it.
 
     Raises :class:`ToolLoadError` (naming the module, tool, problem and line) like loading.
     """
+    try:
+        return _describe_source(source, module)
+    except (RecursionError, MemoryError):  # rendering a deeply nested default or annotation
+        raise ToolLoadError(_TOO_DEEP, module=module or None) from None
+
+
+def _describe_source(source: str, module: str) -> dict[str, str]:
     tree = _parse(source, module=module or None)
     functions = {
         node.name: node
@@ -86,6 +95,19 @@ def describe_defined_tool(
     Schema) may only describe parameters the function takes; their descriptions and types show
     in the stub. Raises :class:`ToolLoadError` naming the tool, the problem and the line.
     """
+    try:
+        return _describe_defined(name, source, description, parameters, function)
+    except (RecursionError, MemoryError):  # rendering a deeply nested default or annotation
+        raise ToolLoadError(_TOO_DEEP, tool=name) from None
+
+
+def _describe_defined(
+    name: str,
+    source: str,
+    description: str,
+    parameters: Mapping[str, Any] | None,
+    function: str | None,
+) -> DefinedToolInfo:
     if not name.isidentifier() or name.startswith("_"):
         raise ToolLoadError(f"the name {name!r} is not a public Python identifier", tool=name)
     tree = _parse(source, tool=name)
@@ -248,8 +270,7 @@ def _parse(source: str, *, module: str | None = None, tool: str | None = None) -
             f"syntax error{where}: {exc.msg}", module=module, tool=tool, line=exc.lineno
         ) from None
     except (RecursionError, MemoryError):
-        raise ToolLoadError("the code is too deeply nested to parse", module=module,
-                            tool=tool) from None  # fmt: skip
+        raise ToolLoadError(_TOO_DEEP, module=module, tool=tool) from None
     except ValueError as exc:  # null bytes
         raise ToolLoadError(f"the code cannot be parsed: {exc}", module=module, tool=tool) from None
 
