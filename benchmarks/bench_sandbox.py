@@ -7,7 +7,13 @@ model thinks). Target: <= 50 ms warm.
 in-process (the floor), this sandbox (warm: execution plus IPC, no process start-up; cold: with
 start-up), and smolagents' ``LocalPythonExecutor`` (the peer; skipped with a note if smolagents
 is not installed: ``.venv/bin/pip install smolagents``). Targets: >= 0.3x plain exec speed,
->= 5x faster than smolagents. Run: ``.venv/bin/python -m benchmarks.bench_sandbox``.
+>= 5x faster than smolagents.
+(3) 100 tool calls in one warm run: a registry tool (runs in this process, one bridge round trip
+per call) and the same function as a tool defined in the file (runs in the worker; each call
+is announced to this process and checked), each less a warm trivial run, per call; the floor is
+plain ``exec`` calling the function. No target: what a tool call costs, and what the check of
+a defined tool's call adds.
+Run: ``.venv/bin/python -m benchmarks.bench_sandbox``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,13 @@ import time
 from collections.abc import Callable
 
 from benchmarks._timing import print_table
-from jupyter_percent_agent.sandbox import execute, set_pool_size, shutdown_pool, warm_pool
+from jupyter_percent_agent.sandbox import (
+    DefinedTool,
+    execute,
+    set_pool_size,
+    shutdown_pool,
+    warm_pool,
+)
 
 SNIPPET = """\
 counts = {}
@@ -85,6 +97,35 @@ def _refill() -> None:
     warm_pool(timeout=30)
 
 
+PLUS = "def plus(a, b):\n    return a + b\n"
+CALLS = "total = 0\nfor i in range(100):\n    total = plus(total, i)\n__result__ = total\n"
+
+
+def _tool_calls(trivial: float) -> None:
+    namespace: dict = {}
+    exec(PLUS, namespace)
+    plus = namespace["plus"]
+    defined = DefinedTool("plus", PLUS, description="Add two numbers.")
+
+    def registry_run() -> None:
+        assert execute(CALLS, tools={"plus": plus}).result == 4950
+
+    def defined_run() -> None:
+        assert execute(CALLS, defined=[defined]).result == 4950
+
+    def plain_run() -> None:
+        exec(CALLS.replace("__result__", "result"), {"plus": plus})
+
+    rows = []
+    for label, run in [("plain exec (floor)", plain_run), ("registry tool", registry_run),
+                       ("tool defined in the file", defined_run)]:  # fmt: skip
+        before = None if run is plain_run else _refill
+        total = _median(run, 15, before=before) - (0 if run is plain_run else trivial)
+        rows.append([label, total * 1000 / 100])
+    print_table("100 tool calls in one warm run, median of 15, per call", rows,
+                ["tool", "ms per call"])  # fmt: skip
+
+
 def main() -> None:
     # (1) overhead of a trivial run
     trivial = "__result__ = 1"
@@ -130,6 +171,7 @@ def main() -> None:
         rows.append(["smolagents LocalPythonExecutor", smol_time * 1000, plain / smol_time])
     print_table("CPU-bound snippet, median ms (speed relative to plain exec)", rows,
                 ["runner", "ms", "speed vs plain"])  # fmt: skip
+    _tool_calls(warm)
     print("\nratios:")
     print(f"  warm overhead {warm * 1000:.1f} ms (target <= 50 ms)")
     print(

@@ -109,6 +109,49 @@ def test_allow_listed_modules_are_usable_without_import():
                         ["1", "22", "333"], "bbb", 2.5, 2]  # fmt: skip
 
 
+def test_date_and_time_formatting_works_in_the_sandbox():
+    """C code in datetime and re imports time, _strptime and re through the frame's builtins."""
+    code = (
+        "d = datetime.date(2024, 3, 4)\n"
+        "dt = datetime.datetime(2024, 3, 4, 5, 6, 7)\n"
+        "t = datetime.time(8, 9)\n"
+        "__result__ = [\n"
+        "    d.strftime('%Y-%m-%d'), f'{d:%d.%m.%Y}', f'{dt:%H:%M:%S}', format(dt, '%j'),\n"
+        "    t.strftime('%H:%M'), f'{t:%H.%M}', dt.timetuple()[0], d.timetuple().tm_yday,\n"
+        "    datetime.date.today().year > 2000,\n"
+        "    datetime.datetime.strptime('2024-03-04', '%Y-%m-%d').isoformat(),\n"
+        "    re.compile('(a)(b)').sub(r'\\2\\1', 'xab'),\n"
+        "    re.compile('(a)').search('a').expand(r'<\\1>'),\n"
+        "]\n"
+    )
+    r = execute(code)
+    assert r.status == "success", r.error
+    assert r.result == ["2024-03-04", "04.03.2024", "05:06:07", "064", "08:09", "08.09",
+                        2024, 64, True, "2024-03-04T00:00:00", "xba", "<a>"]  # fmt: skip
+
+
+def test_the_import_hook_c_code_uses_loads_nothing_and_returns_nothing():
+    from jupyter_percent_agent.sandbox._runtime import INTERNAL_IMPORTS, build_builtins
+
+    hook = build_builtins()["__import__"]
+    for name in sorted(INTERNAL_IMPORTS):
+        assert hook(name, None, None, ("x",), 0) is None
+    for name in ("os", "sys", "builtins", "posix", "importlib", "time.x", "_thread"):
+        with pytest.raises(ImportError):
+            hook(name)
+
+
+def test_the_allow_listed_modules_are_the_ones_bound_and_named_in_the_prompt():
+    from jupyter_percent_agent import attp, sandbox
+    from jupyter_percent_agent.sandbox._facades import build_facades
+
+    assert tuple(build_facades()) == sandbox.ALLOWED_MODULES
+    assert attp.ALLOWED_MODULES is sandbox.ALLOWED_MODULES
+    assert ", ".join(sandbox.ALLOWED_MODULES) in attp.system_prompt()
+    r = execute("__result__ = [str(m) for m in (" + ", ".join(sandbox.ALLOWED_MODULES) + ")]")
+    assert r.result == [f"<module '{name}'>" for name in sandbox.ALLOWED_MODULES]
+
+
 def test_random_is_a_private_seedable_generator():
     code = "random.seed(42)\n__result__ = [random.randint(1, 10**6) for _ in range(5)]"
     first, second = execute(code), execute(code)
@@ -214,6 +257,37 @@ def test_memory_limit_turns_a_huge_allocation_into_status_memory():
     assert r.error.type == "MemoryError"
     ok = execute("x = [0] * (30 * 1024 * 1024 // 8)\n__result__ = len(x)", memory_mb=256)
     assert ok.status == "success"
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["raise MemoryError('x')\n",
+     "try:\n    raise MemoryError('x')\nexcept MemoryError as e:\n    raise e\n",
+     "def f():\n    raise MemoryError\nsorted([2, 1], key=f)\n",
+     "m = MemoryError\nraise m('x')\n",
+     "class MemoryError(Exception):\n    pass\nraise MemoryError('x')\n"],
+)  # fmt: skip
+def test_code_raising_memory_error_itself_gets_an_ordinary_error_not_the_memory_status(code):
+    r = execute(code)
+    assert r.status == "error"
+    assert r.error.type == "CompileError"
+    assert '"MemoryError" is not available in the sandbox' in r.error.message
+
+
+def test_a_real_out_of_memory_keeps_the_memory_status_when_caught_and_re_raised():
+    code = (
+        "try:\n"
+        "    x = [0] * (300 * 1024 * 1024 // 8)\n"
+        "except Exception as e:\n"
+        "    print('caught', isinstance(e, ValueError))\n"
+        "    raise e\n"
+    )
+    r = execute(code, memory_mb=64)
+    assert r.status == "memory"
+    assert r.error.type == "MemoryError"
+    assert r.stdout == "caught False\n"
+    other = execute("class Full(Exception):\n    pass\nraise Full('memory')\n")
+    assert (other.status, other.error.type) == ("error", "Full")
 
 
 def test_worker_has_no_secrets_limits_and_descriptors(process_probe, monkeypatch):

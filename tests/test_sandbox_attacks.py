@@ -1,6 +1,8 @@
 """The attack battery (shared/security/sandbox_attacks.json plus our own) against real runs.
 
-Every snippet runs through the real ``execute``: none may escape (no ``ESCAPED`` result, no
+Every snippet runs through the real ``execute`` (with the tools the attack defines, as
+``[tool]`` cells would: ``"defined": [{"name", "source"}]``, code run in the sandbox too): none
+may escape (no ``ESCAPED`` result, no
 secret from the host environment, no file written), every limit case ends within the wall
 clock plus one second, the outcome matches the expected class, and afterwards the host
 process is unchanged and a normal run still succeeds.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.sandbox import execute, shutdown_pool, warm_pool
+from jupyter_percent_agent.sandbox import DefinedTool, execute, shutdown_pool, warm_pool
 
 HERE = Path(__file__).resolve().parent
 SHARED_ATTACKS = Path(os.environ.get("PERCENT_AGENT_SHARED", HERE.parent.parent / "shared"))
@@ -99,13 +101,16 @@ def host_snapshot(process_probe):
 def test_battery_is_loaded(shared_dir):
     assert len(_load(shared_dir / "security" / "sandbox_attacks.json")) >= 50
     assert len(_load(OWN_ATTACKS)) >= 40
+    assert sum("defined" in a for a in _load(OWN_ATTACKS)) >= 15
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a["id"] for a in ATTACKS])
 def test_attack_does_not_escape(attack, host_snapshot):
     warm_pool(timeout=30)  # a pre-started worker, so the clock below is the run's own
     start = time.monotonic()
-    result = execute(attack["code"], tools={"add": add}, timeout=TIMEOUT)
+    defined = [DefinedTool(d["name"], d["source"], description=d.get("description", "A tool."))
+               for d in attack.get("defined", [])]  # fmt: skip
+    result = execute(attack["code"], tools={"add": add}, defined=defined, timeout=TIMEOUT)
     elapsed = time.monotonic() - start
 
     seen = json.dumps(result.to_dict(), default=str)

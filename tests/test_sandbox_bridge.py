@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.sandbox import execute, execute_async, warm_pool
+from jupyter_percent_agent.sandbox import DefinedTool, execute, execute_async, warm_pool
 from jupyter_percent_agent.sandbox._bridge import ToolTable
 from jupyter_percent_agent.sandbox._runner import _Run
 
@@ -201,9 +201,52 @@ def test_non_json_or_oversized_tool_results_become_tool_errors():
     )
     r = execute(code, tools={"live_object": live_object, "huge": huge, "nan": nan})
     assert r.status == "success", r.error
-    assert "not JSON" in r.result[0]
-    assert "more than" in r.result[1]
-    assert "not JSON" in r.result[2]
+    assert r.result == [
+        "ToolCallError: live_object returned data is a lock, not a JSON value",
+        "huge returned more than 4000000 bytes",
+        "ToolCallError: nan returned data is nan, which JSON cannot carry",
+    ]
+    assert [c.status for c in r.tool_calls] == ["error"] * 3
+
+
+RESULTS = {
+    "jarvis": {"data": {"k": (1, 2)}, "instruction": "Say k."},
+    "bare": [1, "x", None],
+    "empty_instruction": {"data": 3, "instruction": ""},
+    "chunk_and_data": {"data": {"stream_chunk": "<img>x</img>", "n": 1}, "instruction": "Show."},
+    "not_jarvis": {"data": 1, "other": 2},
+    "bad_instruction": {"data": 1, "instruction": 42},
+    "int_keys": {1: "a"},
+    "a_set": {"data": {1, 2}},
+}
+
+
+@pytest.mark.parametrize("kind", list(RESULTS))
+def test_a_tool_result_means_the_same_in_the_sandbox_as_through_call_tool(kind):
+    """One call path: the bridge normalizes with the tools package, errors included (a
+    non-string instruction is an error of the call in both, never silently dropped)."""
+    from jupyter_percent_agent.tools import call_tool
+
+    def tool():
+        return RESULTS[kind]
+
+    direct_chunks, bridged_chunks = [], []
+    try:
+        direct = call_tool(tool, name="tool", on_chunk=lambda n, c: direct_chunks.append((n, c)))
+    except Exception as exc:
+        direct = f"{type(exc).__name__}: {exc}"
+    code = "try:\n    __result__ = tool()\nexcept ToolError as e:\n    __result__ = str(e)\n"
+    r = execute(code, tools={"tool": tool},
+                on_chunk=lambda n, c: bridged_chunks.append((n, c)))  # fmt: skip
+    assert r.status == "success", r.error
+    if isinstance(direct, str):
+        assert r.result == direct
+        assert r.tool_calls[0].status == "error"
+        assert r.instructions == []
+    else:
+        assert r.result == direct["data"]
+        assert r.instructions == ([direct["instruction"]] if direct["instruction"] else [])
+    assert bridged_chunks == direct_chunks
 
 
 def test_tool_call_cap_ends_a_run_that_calls_tools_thousands_of_times():
@@ -274,7 +317,7 @@ def test_a_mapping_of_tool_objects_is_treated_like_any_callables():
 # --- a hostile child on the parent's end of the bridge -------------------------------------
 
 
-def _run_hostile(mode: str, tools=None, timeout: float = 3.0):
+def _run_hostile(mode: str, tools=None, timeout: float = 3.0, defined=()):
     proc = subprocess.Popen(
         [sys.executable, str(DATA / "hostile_worker.py"), mode],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -282,9 +325,11 @@ def _run_hostile(mode: str, tools=None, timeout: float = 3.0):
     )  # fmt: skip
 
     async def main():
-        run = _Run(proc, ToolTable(tools), None)
+        run = _Run(proc, ToolTable(tools, defined), None)
         try:
-            return await run.run("x = 1", timeout, 64, time.monotonic())
+            job = {"t": "job", "code": "x = 1", "timeout": timeout, "memory_mb": 64,
+                   "tools": run.table.names, "defined": run.table.defined_jobs}  # fmt: skip
+            return await run.run(job, time.monotonic())
         finally:
             run.close()
 
@@ -305,7 +350,7 @@ def test_protocol_abuse_ends_the_run_quickly_as_a_protocol_error(mode):
     assert result.error.type == "ProtocolError", result.error
     assert elapsed < 3.0
     assert proc.poll() is not None  # killed and reaped
-    assert len(calls) < 20  # the parent stopped reading long before 10 000
+    assert len(calls) <= 1  # a second call sent before reading the first reply ends the run
 
 
 def test_thousands_of_sequential_calls_stop_at_the_cap():
@@ -327,6 +372,38 @@ def test_hostile_calls_are_refused_in_the_parent_without_running_anything():
     assert "malformed" in errors[2] and "malformed" in errors[3]
     assert "larger than" in errors[4]
     assert all(r.status == "error" for r in result.tool_calls)
+
+
+DEFINED = DefinedTool("tool", "def tool(x):\n    return x\n", description="A tool.",
+                      parameters={"properties": {"x": {"type": "integer"}}})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mode",
+    ["defined_end_first", "defined_double_begin", "defined_bad_report", "defined_big_report"],
+)
+def test_defined_tool_reports_out_of_turn_end_the_run_as_a_protocol_error(mode):
+    result, elapsed, proc = _run_hostile(mode, defined=[DEFINED])
+    assert (result.status, result.error.type) == ("error", "ProtocolError"), result.error
+    assert elapsed < 3.0
+    assert proc.poll() is not None
+    assert all(r.status != "running" for r in result.tool_calls)
+    assert result.instructions == []
+
+
+def test_bad_defined_tool_calls_are_refused_and_recorded_by_the_parent():
+    result, _, _ = _run_hostile("defined_bad_begins", defined=[DEFINED])
+    assert result.status == "success", result.error
+    errors = [a.get("error") for a in result.result]
+    assert "no tool named 'nope'" in errors[0]
+    assert "malformed" in errors[1]
+    assert errors[2] == "could not load"
+    assert "larger than" in errors[3]
+    assert errors[4] == "tool: argument 'x' must be integer, not string"
+    assert result.result[5] == {"t": "reply", "ok": True}
+    statuses = [(r.name, r.status) for r in result.tool_calls]
+    assert statuses == [("nope", "error")] + [("tool", "error")] * 5  # the last never ended
+    assert "the run ended during the call" in result.tool_calls[-1].error
 
 
 @pytest.mark.parametrize(

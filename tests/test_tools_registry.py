@@ -17,6 +17,7 @@ from jupyter_percent_agent.tools import (
     ToolCallError,
     ToolLoadError,
     acall_tool,
+    as_tool,
     call_tool,
     normalize_result,
     render_tool,
@@ -350,6 +351,67 @@ def test_call_tool_accepts_plain_callables_of_every_kind() -> None:
     assert call_tool(gen, name="gen", on_chunk=lambda n, c: chunks.append((n, c)))["data"] == [1, 2]
     assert chunks == [("gen", "working")]
     assert asyncio.run(acall_tool(coro, {"x": 5}))["data"] == 10
+
+
+def test_a_call_with_positional_values_becomes_keyword_arguments() -> None:
+    def search(query: str, limit: int = 5, *rest: str, **filters: str) -> list:
+        """Search."""
+        return []
+
+    tool = as_tool(search)
+    assert tool.keyword_arguments(["q"], {"lang": "en"}) == {"query": "q", "lang": "en"}
+    assert tool.keyword_arguments(["q", 3]) == {"query": "q", "limit": 3}
+    with pytest.raises(ToolArgumentError, match=r"search: \*rest cannot be filled"):
+        tool.keyword_arguments(["q", 3, "extra"])
+    with pytest.raises(ToolArgumentError, match="search: missing a required argument: 'query'"):
+        tool.keyword_arguments([], {"limit": 1})
+
+
+def test_as_tool_takes_a_wrapper_objects_signature_from_what_it_wraps() -> None:
+    class Wrapper:  # a tool object of another library: called with keywords only
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, **kwargs):
+            return self.fn(**kwargs)
+
+    async def double(x: int) -> int:
+        return 2 * x
+
+    class AsyncWrapper(Wrapper):
+        async def __call__(self, **kwargs):
+            return await self.fn(**kwargs)
+
+    inc = as_tool(Wrapper(lambda x: x + 1), "inc")
+    assert (inc.name, list(inc.signature.parameters)) == ("inc", ["x"])
+    assert inc.keyword_arguments([1]) == {"x": 1}
+    assert inc.run({"x": 1})["data"] == 2
+    assert as_tool(AsyncWrapper(double), "double").is_async
+    assert asyncio.run(as_tool(AsyncWrapper(double)).arun({"x": 4}))["data"] == 8
+    registry_tool = Tool.from_function(_documented)
+    assert as_tool(registry_tool) is registry_tool
+    assert as_tool(registry_tool, "alias").name == "alias"
+
+
+def _documented(x: int) -> int:
+    """Return x.
+
+    Args:
+        x: a number
+    """
+    return x
+
+
+def test_a_chunk_may_be_any_object_only_the_rest_must_be_json() -> None:
+    class Frame:  # e.g. a streaming client's chunk object: shown, never returned
+        pass
+
+    frame = Frame()
+    seen: list = []
+    result = call_tool(lambda: {"data": {"stream_chunk": frame, "n": 1}}, name="cam",
+                       on_chunk=lambda n, c: seen.append((n, c)))  # fmt: skip
+    assert result == {"data": {"n": 1}, "instruction": None}
+    assert seen == [("cam", frame)]
 
 
 # ---- results

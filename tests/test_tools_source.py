@@ -11,6 +11,7 @@ from jupyter_percent_agent.tools import (
     Registry,
     Tool,
     ToolLoadError,
+    describe_defined_tool,
     describe_source,
     render_source_tools,
     render_tool,
@@ -111,3 +112,133 @@ def test_bad_sources_are_refused_like_modules(source: str, tool: str | None, pro
 
 def test_no_tools_renders_the_empty_note() -> None:
     assert render_source_tools({}) == Registry().describe()
+
+
+# ---- [tool] cells: one tool, its description and parameters from the cell
+
+SEED_SOURCE = '''def get_weather(city: str) -> str:
+    """获取指定城市的天气信息"""
+    return f"{city} 25°C 晴朗"
+'''
+
+
+def test_the_seed_tool_cell_is_described_as_written() -> None:
+    info = describe_defined_tool("weather", SEED_SOURCE, description="获取天气信息")
+    assert (info.name, info.function, info.line) == ("weather", "get_weather", 1)
+    assert str(info.signature) == "(city: str) -> str"
+    assert info.stub == (
+        "def weather(city: str) -> str:\n"
+        '    """\n'
+        "    获取天气信息\n"
+        "\n"
+        "    获取指定城市的天气信息\n"
+        '    """\n'
+        "    pass\n"
+    )
+    assert render_source_tools({"weather": info.stub}) == Registry().describe([info.stub])
+
+
+def test_parameters_give_the_arguments_their_descriptions_and_types() -> None:
+    source = "def convert(value, unit='c', *, digits: int = 1):\n    return value\n"
+    schema = {
+        "type": "object",
+        "properties": {
+            "value": {"type": ["number", "null"], "description": "The  temperature."},
+            "unit": {"type": "string", "enum": ["c", "f"], "description": "c or f"},
+        },
+        "required": ["value"],
+    }
+    info = describe_defined_tool("convert", source, description="Convert.", parameters=schema)
+    assert info.stub == (
+        "def convert(value: float | None, unit: str = 'c', *, digits: int = 1):\n"
+        '    """\n'
+        "    Convert.\n"
+        "\n"
+        "    Args:\n"
+        "        value: The temperature.\n"
+        "        unit: c or f\n"
+        '    """\n'
+        "    pass\n"
+    )
+    assert [p.kind.name for p in info.signature.parameters.values()] == [
+        "POSITIONAL_OR_KEYWORD", "POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"]  # fmt: skip
+
+
+def test_a_docstring_alone_describes_the_tool_and_its_args_section_is_kept() -> None:
+    source = textwrap.dedent(
+        '''
+        def helper(x):
+            return x
+
+        def area(w: float, h: float) -> float:
+            """Area of a rectangle.
+
+            Args:
+                w: width
+                h: height
+            """
+            return helper(w) * h
+        '''
+    )
+    info = describe_defined_tool("area", source)
+    assert info.function == "area"
+    assert info.stub.startswith("def area(w: float, h: float) -> float:\n")
+    assert "    Args:\n        w: width\n        h: height\n" in info.stub
+    picked = describe_defined_tool("size", source, description="Size.", function="helper")
+    assert picked.stub.startswith("def size(x):\n")
+
+
+@pytest.mark.parametrize(
+    ("source", "kwargs", "problem"),
+    [
+        ("def a():\n    pass\ndef b():\n    pass\n", {},
+         "defines 2 functions (a, b): name one like the tool, or say which one with function="),
+        ("x = 1\n", {}, "defines no function"),
+        (SEED_SOURCE, {"function": "nope"}, "defines no function 'nope'"),
+        ("\nasync def t():\n    pass\n", {}, "t is an async def, which the sandbox does not run"),
+        ("def t():\n    yield 1\n", {}, "t yields: a [tool] function returns its result (line 1)"),
+        ("def t(x):\n    return x\n", {"description": ""}, "no description: give the cell"),
+        ('def t(x):\n    """T.\n\n    Args:\n        y: Y.\n    """\n', {},
+         "Args: documents 'y', which is not a parameter (line 1)"),
+        ('def t(x, y):\n    """T.\n\n    Args:\n        x: X.\n    """\n', {},
+         "parameter 'y' not documented in Args: (line 1)"),
+        ('def t(x):\n    """Args:\n        x: X.\n    """\n', {}, "missing summary line"),
+        (SEED_SOURCE, {"parameters": {"type": "array"}}, 'must have "type": "object"'),
+        (SEED_SOURCE, {"parameters": {"properties": {"town": {}}}},
+         "parameters describes 'town', which get_weather does not take (line 1)"),
+        (SEED_SOURCE, {"parameters": {"properties": {"city": {"type": "text"}}}},
+         "argument 'city' has type 'text'"),
+        (SEED_SOURCE, {"parameters": {"required": ["city"]}}, '"required" names \'city\''),
+        ("def t(:\n", {}, "syntax error (line 1)"),
+        ("x = " + "-" * 100_000 + "1\n", {}, "too deeply nested"),
+        ("def t(x=a" + ".b" * 900 + "):\n    return x\n", {}, "too deeply nested"),
+        ("def t(x: a" + ".b" * 900 + "):\n    return x\n", {}, "too deeply nested"),
+        ("x = 1\0\n", {}, "null bytes"),
+    ],
+)  # fmt: skip
+def test_a_broken_tool_cell_is_refused_naming_the_tool_and_line(
+    source: str, kwargs: dict, problem: str
+) -> None:
+    kwargs.setdefault("description", "A tool.")
+    with pytest.raises(ToolLoadError) as info:
+        describe_defined_tool("t", source, **kwargs)
+    assert info.value.tool == "t"
+    assert problem in info.value.problem
+    assert str(info.value).startswith("tool 't': ")
+
+
+def test_tool_cell_source_is_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    source = f'open({str(marker)!r}, "w").write("x")\n\ndef t():\n    """T."""\n'
+    assert describe_defined_tool("t", source).function == "t"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["x = " + "(" * 50 + "-" * 100_000 + "1" + ")" * 50,
+     'def f(x=a' + ".b" * 900 + '):\n    """F.\n\n    Args:\n        x: X.\n    """\n'],
+)  # fmt: skip
+def test_a_deeply_nested_module_source_is_a_load_error_not_a_crash(source: str) -> None:
+    with pytest.raises(ToolLoadError, match="too deeply nested"):
+        describe_source(source)

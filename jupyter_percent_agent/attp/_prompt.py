@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-ALLOWED_MODULES: tuple[str, ...] = ("math", "json", "datetime", "re", "random", "statistics")
+from jupyter_percent_agent.sandbox import ALLOWED_MODULES
 
 SUCCESS_TEMPLATE = """\
 thought = \"\"\"

@@ -1,25 +1,34 @@
 """Runs model-written code in a separate, limited process (RestrictedPython inside).
 
-``execute(code, tools=..., timeout=..., memory_mb=..., on_chunk=...)`` returns a
+``execute(code, tools=..., defined=..., timeout=..., memory_mb=..., on_chunk=...)`` returns a
 ``SandboxResult``; ``execute_async`` is the same for asyncio code and is cancellable (the
-worker's process group is killed at once). Tools run in the calling process and are reached
-from the sandbox over a JSON message bridge. Importing this package is cheap: RestrictedPython
-is imported only in the worker processes.
+worker's process group is killed at once). Registry tools run in the calling process and are
+reached from the sandbox over a JSON message bridge. Tools written in a message file
+(``DefinedTool``, from ``[tool]`` cells) are untrusted code: they run in the sandbox too, under
+the same policy and limits, and ``call_defined`` calls one directly (``[tool_call]`` cells).
+Importing this package is cheap: RestrictedPython is imported only in the worker processes,
+the tools package only when a run or a ``DefinedTool`` needs it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._names import ALLOWED_MODULES
 from ._types import ErrorInfo, SandboxResult, ToolCallRecord
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._runner import execute, execute_async
+    from ._defined import DefinedTool
+    from ._runner import call_defined, call_defined_async, execute, execute_async
 
 __all__ = [
+    "ALLOWED_MODULES",
+    "DefinedTool",
     "ErrorInfo",
     "SandboxResult",
     "ToolCallRecord",
+    "call_defined",
+    "call_defined_async",
     "execute",
     "execute_async",
     "set_pool_size",
@@ -29,10 +38,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in {"execute", "execute_async"}:
+    if name in {"execute", "execute_async", "call_defined", "call_defined_async"}:
         from . import _runner
 
         return getattr(_runner, name)
+    if name == "DefinedTool":
+        from ._defined import DefinedTool
+
+        return DefinedTool
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

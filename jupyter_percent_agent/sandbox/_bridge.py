@@ -1,42 +1,50 @@
-"""The parent's end of the tool bridge: validates calls from the sandbox and runs the tools.
+"""The parent's end of the tool bridge: checks calls from the sandbox and runs the tools.
 
-Tools run in the calling process. A call arrives as JSON (positional and keyword arguments);
-it is checked (known tool, argument types and size, call count), bound to the tool's
-parameters, run (sync tools in a thread so the event loop and the wall clock keep going,
-async tools and async generators in the loop), normalised (Jarvis ``{"data", "instruction"}``
-or any JSON value) and answered with JSON. A tool that raises is answered with its message
-only; the live exception never crosses.
+Registry tools run in the calling process, through the tools package's one call path
+(``Tool.arun``: binding, sync tools in its worker threads, async tools in the loop, stream
+chunks, the normalized ``{"data", "instruction"}`` result). What this module adds is the
+boundary: a ``call`` arrives as JSON (positional and keyword arguments) and is checked (known
+tool, size, call count) before anything runs; the reply is JSON of bounded size; a tool that
+raises is answered with its message only, so the live exception never crosses; a display
+callback that fails does not fail the call.
+
+Tools defined in the file run in the worker; the parent only sees each call announced
+(``begin``, with its bound arguments: counted and checked against the tool's ``parameters``
+before it runs) and reported (``end``: status, error, instruction, stream chunk, all bounded).
+Anything else from the worker about them is a protocol violation that ends the run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
-import functools
-import inspect
 import json
-import keyword
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
+from jupyter_percent_agent.tools import Tool, ToolArgumentError, as_tool
+
 from . import _limits
+from ._defined import DefinedTool
+from ._names import check_tool_name
 from ._types import ToolCallRecord
 
 ChunkCallback = Callable[[str, Any], None]
+_TOO_LARGE = f"arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes"
 
-# Not the loop's default executor: asyncio.run() waits for that one at exit, so a sync tool
-# still running past the wall clock would hold the caller after the run has timed out.
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="sandbox-tool")
+
+class BridgeViolation(Exception):
+    """The worker broke the protocol about defined tools; the run ends."""
 
 
 class ToolTable:
     """The tools of one run, by name, with the bookkeeping the parent keeps about calls."""
 
-    def __init__(self, tools: Mapping[str, Any] | None) -> None:
-        self._tools: dict[str, Any] = {}
-        self._signatures: dict[str, inspect.Signature | None] = {}
+    def __init__(
+        self, tools: Mapping[str, Any] | None, defined: Iterable[DefinedTool] = ()
+    ) -> None:
+        self._tools: dict[str, Tool] = {}
         if tools is not None:
             if not isinstance(tools, Mapping):
                 raise TypeError("tools must be a mapping of names to callables")
@@ -44,7 +52,18 @@ class ToolTable:
                 check_tool_name(name)
                 if not callable(tool):
                     raise TypeError(f"tool {name!r} is not callable")
-                self._tools[name] = tool
+                self._tools[name] = as_tool(tool, name)
+        self._defined: dict[str, DefinedTool] = {}
+        for item in defined:
+            if not isinstance(item, DefinedTool):
+                raise TypeError("defined must hold sandbox.DefinedTool objects")
+            if item.name in self._tools or item.name in self._defined:
+                raise ValueError(f"two tools are named {item.name!r}")
+            self._defined[item.name] = item
+        if sum(len(d.source) for d in self._defined.values()) > _limits.MAX_CODE_CHARS:
+            raise ValueError(f"defined tools longer than {_limits.MAX_CODE_CHARS} characters")
+        # The defined tool running: its record's index (kept in call order), name, start.
+        self._open: tuple[int, str, float] | None = None
         self.records: list[ToolCallRecord] = []
         self.instructions: list[str] = []
 
@@ -53,23 +72,69 @@ class ToolTable:
         return list(self._tools)
 
     @property
+    def defined_jobs(self) -> list[dict[str, str]]:
+        return [d.job() for d in self._defined.values()]
+
+    @property
     def calls(self) -> int:
         return len(self.records)
 
-    def _signature(self, name: str) -> inspect.Signature | None:
-        if name not in self._signatures:
-            tool = self._tools[name]
-            sig = getattr(tool, "signature", None)  # tools.Tool carries its own
-            if not isinstance(sig, inspect.Signature):
-                sig = getattr(tool, "__signature__", None)
-            if not isinstance(sig, inspect.Signature):
-                target = getattr(tool, "func", None) or getattr(tool, "fn", None) or tool
-                try:
-                    sig = inspect.signature(target)
-                except (TypeError, ValueError):
-                    sig = None
-            self._signatures[name] = sig
-        return self._signatures[name]
+    def begin(self, message: dict[str, Any], size: int) -> dict[str, Any]:
+        """Handle a ``begin`` frame (a defined tool is about to run); the reply to send."""
+        if self._open is not None:
+            raise BridgeViolation("a defined tool began while another was running")
+        name, args, error = message.get("name"), message.get("args"), message.get("error")
+        shown_name = name[:100] if isinstance(name, str) else "?"
+        if not isinstance(name, str) or name not in self._defined:
+            return self._refuse(shown_name, {}, f"there is no tool named {shown_name!r}")
+        if not isinstance(args, dict) or not (error is None or isinstance(error, str)):
+            return self._refuse(name, {}, "malformed tool call")
+        if size > _limits.MAX_TOOL_ARGS_BYTES:
+            return self._refuse(name, {}, _TOO_LARGE)
+        if error is not None:  # it could not be loaded or bound: recorded as a failed call
+            return self._refuse(name, args, error[: _limits.MAX_ERROR_CHARS])
+        problem = self._defined[name].arguments_problem(args)
+        if problem is not None:
+            return self._refuse(name, args, f"{name}: {problem}")
+        self._open = (len(self.records), name, time.monotonic())
+        self.records.append(ToolCallRecord(name, args, 0.0, "running"))
+        return {"t": "reply", "ok": True}
+
+    def end(self, message: dict[str, Any], size: int, on_chunk: ChunkCallback | None) -> None:
+        """Handle an ``end`` frame: the defined tool that began has finished."""
+        if self._open is None or message.get("name") != self._open[1]:
+            raise BridgeViolation("a defined tool ended that had not begun")
+        if size > _limits.MAX_TOOL_ARGS_BYTES:
+            raise BridgeViolation("a defined tool's report is too large")
+        status, error = message.get("status"), message.get("error")
+        instruction, chunk = message.get("instruction"), message.get("chunk")
+        if (
+            status not in ("success", "error")
+            or not (error is None or isinstance(error, str))
+            or not (instruction is None or isinstance(instruction, str))
+        ):
+            raise BridgeViolation("a defined tool's report is malformed")
+        name = self._open[1]
+        if message.get("has_chunk") is True and on_chunk is not None:
+            _shielded(on_chunk)(name, chunk)  # type: ignore[misc]
+        if instruction:
+            self.instructions.append(instruction)
+        self._close(status, error[: _limits.MAX_ERROR_CHARS] if error else None)
+
+    def settle(self, run_status: str) -> None:
+        """At the end of a run: a defined tool still running is recorded as cut off."""
+        if self._open is not None:
+            status = "timeout" if run_status == "timeout" else "error"
+            self._close(status, f"the run ended during the call ({run_status})")
+
+    def _close(self, status: str, error: str | None) -> None:
+        assert self._open is not None
+        index, _, start = self._open
+        self._open = None
+        record = self.records[index]
+        self.records[index] = replace(
+            record, duration=time.monotonic() - start, status=status, error=error
+        )
 
     async def call(
         self, message: dict[str, Any], size: int, on_chunk: ChunkCallback | None
@@ -86,57 +151,36 @@ class ToolTable:
         if not isinstance(name, str) or name not in self._tools:
             return self._refuse(shown_name, {}, f"there is no tool named {shown_name!r}")
         if size > _limits.MAX_TOOL_ARGS_BYTES:
-            return self._refuse(
-                shown_name, {}, f"arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes"
-            )
+            return self._refuse(shown_name, {}, _TOO_LARGE)
+        tool = self._tools[name]
         try:
-            kwargs = self._bind(name, args, kwargs)
-        except TypeError as exc:
-            return self._refuse(name, record_args, f"{name}: {exc}")
-        return await self._run(name, kwargs, on_chunk)
-
-    def _bind(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        sig = self._signature(name)
-        if sig is None:
-            if args:
-                raise TypeError("call this tool with keyword arguments")
-            return kwargs
-        bound = sig.bind(*args, **kwargs)
-        result: dict[str, Any] = {}
-        for pname, value in bound.arguments.items():
-            kind = sig.parameters[pname].kind
-            if kind is inspect.Parameter.VAR_KEYWORD:
-                result.update(value)
-            elif kind is inspect.Parameter.VAR_POSITIONAL:
-                if value:
-                    raise TypeError("tools taking *args cannot be called from the sandbox")
-            else:
-                result[pname] = value
-        return result
+            kwargs = tool.keyword_arguments(args, kwargs)
+        except ToolArgumentError as exc:
+            return self._refuse(name, record_args, str(exc))
+        return await self._run(tool, kwargs, on_chunk)
 
     def _refuse(self, name: str, args: dict[str, Any], error: str) -> dict[str, Any]:
         self.records.append(ToolCallRecord(name, args, 0.0, "error", error))
         return {"t": "reply", "ok": False, "error": error}
 
     async def _run(
-        self, name: str, kwargs: dict[str, Any], on_chunk: ChunkCallback | None
+        self, tool: Tool, kwargs: dict[str, Any], on_chunk: ChunkCallback | None
     ) -> dict[str, Any]:
-        tool = self._tools[name]
+        name = tool.name
         start = time.monotonic()
         status, error = "success", None
         reply: dict[str, Any]
         try:
-            value = await _invoke(tool, kwargs)
-            data, instruction = await _collect(name, value, on_chunk)
-            if instruction:
-                self.instructions.append(instruction)
-            reply = {"t": "reply", "ok": True, "data": data}
+            result = await tool.arun(kwargs, on_chunk=_shielded(on_chunk))
+            reply = {"t": "reply", "ok": True, "data": result["data"]}
             try:
                 size = len(json.dumps(reply, allow_nan=False))  # as framed: ASCII JSON
-            except (TypeError, ValueError, RecursionError) as exc:
+            except (TypeError, ValueError, RecursionError) as exc:  # deeper than to_json allows
                 raise _BadResult(f"{name} returned a value that is not JSON ({exc})") from None
             if size > _limits.MAX_TOOL_REPLY_BYTES:
                 raise _BadResult(f"{name} returned more than {_limits.MAX_TOOL_REPLY_BYTES} bytes")
+            if result["instruction"]:
+                self.instructions.append(result["instruction"])
         except asyncio.CancelledError:
             self.records.append(
                 ToolCallRecord(name, kwargs, time.monotonic() - start, "timeout", "cancelled")
@@ -156,97 +200,18 @@ class _BadResult(Exception):
     pass
 
 
-def check_tool_name(name: object) -> None:
-    """A tool name must be a public identifier that does not hide a sandbox name."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise ValueError(f"tool name {name!r} is not a Python identifier")
-    if name.startswith("_"):
-        raise ValueError(f"tool name {name!r} starts with '_'")
-    if name in _limits.RESERVED_NAMES:
-        raise ValueError(f"tool name {name!r} is reserved in the sandbox")
+def _shielded(on_chunk: ChunkCallback | None) -> ChunkCallback | None:
+    """``on_chunk`` made harmless: a broken display callback must not fail the tool call."""
+    if on_chunk is None:
+        return None
 
+    def call(name: str, chunk: Any) -> None:
+        try:
+            on_chunk(name, chunk)
+        except Exception:
+            pass
 
-def _is_async(tool: Any) -> bool:
-    if getattr(tool, "is_async", False) is True:
-        return True
-    return (
-        inspect.iscoroutinefunction(tool)
-        or inspect.isasyncgenfunction(tool)
-        or inspect.iscoroutinefunction(getattr(tool, "__call__", None))  # noqa: B004
-    )
-
-
-async def _invoke(tool: Any, kwargs: dict[str, Any]) -> Any:
-    if _is_async(tool):
-        value = tool(**kwargs)
-    else:
-        context = contextvars.copy_context()
-        call = functools.partial(context.run, tool, **kwargs)
-        value = await asyncio.get_running_loop().run_in_executor(_EXECUTOR, call)
-    if inspect.isawaitable(value):
-        value = await value
-    return value
-
-
-def _normalize(value: Any) -> tuple[Any, str | None]:
-    if isinstance(value, Mapping) and "data" in value and set(value) <= {"data", "instruction"}:
-        instruction = value.get("instruction")
-        return value["data"], instruction if isinstance(instruction, str) else None
-    return value, None
-
-
-def _take_chunk(name: str, data: Any, on_chunk: ChunkCallback | None) -> tuple[Any, bool]:
-    if isinstance(data, Mapping) and "stream_chunk" in data:
-        if on_chunk is not None:
-            try:
-                on_chunk(name, data["stream_chunk"])
-            except Exception:  # a broken display callback must not fail the tool call
-                pass
-        return {k: v for k, v in data.items() if k != "stream_chunk"} or None, True
-    return data, False
-
-
-async def _collect(name: str, value: Any, on_chunk: ChunkCallback | None) -> tuple[Any, str | None]:
-    """The data and instruction of a tool's return value, streaming chunks on the way.
-
-    Generators (async, or sync stepped in a thread) yield chunks; the last item that is not
-    only a chunk (or a sync generator's return value) is the result.
-    """
-    if not (inspect.isasyncgen(value) or inspect.isgenerator(value)):
-        data, instruction = _normalize(value)
-        data, _ = _take_chunk(name, data, on_chunk)
-        return data, instruction
-    state: dict[str, Any] = {"data": None, "instruction": None}
-
-    def absorb(item: Any) -> None:
-        item_data, item_instruction = _normalize(item)
-        item_data, was_chunk = _take_chunk(name, item_data, on_chunk)
-        if item_instruction:
-            state["instruction"] = item_instruction
-        if not was_chunk or item_data:
-            state["data"] = item_data
-
-    if inspect.isasyncgen(value):
-        async for item in value:
-            absorb(item)
-    else:
-        loop = asyncio.get_running_loop()
-        while True:
-            done, item = await loop.run_in_executor(_EXECUTOR, _step, value)
-            if done:
-                if item is not None:
-                    absorb(item)
-                break
-            absorb(item)
-    return state["data"], state["instruction"]
-
-
-def _step(generator: Any) -> tuple[bool, Any]:
-    # StopIteration cannot cross a future: turn the end into a flag.
-    try:
-        return False, next(generator)
-    except StopIteration as stop:
-        return True, stop.value
+    return call
 
 
 def _message(exc: BaseException) -> str:

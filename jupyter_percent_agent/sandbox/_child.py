@@ -4,8 +4,9 @@ Started by the parent as ``python -I -S -B -c BOOT``: it moves its protocol chan
 descriptors 0/1, sets the process-wide limits that need no job (no core files, no file
 writes), imports RestrictedPython, says ``ready``, and waits for one job. Then it applies the
 job's limits (address space, CPU seconds, descriptors, processes), compiles the code with the
-sandbox policy, runs it, and sends one ``done`` frame. Tool stubs in the sandbox send ``call``
-frames and block for the parent's ``reply``.
+sandbox policy, runs it (or, for a direct call, calls the one defined tool the job names), and
+sends one ``done`` frame. The tools the code calls are the stubs of ``_stubs``: registry tools
+over the channel, tools defined in the file compiled and run here.
 """
 
 from __future__ import annotations
@@ -23,20 +24,21 @@ from ._protocol import ProtocolError, read_frame, write_frame
 _MiB = 1 << 20
 
 
-class ToolError(Exception):
-    """A tool call failed in the parent; carries the message only."""
-
-
 class _Channel:
     def __init__(self, fd_in: int, fd_out: int) -> None:
         self.fd_in = fd_in
         self.fd_out = fd_out
+        self.replies = 0  # replies read so far: every tool call says it (its "n")
 
     def send(self, message: dict[str, Any]) -> None:
         write_frame(self.fd_out, message)
 
     def recv(self) -> dict[str, Any]:
-        return read_frame(self.fd_in, 2 * _limits.MAX_TOOL_REPLY_BYTES + _limits.MAX_CODE_CHARS * 4)
+        message = read_frame(
+            self.fd_in, 2 * _limits.MAX_TOOL_REPLY_BYTES + _limits.MAX_CODE_CHARS * 4
+        )
+        self.replies += message.get("t") == "reply"
+        return message
 
 
 def _finish(channel: _Channel, message: dict[str, Any]) -> NoReturn:
@@ -75,46 +77,9 @@ def _apply_job_limits(timeout: float, memory_mb: int) -> None:
     _limit(resource.RLIMIT_NPROC, 0)
 
 
-def _make_stub(name: str, channel: _Channel) -> Any:
-    def stub(*args: Any, **kwargs: Any) -> Any:
-        try:
-            message = {"t": "call", "name": name, "args": list(args), "kwargs": kwargs}
-            frame_text = json.dumps(message, allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise ToolError(f"{name}: arguments must be JSON values ({exc})") from None
-        if len(frame_text) > _limits.MAX_TOOL_ARGS_BYTES:
-            raise ToolError(f"{name}: arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes")
-        channel.send(message)
-        reply = channel.recv()
-        if reply.get("t") != "reply":
-            raise ToolError(f"{name}: unexpected reply from the host")
-        if reply.get("ok"):
-            return reply.get("data")
-        raise ToolError(str(reply.get("error", "tool failed")))
-
-    stub.__name__ = name
-    stub.__qualname__ = name
-    return stub
-
-
-def _error_line(tb: Any, filename: str) -> int | None:
-    line = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except BaseException:  # a sandbox-defined __str__ may raise anything
-        text = "<unprintable error>"
-    return text[: _limits.MAX_ERROR_CHARS]
-
-
 def _encode_result(value: Any) -> tuple[str | None, dict[str, Any] | None]:
+    from ._stubs import describe_exception
+
     def default(obj: Any) -> Any:
         if isinstance(obj, (set, frozenset)):
             return list(obj)
@@ -127,15 +92,17 @@ def _encode_result(value: Any) -> tuple[str | None, dict[str, Any] | None]:
     except MemoryError:
         return None, {"type": "MemoryError", "message": "__result__ is too large to serialize"}
     except (TypeError, ValueError) as exc:
-        return None, {"type": type(exc).__name__, "message": _describe(exc)}
+        return None, {"type": type(exc).__name__, "message": describe_exception(exc)}
     return text, None
 
 
 def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
     """Compile and run one job, then send ``done`` and exit."""
     from ._facades import build_facades
+    from ._names import TOOL_ERROR
     from ._policy import FILENAME, RESULT_NAME, compile_code
     from ._runtime import Namespace
+    from ._stubs import ToolError, defined_stub, describe_exception, error_line, registry_stub
 
     code_text = job.get("code")
     if not isinstance(code_text, str):
@@ -152,24 +119,34 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
                       "message": f"printed output exceeded {_limits.MAX_OUTPUT_CHARS} characters"},
         })  # fmt: skip
 
-    code, error = compile_code(code_text)
+    call = job.get("call")
+    code, error = (None, None) if call is not None else compile_code(code_text)
     if error is not None:
         _finish(channel, {"status": "error", "error": error})
 
-    tools = {n: _make_stub(n, channel) for n in job.get("tools", [])
-             if isinstance(n, str) and n.isidentifier() and not n.startswith("_")}  # fmt: skip
+    registry = {n: registry_stub(n, channel) for n in job.get("tools", [])
+                if isinstance(n, str) and n.isidentifier() and not n.startswith("_")}  # fmt: skip
 
     def output(text: str) -> None:
         channel.send({"t": "out", "text": text})
 
     namespace = Namespace(_limits.MAX_OUTPUT_CHARS, overflow, output)
-    glb = namespace.globals({**build_facades(), **tools, "ToolError": ToolError})
+
+    def tool_globals() -> dict[str, Any]:  # a defined tool's own namespace
+        return namespace.globals({**build_facades(), **registry, TOOL_ERROR: ToolError})
+
+    defined = {str(d["name"]): defined_stub(d, channel, tool_globals)
+               for d in job.get("defined", []) if isinstance(d, dict)}  # fmt: skip
+    glb = namespace.globals({**build_facades(), **registry, **defined, TOOL_ERROR: ToolError})
     try:
-        exec(code, glb)
+        if call is not None:  # one defined tool called directly: its data is the result
+            glb[RESULT_NAME] = defined[call["name"]](**call["kwargs"])
+        else:
+            exec(code, glb)
     except BaseException as exc:  # the code may raise anything, SystemExit included
         status = "memory" if isinstance(exc, MemoryError) else "error"
-        error = {"type": type(exc).__name__, "message": _describe(exc),
-                 "line": _error_line(exc.__traceback__, FILENAME)}  # fmt: skip
+        error = {"type": type(exc).__name__, "message": describe_exception(exc),
+                 "line": error_line(exc.__traceback__, FILENAME)}  # fmt: skip
         _finish(channel, {"status": status, "stdout": namespace.printer.text(), "error": error})
     text, error = _encode_result(glb.get(RESULT_NAME))
     stdout = namespace.printer.text()
@@ -202,9 +179,7 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
     # Imported before the job so that their cost is paid while the worker waits in the pool.
-    import _strptime  # noqa: F401  (datetime.strptime imports it lazily)
-
-    from . import _facades, _policy, _runtime  # noqa: F401
+    from . import _facades, _policy, _runtime, _stubs  # noqa: F401
 
     _policy.compile_code("__result__ = [x for x in range(1)]\n")
     channel.send({"t": "ready", "pid": os.getpid(), "time": time.time()})

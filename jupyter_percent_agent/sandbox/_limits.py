@@ -35,8 +35,3 @@ MAX_ERROR_CHARS = 4_000
 
 STARTUP_TIMEOUT = 30.0
 """Seconds a fresh worker may take to report ready (not counted in the run's wall clock)."""
-
-RESERVED_NAMES = frozenset(
-    {"math", "json", "datetime", "re", "random", "statistics", "ToolError", "print", "printed"}
-)
-"""Names a tool may not take: the module facades and the sandbox's own names."""

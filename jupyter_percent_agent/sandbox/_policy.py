@@ -1,7 +1,9 @@
 """Compile rules for sandboxed code (imported only inside the sandbox child).
 
 A ``RestrictingNodeTransformer`` subclass that allows exactly the name ``__result__`` (as a
-plain variable, nowhere else) and refuses ``import`` with a message the model can act on. It
+plain variable, nowhere else), refuses ``import`` with a message the model can act on, and
+refuses the name ``MemoryError`` (so that only a real out-of-memory gives a run the ``memory``
+status). It
 also accepts augmented assignment to items and attributes (``counts[w] += 1``, which models
 write all the time and RestrictedPython refuses), rewritten through the same guards as a read
 and a write. Everything else is RestrictedPython's policy: no names or attributes starting
@@ -21,12 +23,20 @@ from RestrictedPython.transformer import (
     RestrictingNodeTransformer,
 )
 
+from ._names import ALLOWED_MODULES
+
 FILENAME = "<sandbox>"
 RESULT_NAME = "__result__"
-MODULES = ("math", "json", "datetime", "re", "random", "statistics")
 IMPORT_MESSAGE = (
-    "import is not allowed: " + ", ".join(MODULES) + " are already available as names, "
+    "import is not allowed: " + ", ".join(ALLOWED_MODULES) + " are already available as names, "
     "and the tools are plain functions; use them directly without import."
+)
+# Only the interpreter may make a MemoryError: the run's "memory" status must mean that the code
+# really ran out of memory, so code that could raise one itself could fake it.
+MEMORY_ERROR = "MemoryError"
+MEMORY_ERROR_MESSAGE = (
+    '"MemoryError" is not available in the sandbox: running out of memory ends the run by '
+    "itself; raise or catch another exception."
 )
 _LINE = re.compile(r"^Line (\d+): ")
 
@@ -36,6 +46,9 @@ class SandboxPolicy(RestrictingNodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> Any:
         if node.id == RESULT_NAME:
+            return node
+        if node.id == MEMORY_ERROR:
+            self.error(node, MEMORY_ERROR_MESSAGE)
             return node
         return super().visit_Name(node)
 
@@ -94,14 +107,14 @@ class SandboxPolicy(RestrictingNodeTransformer):
         return node
 
 
-def compile_code(code: str) -> tuple[Any, dict[str, Any] | None]:
+def compile_code(code: str, filename: str = FILENAME) -> tuple[Any, dict[str, Any] | None]:
     """Compile ``code``: ``(code_object, None)`` or ``(None, error)`` with type/message/line.
 
     Never raises for bad input: syntax errors, policy refusals, and a compiler that runs out
     of stack on deeply nested expressions all come back as an error.
     """
     try:
-        tree = ast.parse(code, FILENAME, "exec")
+        tree = ast.parse(code, filename, "exec")
     except SyntaxError as exc:
         return None, {"type": type(exc).__name__, "message": str(exc.msg), "line": exc.lineno}
     except (RecursionError, MemoryError) as exc:
@@ -109,7 +122,7 @@ def compile_code(code: str) -> tuple[Any, dict[str, Any] | None]:
     except ValueError as exc:  # null bytes, lone surrogates
         return None, {"type": "SyntaxError", "message": str(exc), "line": None}
     try:
-        result = compile_restricted_exec(tree, FILENAME, policy=SandboxPolicy)
+        result = compile_restricted_exec(tree, filename, policy=SandboxPolicy)
     except (RecursionError, MemoryError) as exc:
         return None, _too_deep(exc)
     except SyntaxError as exc:  # e.g. 'return' outside function, raised by compile()

@@ -20,12 +20,14 @@ from pathlib import Path
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
-# Runs the child without executing the package __init__ files (they may grow heavy imports).
+# Runs the child without executing the package __init__ files (they may grow heavy imports);
+# from tools it imports only the pure result rules (_result).
 _BOOT = """\
 import sys, types
 root, extra = sys.argv[1], sys.argv[2:]
 sys.path[:0] = [root, *extra]
-for name, sub in (("jupyter_percent_agent", ""), ("jupyter_percent_agent.sandbox", "/sandbox")):
+for name, sub in (("jupyter_percent_agent", ""), ("jupyter_percent_agent.sandbox", "/sandbox"),
+                  ("jupyter_percent_agent.tools", "/tools")):
     mod = types.ModuleType(name)
     mod.__path__ = [root + "/jupyter_percent_agent" + sub]
     sys.modules[name] = mod

@@ -14,11 +14,12 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
 
 from . import _limits, _process
-from ._bridge import ChunkCallback, ToolTable
+from ._bridge import BridgeViolation, ChunkCallback, ToolTable
+from ._defined import DefinedTool
 from ._pool import POOL
 from ._protocol import FrameDecoder, ProtocolError, encode
 from ._types import ErrorInfo, SandboxResult
@@ -74,6 +75,7 @@ async def execute_async(
     code: str,
     *,
     tools: Mapping[str, Any] | None = None,
+    defined: Iterable[DefinedTool] = (),
     timeout: float = 10.0,
     memory_mb: int = 512,
     on_chunk: ChunkCallback | None = None,
@@ -84,31 +86,14 @@ async def execute_async(
     """
     if not isinstance(code, str):
         raise TypeError("code must be a string")
-    if not timeout > 0:
-        raise ValueError("timeout must be positive")
-    if int(memory_mb) < 16:
-        raise ValueError("memory_mb must be at least 16")
-    started = time.monotonic()
-    table = ToolTable(tools)
-    if len(code) > _limits.MAX_CODE_CHARS:
-        return _result(table, started, "error", error=ErrorInfo(
-            "CodeTooLong", f"code longer than {_limits.MAX_CODE_CHARS} characters"))  # fmt: skip
-    # A pooled worker that died while idle fails before it gets the job: retry once, fresh.
-    for proc in (POOL.acquire(), None):
-        run = _Run(proc or _process.spawn(), table, on_chunk)
-        try:
-            result = await run.run(code, float(timeout), int(memory_mb), started)
-        finally:
-            run.close()
-        if run.job_sent or proc is None:
-            return result
-    raise AssertionError("unreachable")
+    return await _run_job(code, None, ToolTable(tools, defined), timeout, memory_mb, on_chunk)
 
 
 def execute(
     code: str,
     *,
     tools: Mapping[str, Any] | None = None,
+    defined: Iterable[DefinedTool] = (),
     timeout: float = 10.0,
     memory_mb: int = 512,
     on_chunk: ChunkCallback | None = None,
@@ -117,22 +102,99 @@ def execute(
 
     ``tools``: a mapping of names to callables (sync or async, e.g. a ``tools.Registry``),
     run in this process and reached from the sandbox as plain functions over a JSON bridge.
-    ``timeout``: wall-clock seconds from the moment the worker receives the code, tool time
-    included. ``memory_mb``: address space the code may add to the worker's own footprint.
+    ``defined``: tools written in the message file (:class:`DefinedTool`), whose code runs in
+    the sandbox too, each in a namespace of its own; the code calls them by name like the
+    others. ``timeout``: wall-clock seconds from the moment the worker receives the code, tool
+    time included. ``memory_mb``: address space the code may add to the worker's own footprint.
     ``on_chunk(tool_name, chunk)``: receives each ``data.stream_chunk`` a tool streams.
     Never raises for anything the code does; the outcome is in ``SandboxResult.status``.
 
     Safe to call from a thread that runs an event loop (the run then happens on a helper
     thread with its own loop; async tools run there).
     """
-    coro = execute_async(code, tools=tools, timeout=timeout, memory_mb=memory_mb,
-                         on_chunk=on_chunk)  # fmt: skip
+    return _sync(execute_async(code, tools=tools, defined=defined, timeout=timeout,
+                               memory_mb=memory_mb, on_chunk=on_chunk))  # fmt: skip
+
+
+async def call_defined_async(
+    tool: DefinedTool,
+    args: Mapping[str, Any] | None = None,
+    *,
+    tools: Mapping[str, Any] | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 512,
+    on_chunk: ChunkCallback | None = None,
+) -> SandboxResult:
+    """Call one defined tool with JSON keyword arguments (``[tool_call]``, ``[toolchain]``).
+
+    The arguments are checked here first, against the tool's ``parameters`` and its
+    signature: :class:`~jupyter_percent_agent.tools.ToolArgumentError` if they do not fit.
+    Then the tool runs in a sandbox worker exactly as when model code calls it (``tools``:
+    the registry tools its code may call). ``result`` is the tool's ``data``,
+    ``instructions`` its instruction, ``tool_calls`` the call; a tool that raises gives
+    status ``error`` with its message.
+    """
+    if not isinstance(tool, DefinedTool):
+        raise TypeError("tool must be a sandbox.DefinedTool")
+    kwargs = tool.check_arguments(args)
+    table = ToolTable(tools, [tool])
+    return await _run_job("", {"name": tool.name, "kwargs": kwargs}, table, timeout, memory_mb,
+                          on_chunk)  # fmt: skip
+
+
+def call_defined(
+    tool: DefinedTool,
+    args: Mapping[str, Any] | None = None,
+    *,
+    tools: Mapping[str, Any] | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 512,
+    on_chunk: ChunkCallback | None = None,
+) -> SandboxResult:
+    """:func:`call_defined_async`, waiting for the result (like :func:`execute`)."""
+    return _sync(call_defined_async(tool, args, tools=tools, timeout=timeout,
+                                    memory_mb=memory_mb, on_chunk=on_chunk))  # fmt: skip
+
+
+def _sync(coro: Coroutine[Any, Any, SandboxResult]) -> SandboxResult:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sandbox") as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+async def _run_job(
+    code: str,
+    call: dict[str, Any] | None,
+    table: ToolTable,
+    timeout: float,
+    memory_mb: int,
+    on_chunk: ChunkCallback | None,
+) -> SandboxResult:
+    if not timeout > 0:
+        raise ValueError("timeout must be positive")
+    if int(memory_mb) < 16:
+        raise ValueError("memory_mb must be at least 16")
+    started = time.monotonic()
+    if len(code) > _limits.MAX_CODE_CHARS:
+        return _result(table, started, "error", error=ErrorInfo(
+            "CodeTooLong", f"code longer than {_limits.MAX_CODE_CHARS} characters"))  # fmt: skip
+    job = {"t": "job", "code": code, "timeout": float(timeout), "memory_mb": int(memory_mb),
+           "tools": table.names, "defined": table.defined_jobs}  # fmt: skip
+    if call is not None:
+        job["call"] = call
+    # A pooled worker that died while idle fails before it gets the job: retry once, fresh.
+    for proc in (POOL.acquire(), None):
+        run = _Run(proc or _process.spawn(), table, on_chunk)
+        try:
+            result = await run.run(job, started)
+        finally:
+            run.close()
+        if run.job_sent or proc is None:
+            return result
+    raise AssertionError("unreachable")
 
 
 class _Run:
@@ -147,8 +209,9 @@ class _Run:
         self.write_transport: asyncio.WriteTransport | None = None
         self.stdout = ""
         self.job_sent = False
+        self.replies = 0  # tool-call replies sent; a call must say it read them all
 
-    async def run(self, code: str, timeout: float, memory_mb: int, started: float) -> SandboxResult:
+    async def run(self, job: dict[str, Any], started: float) -> SandboxResult:
         loop = asyncio.get_running_loop()
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.read_transport, _ = await loop.connect_read_pipe(
@@ -159,9 +222,9 @@ class _Run:
             ready = await self._next(time.monotonic() + _limits.STARTUP_TIMEOUT, starting=True)
             if ready[1].get("t") != "ready":
                 raise _Failure("error", "ProtocolError", "the sandbox did not start properly")
-            self._send({"t": "job", "code": code, "timeout": timeout, "memory_mb": memory_mb,
-                        "tools": self.table.names})  # fmt: skip
+            self._send(job)
             self.job_sent = True
+            timeout = job["timeout"]
             deadline = time.monotonic() + timeout
             try:
                 done = await asyncio.wait_for(self._serve(deadline), timeout)
@@ -187,14 +250,27 @@ class _Run:
                 if isinstance(text, str) and room > 0:
                     self.stdout += text[:room]
                 continue
-            if kind != "call":
-                raise _Failure("error", "ProtocolError", f"unexpected frame {kind!r} from sandbox")
-            if self.table.calls >= _limits.MAX_TOOL_CALLS:
-                raise _Failure(
-                    "error",
-                    "ToolCallLimit",
-                    f"more than {_limits.MAX_TOOL_CALLS} tool calls in one run",
-                )
+            try:
+                await self._answer(kind, size, message)
+            except BridgeViolation as exc:
+                raise _Failure("error", "ProtocolError", f"protocol violation: {exc}") from None
+
+    async def _answer(self, kind: Any, size: int, message: dict[str, Any]) -> None:
+        """A tool frame: ``call`` (a registry tool), ``begin`` / ``end`` (a defined tool)."""
+        if kind == "end":
+            self.table.end(message, size, self.on_chunk)
+            return
+        if kind not in ("call", "begin"):
+            raise _Failure("error", "ProtocolError", f"unexpected frame {kind!r} from sandbox")
+        if message.get("n") != self.replies:
+            raise _Failure("error", "ProtocolError", "the sandbox sent a tool call before "
+                           "reading the reply to the previous one")  # fmt: skip
+        if self.table.calls >= _limits.MAX_TOOL_CALLS:
+            limit = f"more than {_limits.MAX_TOOL_CALLS} tool calls in one run"
+            raise _Failure("error", "ToolCallLimit", limit)
+        if kind == "begin":
+            self._send(self.table.begin(message, size))
+        else:
             self._send(await self.table.call(message, size, self.on_chunk))
 
     async def _next(self, deadline: float, *, starting: bool = False) -> _Frame:
@@ -227,6 +303,7 @@ class _Run:
         return _Failure("error", "Crashed", f"the sandbox process exited early (code {code})")
 
     def _send(self, message: dict[str, Any]) -> None:
+        self.replies += message.get("t") == "reply"
         assert self.write_transport is not None
         if not self.write_transport.is_closing():
             self.write_transport.write(encode(message))
@@ -270,9 +347,10 @@ def _error_info(raw: Any) -> ErrorInfo:
 
 
 def _result(table: ToolTable, started: float, status: str, **fields: Any) -> SandboxResult:
+    table.settle(status)
     return SandboxResult(status=status, tool_calls=list(table.records),
                          instructions=list(table.instructions),
                          duration=time.monotonic() - started, **fields)  # fmt: skip
 
 
-__all__ = ["execute", "execute_async"]
+__all__ = ["call_defined", "call_defined_async", "execute", "execute_async"]

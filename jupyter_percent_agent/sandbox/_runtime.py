@@ -1,17 +1,19 @@
 """The namespace sandboxed code runs in (imported only inside the child).
 
-Builtins: RestrictedPython's ``safe_builtins`` minus ``setattr``/``delattr``, plus the plain
-container and iteration builtins it leaves out. Never ``getattr``, ``type``, ``vars``, ``dir``,
-the real ``__import__``, ``open``, ``globals``, ``compile``. Guards: attribute reads refuse
-``_`` names, inspection attributes and ``str.format``; writes are allowed only on dicts, lists,
-sets and instances of classes defined by the sandboxed code itself. One shared, size-capped print
-collector for the whole run, so prints inside functions are kept.
+Builtins: RestrictedPython's ``safe_builtins`` minus ``setattr``, ``delattr`` and ``MemoryError``,
+plus the plain container and iteration builtins it leaves out. Never ``getattr``, ``type``,
+``vars``, ``dir``, the real ``__import__``, ``open``, ``globals``, ``compile``. Guards: attribute
+reads refuse ``_`` names, inspection attributes and ``str.format``; writes are allowed only on
+dicts, lists, sets and instances of classes defined by the sandboxed code itself. One shared,
+size-capped print collector for the whole run, so prints inside functions are kept.
 """
 
 from __future__ import annotations
 
+import _strptime  # noqa: F401  (INTERNAL_IMPORTS: loaded before any job)
 import builtins
 import operator
+import re  # noqa: F401  (INTERNAL_IMPORTS)
 import sys
 import time
 import weakref
@@ -33,7 +35,7 @@ _EXTRA_BUILTINS = {
         "ascii", "bin", "bytes",
     )
 }  # fmt: skip
-_REMOVED_BUILTINS = ("setattr", "delattr", "_getattr_")
+_REMOVED_BUILTINS = ("setattr", "delattr", "_getattr_", "MemoryError")  # see _policy
 _FORMAT_METHODS = frozenset({"format", "format_map"})
 _WRITABLE_TYPES = frozenset({dict, list, set})
 
@@ -45,14 +47,19 @@ _INPLACE = {
 }  # fmt: skip
 
 
-# C code in the allowed modules imports helpers through the frame's builtins (e.g.
-# datetime.strptime imports _strptime). Sandboxed code cannot name __import__ (no "_" names).
-_INTERNAL_IMPORTS = frozenset({"_strptime"})
+# C code reached from sandboxed code imports helpers through the calling frame's builtins:
+# PyImport_Import looks up ``__import__`` there (date.strftime imports time, datetime.strptime
+# _strptime, a compiled pattern's sub() with a template re). PyImport_Import calls __import__ only
+# for its side effect and then reads sys.modules itself, so this hook loads nothing and hands
+# nothing back: it succeeds, returning None, for these names once they are loaded (they are
+# imported below, before any job), and refuses every other name. Sandboxed code cannot name
+# __import__ at all (no "_" names); even if it could, it would get None.
+INTERNAL_IMPORTS = frozenset({"time", "_strptime", "re"})
 
 
-def _internal_import(name: str, *args: Any, **kwargs: Any) -> Any:
-    if name in _INTERNAL_IMPORTS and name in sys.modules:
-        return sys.modules[name]
+def _internal_import(name: object, *args: Any, **kwargs: Any) -> None:
+    if type(name) is str and name in INTERNAL_IMPORTS and name in sys.modules:
+        return None
     raise ImportError("import is not allowed in the sandbox")
 
 
@@ -195,7 +202,19 @@ class SharedPrinter:
         end = "\n" if end is None else end
         if type(sep) is not str or type(end) is not str:
             raise TypeError("sep and end must be strings")
-        text = sep.join(str(o) for o in objects) + end
+        # Piece by piece, stopping past the cap: print(*['y' * 1000] * 100000) must not build
+        # 100 MB of text before it finds out.
+        room = self._max - self._size
+        pieces: list[str] = []
+        length = 0
+        for i, obj in enumerate(objects):
+            pieces.append(sep + str(obj) if i else str(obj))
+            length += len(pieces[-1])
+            if length > room:
+                break
+        else:
+            pieces.append(end)
+        text = "".join(pieces)
         self._size += len(text)
         if self._size > self._max:
             room = self._max - (self._size - len(text))

@@ -1,15 +1,19 @@
-"""Tool registry (Jarvis style): loads tool modules and describes their tools.
+"""Tool registry (Jarvis style): loads tool modules, describes their tools, calls them.
 
 A tool is a public function of a tool module (a ``*.py`` file in a toolbox folder, or a module
 named by the ``jupyter_percent_agent.tools`` entry-point group) whose Google-style docstring
-describes it. See ``docs/tools.md``.
+describes it. ``Tool.run`` / ``Tool.arun`` are the one way tools are called (the sandbox's
+bridge included). Tools defined in a message file (``[tool]`` cells) are described here from
+their source text alone (``describe_defined_tool``); they run in the sandbox. See
+``docs/tools.md``.
 """
 
 from ._docstring import ArgDoc, Docstring, DocstringError, parse_docstring
 from ._registry import ENTRY_POINT_GROUP, Registry, import_file, tools_of_module
 from ._render import render_tool, render_tools
 from ._result import STREAM_CHUNK, ToolResult, normalize_result, to_json
-from ._source import describe_source, render_source_tools
+from ._schema import arguments_problem, schema_problem
+from ._source import DefinedToolInfo, describe_defined_tool, describe_source, render_source_tools
 from ._tool import (
     OnChunk,
     Tool,
@@ -17,6 +21,7 @@ from ._tool import (
     ToolCallError,
     ToolLoadError,
     acall_tool,
+    as_tool,
     call_tool,
     check_docstring,
 )
@@ -25,6 +30,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "STREAM_CHUNK",
     "ArgDoc",
+    "DefinedToolInfo",
     "Docstring",
     "DocstringError",
     "OnChunk",
@@ -35,8 +41,11 @@ __all__ = [
     "ToolLoadError",
     "ToolResult",
     "acall_tool",
+    "arguments_problem",
+    "as_tool",
     "call_tool",
     "check_docstring",
+    "describe_defined_tool",
     "describe_source",
     "import_file",
     "normalize_result",
@@ -44,6 +53,7 @@ __all__ = [
     "render_source_tools",
     "render_tool",
     "render_tools",
+    "schema_problem",
     "to_json",
     "tools_of_module",
 ]

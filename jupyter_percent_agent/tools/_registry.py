@@ -67,11 +67,6 @@ class Registry(Mapping[str, Tool]):
         return cls(tools)
 
     @classmethod
-    def from_module(cls, module: types.ModuleType, *, name: str | None = None) -> Registry:
-        """The tools of an already imported module."""
-        return cls(tools_of_module(module, name=name or module.__name__))
-
-    @classmethod
     def from_functions(cls, *funcs: Callable[..., Any], module: str = "") -> Registry:
         """Tools made directly of functions (checked like any other tool)."""
         return cls(Tool.from_function(f, module=module) for f in funcs)
@@ -102,9 +97,13 @@ class Registry(Mapping[str, Tool]):
             out.setdefault(tool.module, []).append(tool.name)
         return out
 
-    def describe(self) -> str:
-        """Every tool as ATTP shows it to the model: signature, docstring, ``pass``."""
-        return render_tools(list(self._tools.values()))
+    def describe(self, defined: Iterable[str] = ()) -> str:
+        """Every tool as ATTP shows it to the model: signature, docstring, ``pass``.
+
+        ``defined``: stubs of tools defined in the message file (``sandbox.DefinedTool.stub``),
+        shown after these under the same header.
+        """
+        return render_tools(list(self._tools.values()), defined)
 
 
 def tools_of_module(module: types.ModuleType, *, name: str, path: str | None = None) -> list[Tool]:

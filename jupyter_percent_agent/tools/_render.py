@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ._tool import Tool
@@ -27,19 +28,23 @@ def render_tool(tool: Tool) -> str:
         # What the calling code gets is the final result, typed in the docstring's Returns:.
         declared = re.match(r"^([\w\[\], |.]+):", tool.doc.returns)
         if declared:
-            returns = _Source(declared.group(1).strip())
+            returns = SourceText(declared.group(1).strip())
     elif tool.signature.return_annotation is not inspect.Signature.empty:
-        returns = _Source(annotation_text(tool.signature.return_annotation))
+        returns = SourceText(annotation_text(tool.signature.return_annotation))
     signature = inspect.Signature(params, return_annotation=returns)
     doc = _indent(tool.doc.text.replace('"""', r"\"\"\""), "    ")
     return f'def {tool.name}{signature}:\n    """\n{doc}\n    """\n    pass\n'
 
 
-def render_tools(tools: list[Tool]) -> str:
-    """All tools under the seed's header, two blank lines apart, or a note that there are none."""
-    if not tools:
+def render_tools(tools: list[Tool], stubs: Iterable[str] = ()) -> str:
+    """All tools under the seed's header, two blank lines apart, or a note that there are none.
+
+    ``stubs``: tools already rendered (from source text), shown after ``tools``.
+    """
+    parts = [render_tool(t) for t in tools] + list(stubs)
+    if not parts:
         return f"{HEADER}\n\n# (no tools are available)\n"
-    return HEADER + "\n\n" + "\n\n".join(render_tool(t) for t in tools)
+    return HEADER + "\n\n" + "\n\n".join(parts)
 
 
 def annotation_text(annotation: Any) -> str:
@@ -51,7 +56,7 @@ def annotation_text(annotation: Any) -> str:
     return re.sub(r"\btyping\.", "", repr(annotation))
 
 
-class _Source:
+class SourceText:
     """An annotation that ``inspect`` prints as the given source text."""
 
     def __init__(self, text: str) -> None:
@@ -65,9 +70,9 @@ def _plain(param: inspect.Parameter, doc_arg: Any) -> inspect.Parameter:
     """The parameter with its annotation (or the docstring's type) as printable source text."""
     annotation: Any = inspect.Parameter.empty
     if param.annotation is not inspect.Parameter.empty:
-        annotation = _Source(annotation_text(param.annotation))
+        annotation = SourceText(annotation_text(param.annotation))
     elif doc_arg is not None and doc_arg.type:
-        annotation = _Source(doc_arg.type)
+        annotation = SourceText(doc_arg.type)
     return param.replace(annotation=annotation)
 
 

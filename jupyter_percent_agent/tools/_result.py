@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
 STREAM_CHUNK = "stream_chunk"
+_JARVIS_KEYS = frozenset({"data", "instruction"})
 
 
 class ToolResult(TypedDict):
@@ -25,7 +25,7 @@ def normalize_result(value: Any) -> ToolResult:
     an empty instruction becomes ``None``. Idempotent. Raises ``TypeError`` for values that are not
     JSON (an object, a set, bytes, NaN) naming what was found.
     """
-    if isinstance(value, Mapping) and "data" in value and set(value) <= {"data", "instruction"}:
+    if _is_jarvis(value):
         instruction = value.get("instruction")
         if instruction is not None and not isinstance(instruction, str):
             raise TypeError(f"instruction must be a string, not {type(instruction).__name__}")
@@ -55,15 +55,28 @@ def to_json(value: Any, path: str = "data") -> Any:
     raise TypeError(f"{path} is a {type(value).__name__}, not a JSON value")
 
 
-def split_stream_chunk(result: ToolResult) -> tuple[ToolResult, Any, bool]:
-    """Take ``data.stream_chunk`` out of a result: (result without it, chunk, whether present)."""
-    data = result["data"]
-    if not isinstance(data, dict) or STREAM_CHUNK not in data:
-        return result, None, False
+def split_stream_chunk(value: Any) -> tuple[Any, Any, bool]:
+    """Take ``data.stream_chunk`` out of a raw return value, before it is normalized.
+
+    ``(value without the chunk, chunk, whether there was one)``. The chunk goes to the display as
+    it is (it may be any object: it never reaches the model's code), so only the rest must be
+    JSON. Works on the Jarvis form (``{"data": {"stream_chunk": ...}}``) and on a bare mapping
+    taken as data.
+    """
+    if _is_jarvis(value):
+        rest, chunk, found = _split_data(value["data"])
+        if not found:
+            return value, None, False
+        return {**value, "data": rest}, chunk, True
+    return _split_data(value)
+
+
+def _split_data(data: Any) -> tuple[Any, Any, bool]:
+    if not isinstance(data, Mapping) or STREAM_CHUNK not in data:
+        return data, None, False
     rest = {k: v for k, v in data.items() if k != STREAM_CHUNK}
-    return {"data": rest or None, "instruction": result["instruction"]}, data[STREAM_CHUNK], True
+    return rest or None, data[STREAM_CHUNK], True
 
 
-def dumps(result: Any) -> str:
-    """JSON text of a result, non-ASCII kept as is."""
-    return json.dumps(result, ensure_ascii=False)
+def _is_jarvis(value: Any) -> bool:
+    return isinstance(value, Mapping) and "data" in value and set(value) <= _JARVIS_KEYS

@@ -15,8 +15,8 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._docstring import Docstring, DocstringError, parse_docstring
@@ -35,11 +35,13 @@ class ToolLoadError(Exception):
         module: str | None = None,
         tool: str | None = None,
         path: str | None = None,
+        line: int | None = None,
     ) -> None:
         self.problem = problem
         self.module = module
         self.tool = tool
         self.path = path
+        self.line = line  # in the source that was loaded, when known (also in ``problem``)
         where = []
         if path:
             where.append(path)
@@ -98,7 +100,12 @@ class Tool:
     @property
     def is_async(self) -> bool:
         """True for ``async def`` tools, coroutines and async generators alike."""
-        return inspect.iscoroutinefunction(self.func) or inspect.isasyncgenfunction(self.func)
+        call = getattr(self.func, "__call__", None)  # noqa: B004  (objects with async __call__)
+        return (
+            inspect.iscoroutinefunction(self.func)
+            or inspect.isasyncgenfunction(self.func)
+            or inspect.iscoroutinefunction(call)
+        )
 
     @property
     def is_streaming(self) -> bool:
@@ -115,6 +122,40 @@ class Tool:
         except TypeError as exc:
             raise ToolArgumentError(f"{self.name}: {exc}") from None
 
+    def _checked(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        # Bound only to check them: the call passes keywords, which is what binding a mapping
+        # gives anyway, and what wrapped tools (signature taken from their ``func``) accept.
+        kwargs = dict(args or {})
+        self.bind(kwargs)
+        return kwargs
+
+    def keyword_arguments(
+        self, positional: Sequence[Any] = (), keywords: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A call written with positional and keyword arguments, as keyword arguments only.
+
+        What the sandbox needs: model code calls ``get_weather("Paris", unit="F")``, the tool
+        gets ``{"city": "Paris", "unit": "F"}``. :class:`ToolArgumentError` when they do not
+        fit, or when positional values would land in ``*args``.
+        """
+        try:
+            bound = self.signature.bind(*positional, **dict(keywords or {}))
+        except TypeError as exc:
+            raise ToolArgumentError(f"{self.name}: {exc}") from None
+        result: dict[str, Any] = {}
+        for pname, value in bound.arguments.items():
+            kind = self.signature.parameters[pname].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                result.update(value)
+            elif kind is inspect.Parameter.VAR_POSITIONAL:
+                if value:
+                    raise ToolArgumentError(
+                        f"{self.name}: *{pname} cannot be filled: tools take keyword arguments"
+                    )
+            else:
+                result[pname] = value
+        return result
+
     def run(
         self, args: Mapping[str, Any] | None = None, *, on_chunk: OnChunk | None = None
     ) -> ToolResult:
@@ -123,8 +164,8 @@ class Tool:
         Async tools run in a private event loop (in a worker thread when the calling thread
         already runs one). Exceptions raised by the tool propagate unchanged.
         """
-        bound = self.bind(args)
-        value = self.func(*bound.args, **bound.kwargs)
+        kwargs = self._checked(args)
+        value = self.func(**kwargs)
         if not (inspect.isawaitable(value) or inspect.isasyncgen(value)):
             return _collect_sync(self.name, value, on_chunk)
         coro = _collect_async(self.name, value, on_chunk)
@@ -143,11 +184,11 @@ class Tool:
         Sync tools, and each step of a sync generator tool, run in a worker thread so that the
         event loop keeps going; ``on_chunk`` is called in the loop's thread.
         """
-        bound = self.bind(args)
+        kwargs = self._checked(args)
         if self.is_async:
-            value = self.func(*bound.args, **bound.kwargs)
+            value = self.func(**kwargs)
         else:
-            value = await _in_thread(functools.partial(self.func, *bound.args, **bound.kwargs))
+            value = await _in_thread(functools.partial(self.func, **kwargs))
         if inspect.isawaitable(value) or inspect.isasyncgen(value):
             return await _collect_async(self.name, value, on_chunk)
         if not inspect.isgenerator(value):
@@ -225,16 +266,16 @@ def _absorb(
     name: str, value: Any, on_chunk: OnChunk | None, *, final: bool = False
 ) -> ToolResult | None:
     """Normalize one returned or yielded value, hand its chunk on, return what is left of it."""
+    rest, chunk, has_chunk = split_stream_chunk(value)
     try:
-        result = normalize_result(value)
+        result = normalize_result(rest)
     except TypeError as exc:
         raise ToolCallError(f"{name} returned {exc}") from None
-    rest, chunk, has_chunk = split_stream_chunk(result)
     if has_chunk and on_chunk is not None:
         on_chunk(name, chunk)
-    if has_chunk and rest["data"] is None and rest["instruction"] is None and not final:
+    if has_chunk and result["data"] is None and result["instruction"] is None and not final:
         return None
-    return rest
+    return result
 
 
 def call_tool(
@@ -248,7 +289,7 @@ def call_tool(
 
     For the sandbox, whose ``tools`` may be a registry or a plain mapping of callables.
     """
-    return _as_tool(func, name).run(args, on_chunk=on_chunk)
+    return as_tool(func, name).run(args, on_chunk=on_chunk)
 
 
 async def acall_tool(
@@ -259,15 +300,28 @@ async def acall_tool(
     on_chunk: OnChunk | None = None,
 ) -> ToolResult:
     """The async form of :func:`call_tool`."""
-    return await _as_tool(func, name).arun(args, on_chunk=on_chunk)
+    return await as_tool(func, name).arun(args, on_chunk=on_chunk)
 
 
-def _as_tool(func: Callable[..., Any], name: str | None) -> Tool:
+def as_tool(func: Callable[..., Any], name: str | None = None) -> Tool:
+    """A :class:`Tool` for any callable (a ``Tool`` renamed to ``name`` if that differs).
+
+    Plain callables get no docstring check. Their signature is the object's own ``signature``
+    (tool objects of other libraries carry one), else that of its ``func`` or ``fn`` (wrappers),
+    else its own; a callable without one takes keyword arguments only.
+    """
     if isinstance(func, Tool):
-        return func
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):
-        signature = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+        return func if name is None or name == func.name else replace(func, name=name)
     label = name or getattr(func, "__name__", "tool")
-    return Tool(name=label, func=func, doc=Docstring(summary=""), signature=signature)
+    return Tool(name=label, func=func, doc=Docstring(summary=""), signature=_signature_of(func))
+
+
+def _signature_of(func: Callable[..., Any]) -> inspect.Signature:
+    own = getattr(func, "signature", None)
+    if isinstance(own, inspect.Signature):
+        return own
+    target = getattr(func, "func", None) or getattr(func, "fn", None) or func
+    try:
+        return inspect.signature(target)
+    except (TypeError, ValueError):
+        return inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])

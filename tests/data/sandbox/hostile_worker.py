@@ -23,6 +23,13 @@ def send_raw(data):
         view = view[os.write(1, view) :]
 
 
+REPLIES = [0]  # replies read: a well-behaved worker's tool calls say so ("n")
+
+
+def call(obj):
+    send({**obj, "n": REPLIES[0]})
+
+
 def recv():
     head = b""
     while len(head) < 4:
@@ -34,7 +41,9 @@ def recv():
     body = b""
     while len(body) < size:
         body += os.read(0, size - len(body))
-    return json.loads(body)
+    message = json.loads(body)
+    REPLIES[0] += message.get("t") == "reply"
+    return message
 
 
 mode = sys.argv[1]
@@ -61,11 +70,11 @@ elif mode == "flood_calls":
     time.sleep(30)
 elif mode == "many_calls":
     while True:
-        send({"t": "call", "name": "record", "args": [], "kwargs": {"x": 1}})
+        call({"t": "call", "name": "record", "args": [], "kwargs": {"x": 1}})
         recv()
 elif mode == "bad_calls":
     answers = []
-    for call in (
+    for bad in (
         {"t": "call", "name": "no_such_tool", "args": [], "kwargs": {}},
         {"t": "call", "name": "__import__", "args": ["os"], "kwargs": {}},
         {"t": "call", "name": "record", "args": "not a list", "kwargs": {}},
@@ -75,8 +84,40 @@ elif mode == "bad_calls":
         {"t": "call", "name": "record", "args": [], "kwargs": {"nope": 1}},
         {"t": "call", "name": ["record"], "args": [], "kwargs": {}},
     ):
-        send(call)
+        call(bad)
         answers.append(recv())
+    send({"t": "done", "status": "success", "result_json": json.dumps(answers)})
+elif mode == "defined_end_first":
+    send({"t": "end", "name": "tool", "status": "success"})
+    time.sleep(30)
+elif mode == "defined_double_begin":
+    call({"t": "begin", "name": "tool", "args": {}})
+    recv()
+    call({"t": "begin", "name": "tool", "args": {}})
+    time.sleep(30)
+elif mode == "defined_bad_report":
+    call({"t": "begin", "name": "tool", "args": {}})
+    recv()
+    send({"t": "end", "name": "tool", "status": "pwned", "instruction": 42})
+    time.sleep(30)
+elif mode == "defined_big_report":
+    call({"t": "begin", "name": "tool", "args": {}})
+    recv()
+    send({"t": "end", "name": "tool", "status": "success", "instruction": "i" * 300_000})
+    time.sleep(30)
+elif mode == "defined_bad_begins":
+    answers = []
+    for bad in (
+        {"t": "begin", "name": "nope", "args": {}},
+        {"t": "begin", "name": "tool", "args": ["not", "a", "dict"]},
+        {"t": "begin", "name": "tool", "args": {"x": 1}, "error": "could not load"},
+        {"t": "begin", "name": "tool", "args": {"x": "a" * 300_000}},
+        {"t": "begin", "name": "tool", "args": {"x": "not an integer"}},
+    ):
+        call(bad)
+        answers.append(recv())
+    call({"t": "begin", "name": "tool", "args": {"x": 1}})
+    answers.append(recv())
     send({"t": "done", "status": "success", "result_json": json.dumps(answers)})
 elif mode == "bad_result":
     send({"t": "done", "status": "success", "result_json": "{not json"})
@@ -94,7 +135,7 @@ elif mode == "fork_and_hang":
             while True:
                 time.sleep(1)
         kids.append(pid)
-    send({"t": "call", "name": "record", "args": [], "kwargs": {"x": kids}})
+    call({"t": "call", "name": "record", "args": [], "kwargs": {"x": kids}})
     recv()
     while True:
         time.sleep(1)
