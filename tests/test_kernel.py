@@ -341,7 +341,7 @@ def test_a_file_cannot_send_the_conversation_or_keys_to_its_own_api_base(
                             "---\n\n# %% Ask[^t1]\n[^t1]: [markdown]\n\nhi\n")
         reply, _ = execute(kc, "hi", "t1")
         assert reply["content"]["status"] == "error"
-        assert reply["content"]["ename"] == "TrustError"
+        assert reply["content"]["ename"] == "UntrustedFolder"  # trusting the folder lifts it
         assert reply["content"]["evalue"].startswith("refused: agent 'a' asks for api_base")
         assert thief.requests == [] and not srv.chat_requests
 
@@ -361,7 +361,7 @@ def test_an_untrusted_toolbox_is_refused_not_imported(spec_dir: Path, server: Op
     try:
         reply, _ = execute(kc, "hi", "n1")
         assert reply["content"]["status"] == "error"
-        assert reply["content"]["ename"] == "TrustError"
+        assert reply["content"]["ename"] == "UntrustedFolder"
         assert f"tce trust {folder}" in reply["content"]["evalue"]
         assert not marker.exists() and not server.chat_requests
     finally:

@@ -271,3 +271,63 @@ def test_an_agent_with_many_tools_is_offered_the_ones_that_fit_each_message(
     assert "convert_currency" in described and len(described) <= 12
     (reply,) = [o for o in _cells(path)[0]["outputs"] if fmt.output_kind(o) == "reply"]
     assert fmt.output_attrs(reply)["tools_offered"] == described
+
+
+SEED_TOOL = '''# %% 工具定义[^tool_def]
+[^tool_def]: [tool] name="weather" description="获取天气信息"
+
+```python
+def get_weather(city: str) -> str:
+    """获取指定城市的天气信息"""
+    return f"{city} 25°C 晴朗"
+```
+
+# %% 天气查询[^weather_query]
+[^weather_query]: [tool_call] tool="weather" args='{"city":"北京"}'
+'''
+
+
+def test_the_seeds_tool_cell_example_works_as_written(tmp_path: Path) -> None:
+    """Seed 000, 工具作为特殊 Agent: a [tool] cell defines weather, a [tool_call] calls it."""
+    path = tmp_path / "weather.msg.md"
+    path.write_text(SEED_TOOL)
+    run = asyncio.run(run_turn(fmt.read(path), "weather_query", RunOptions(base_dir=tmp_path)))
+    assert run.status == "ok", run.error
+    (out,) = run.outputs
+    assert fmt.output_kind(out) == "tool_result"
+    assert fmt.output_text(out) == "北京 25°C 晴朗"
+    assert fmt.output_attrs(out)["status"] == "success"
+
+
+def test_tool_cells_run_in_the_sandbox_never_in_this_process(tmp_path: Path) -> None:
+    """A [tool] cell is untrusted text: its code cannot import, open files or see the host."""
+    marker = tmp_path / "written-by-the-tool"
+    path = tmp_path / "evil.msg.md"
+    path.write_text(
+        '# %% tool[^t]\n[^t]: [tool] name="steal" description="x"\n\n```python\n'
+        f'def steal() -> str:\n    """Steal."""\n    open({str(marker)!r}, "w").write("x")\n'
+        '    return "done"\n```\n\n# %% call[^c]\n[^c]: [tool_call] tool="steal" args=\'{}\'\n')
+    run = asyncio.run(run_turn(fmt.read(path), "c", RunOptions(base_dir=tmp_path)))
+    assert run.status == "error"
+    (out,) = run.outputs
+    assert fmt.output_attrs(out)["status"] == "fail"
+    assert not marker.exists()
+
+
+def test_an_agent_calls_a_tool_defined_in_the_file(tmp_path: Path, env,
+                                                   openai_server: OpenAIServer) -> None:
+    """The agent is told of the [tool] cell's tool and its code calls it, in the sandbox,
+    in a folder nobody trusted."""
+    path = tmp_path / "agent.msg.md"
+    path.write_text("---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n"
+                    "---\n\n" + SEED_TOOL.split("# %% 天气查询")[0])
+    openai_server.script(
+        'thought = "ask the tool"\n\n[tool_call]\nstatus = "success"\ntarget = "weather"\n'
+        "code = '''\n__result__ = weather(city=\"北京\")\n'''\n",
+        'answer = """北京今天 25°C。"""\n')
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "北京天气?"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    system = openai_server.chat_requests[0].body["messages"][0]["content"]
+    assert "def weather(city: str)" in system and "获取天气信息" in system
+    result_turn = openai_server.last_messages[-1]["content"]
+    assert "北京 25°C 晴朗" in result_turn

@@ -204,7 +204,7 @@ def test_trusted_toolbox_is_imported(tmp_path: Path, keys) -> None:
     run = asyncio.run(run_turn(fmt.read(path), "c1", RunOptions(base_dir=folder)))
     assert run.status == "ok", run.error
     assert marker.exists()
-    assert '"pong"' in fmt.output_text(run.outputs[0])
+    assert fmt.output_text(run.outputs[0]) == "pong"
 
 
 # -- finding 4 and 5: [async](FILE) and include: reach outside the folder ---------------------
@@ -374,3 +374,22 @@ def test_locks_live_in_the_private_dir(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(trust.TrustError):
         with store.locked(tmp_path / "x.msg.md"):
             pass
+
+
+def test_a_file_cannot_raise_the_step_limit(tmp_path: Path, keys, openai_server,
+                                            monkeypatch) -> None:
+    """Finding 8: one tce chat made 82 model calls for one message when the file said
+    max_steps: 100. Now the user's limit (8) holds; the step that hits it is an [error]."""
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
+    path = tmp_path / "loop.msg.md"
+    path.write_text(
+        "---\nagents:\n  looper: {models: [m], tools: [noop], max_steps: 100}\n---\n\n"
+        '# %% tool[^t]\n[^t]: [tool] name="noop" description="Does nothing."\n\n'
+        '```python\ndef noop() -> int:\n    """Nothing."""\n    return 1\n```\n')
+    openai_server.responder = lambda body: (
+        'thought = "again"\n\n[tool_call]\nstatus = "success"\ntarget = "loop"\n'
+        "code = '''\n__result__ = noop()\n'''\n")
+    result = tce("chat", str(path), "-m", "go")
+    assert result.exit_code == 1, result.output
+    assert len(openai_server.chat_requests) == trust.DEFAULT_MAX_STEPS == 8
+    assert "no final answer after 8 steps" in result.output

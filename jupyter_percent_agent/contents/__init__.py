@@ -385,4 +385,7 @@ def _derived(base: type) -> type:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """Nothing to do once loaded: the work happens at link time."""
+    """The contents manager was set up at link time; add the trust API for JupyterLab."""
+    from jupyter_percent_agent.contents import trust_api
+
+    trust_api.register(serverapp)

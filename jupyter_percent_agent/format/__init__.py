@@ -49,7 +49,13 @@ from .model import (  # noqa: E402
     tool_call_output,
     tool_result_output,
 )
-from .notebook import DEFAULT_KERNELSPEC, NS, from_notebook, to_notebook  # noqa: E402
+from .notebook import (  # noqa: E402
+    DEFAULT_KERNELSPEC,
+    NS,
+    from_notebook,
+    split_fenced,
+    to_notebook,
+)
 from .parse import is_message_path, parse, section_title  # noqa: E402
 
 __all__ = [
@@ -77,6 +83,7 @@ __all__ = [
     "reads",
     "reply_output",
     "set_front_matter",
+    "split_fenced",
     "stream_output",
     "tool_call_output",
     "tool_result_output",

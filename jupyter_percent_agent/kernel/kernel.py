@@ -43,6 +43,10 @@ PRELOAD_DELAY = 1.0
 the front end's first requests, stay free of it)."""
 
 
+UNTRUSTED = "UntrustedFolder"
+"""The error name of a refusal that trusting the notebook's folder would lift."""
+
+
 class RunFailed(Exception):
     """A cell that could not run: the reason is one line, shown without a traceback."""
 
@@ -264,6 +268,11 @@ class AgentKernel(Kernel):
                                if conversation.kind not in ("code", "tool_call", "toolchain")
                                else "interrupted")
         exc = task.exception()
+        if isinstance(exc, TrustError):
+            # UntrustedFolder: trusting the notebook's folder would allow it (JupyterLab
+            # offers to); TrustError: nothing the user can trust allows it (a path out)
+            raise RunFailed(UNTRUSTED if exc.folder is not None else "TrustError",
+                            _one_line(str(exc)))
         if exc is not None:
             if isinstance(exc, fmt.FormatError | OSError | ValueError) and \
                     not isinstance(exc, AgentError | TrustError | FileNotFoundError):

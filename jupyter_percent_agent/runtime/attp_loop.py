@@ -18,6 +18,7 @@ from jupyter_percent_agent.runtime.events import Chunk, Step
 from jupyter_percent_agent.runtime.models import CallResult
 from jupyter_percent_agent.runtime.reply import ask, fail_with, record_usage, reply_attrs
 from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.toolset import Toolset
 from jupyter_percent_agent.runtime.transport import Transport
 from jupyter_percent_agent.trust import Route
 
@@ -66,7 +67,7 @@ def result_text(res: Any) -> str:
     return "\n\n".join(parts) or "(no result)"
 
 
-async def attp_loop(run: Run, agent: Agent, registry: Any, messages: list[dict[str, Any]], *,
+async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dict[str, Any]], *,
                     route: Route, transport: Transport, extra: dict[str, Any],
                     max_steps: int) -> None:
     """Run the ATTP loop for one message; its outputs go to ``run``."""
@@ -101,7 +102,8 @@ async def attp_loop(run: Run, agent: Agent, registry: Any, messages: list[dict[s
         _reply(run, agent, res, res.text, reasoning=1)
         call_id = f"{run.cell_id}.{nonce()}"
         result = await sandbox.execute_async(
-            parsed.code, tools=registry, timeout=SANDBOX_TIMEOUT,
+            parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
+            timeout=SANDBOX_TIMEOUT,
             on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
         names = sorted({c.name for c in result.tool_calls}) or ["python"]
         run.emit(fmt.tool_call_output(",".join(names), parsed.code, out_id=call_id,

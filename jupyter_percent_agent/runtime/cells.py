@@ -15,7 +15,7 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.attp_loop import to_json_text
 from jupyter_percent_agent.runtime.events import Chunk
 from jupyter_percent_agent.runtime.run import Run
-from jupyter_percent_agent.runtime.toolset import tool_cell_registry
+from jupyter_percent_agent.runtime.toolset import Toolset, tool_cell_tools
 
 CODE_TIMEOUT = 30.0
 PYTHON = ("python", "py", "python3")
@@ -59,14 +59,15 @@ def _args(value: Any) -> dict[str, Any]:
     return value
 
 
-async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None) -> None:
+async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None,
+                        nb: Mapping[str, Any]) -> None:
     """Call a tool (``[tool_call] tool="x" args='{...}'``) or a chain of them
     (``[toolchain] tools=[...] params='{...}'``, each result's data feeding the next)."""
     attrs = fmt.cell_attrs(cell)
     kind = fmt.cell_kind(cell)
     names = [attrs.get("tool")] if kind == "tool_call" else list(attrs.get("tools") or [])
     try:
-        registry = tool_cell_registry(names, base_dir)
+        toolset = tool_cell_tools(names, base_dir, nb)
         args = _args(attrs.get("args") if kind == "tool_call" else attrs.get("params"))
         timeout = float(attrs.get("timeout") or 30)
     except trust.TrustError:
@@ -81,20 +82,16 @@ async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None
         started = time.monotonic()
         status, text = "success", ""
         try:
-            if name not in registry:
-                known = ", ".join(sorted(registry)) or "none"
-                raise KeyError(f"no tool named {name!r} (known: {known})")
-            tool = registry[name]
-            result = await asyncio.wait_for(tool.arun(
-                _chain_args(tool, data) if i else data,
-                on_chunk=lambda nm, chunk: run.tell(Chunk(nm, chunk))), timeout)
-            data = result["data"]
-            text = to_json_text(data)
-            if result.get("instruction"):
-                text += "\n\nInstruction: " + result["instruction"]
+            data, instruction = await _call(toolset, name, data, first=not i, run=run,
+                                            timeout=timeout)
+            # a text result reads as written (seed 000: "北京 25°C 晴朗"); data as JSON
+            text = data if isinstance(data, str) else to_json_text(data)
+            if instruction:
+                text += "\n\nInstruction: " + instruction
         except Exception as exc:
-            status, text = "fail", f"{type(exc).__name__}: {exc}"
-            run.fail(type(exc).__name__, text)
+            kind = exc.kind if isinstance(exc, SandboxFailure) else type(exc).__name__
+            status, text = "fail", f"{kind}: {exc}"
+            run.fail(kind, text)
         run.emit(fmt.tool_result_output(text, out_id=run.next_output_id(), status=status,
                                         attrs={"tool": name,
                                                "duration": round(time.monotonic() - started,
@@ -102,6 +99,40 @@ async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None
         if status != "success":
             return
     run.answer(to_json_text(data))
+
+
+class SandboxFailure(Exception):
+    """A tool defined in the file failed in the sandbox (``kind``: the error's type there)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+async def _call(toolset: Toolset, name: Any, data: Any, *, first: bool, run: Run,
+                timeout: float) -> tuple[Any, str | None]:
+    """Call one tool of a ``[tool_call]``/``[toolchain]`` cell: (its data, its instruction).
+    A tool defined in the file runs in the sandbox; an installed or toolbox one here."""
+    from jupyter_percent_agent import sandbox
+
+    def chunk(tool: str, value: Any) -> None:
+        run.tell(Chunk(tool, value))
+
+    if name in toolset.defined:
+        tool = toolset.defined[name]
+        res = await sandbox.call_defined_async(
+            tool, data if first else _chain_args(tool, data), tools=toolset.registry,
+            timeout=timeout, on_chunk=chunk)
+        if res.error is not None:
+            raise SandboxFailure(res.error.type, res.error.message)
+        return res.result, "\n".join(res.instructions) or None
+    if name not in toolset.registry:
+        known = ", ".join(sorted(toolset.names())) or "none"
+        raise KeyError(f"no tool named {name!r} (known: {known})")
+    tool = toolset.registry[name]
+    result = await asyncio.wait_for(tool.arun(data if first else _chain_args(tool, data),
+                                              on_chunk=chunk), timeout)
+    return result["data"], result.get("instruction")
 
 
 def _chain_args(tool: Any, value: Any) -> dict[str, Any]:

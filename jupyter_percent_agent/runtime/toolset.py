@@ -1,13 +1,21 @@
 """Which tools an agent may call, and how the model is told about them.
 
-Tools come from installed packages (entry points, trusted as installed code is) and from the
-``toolbox/`` folder beside the message file, which is imported only when the user trusted
-that folder: a module of an untrusted toolbox is refused (``TrustError``), never imported.
+Three sources, each with its trust:
+
+- installed packages (entry points): trusted as installed code is;
+- the ``toolbox/`` folder beside the message file: imported only when the user trusted that
+  folder; a module of an untrusted toolbox is refused (``TrustError``), never imported;
+- ``[tool]`` cells of the file itself: untrusted text, so they run in the sandbox, always
+  (``sandbox.DefinedTool``), whoever trusts what.
+
+An agent's ``tools`` lists modules and ``[tool]`` cell names (``[all]``: everything there is).
+An agent with more tools than its ``tool_limit`` is described only those that fit the message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +24,41 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.agents import Agent
 
 TOOL_CELLS = "tools"
-"""The name of the pseudo-agent whose registry ``[tool_call]`` cells call."""
+"""The name of the pseudo-agent whose tools ``[tool_call]`` cells call."""
+
+ALL = (None, ["*"], ["all"])
+
+
+@dataclass
+class Toolset:
+    """The tools of one turn: the registry (run in this process, reached over the sandbox's
+    bridge) and the tools defined in the file (run in the sandbox)."""
+
+    registry: Any
+    defined: dict[str, Any] = field(default_factory=dict)  # name -> sandbox.DefinedTool
+
+    def __len__(self) -> int:
+        return len(self.registry) + len(self.defined)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.registry or name in self.defined
+
+    def names(self) -> list[str]:
+        return [*self.registry, *self.defined]
+
+    def descriptions(self) -> dict[str, str]:
+        """Name -> the text tool selection ranks (docstring; a defined tool's stub)."""
+        out = {name: tool.doc.text for name, tool in self.registry.items()}
+        out.update({name: tool.stub for name, tool in self.defined.items()})
+        return out
+
+    def describe(self, offered: Sequence[str] | None = None) -> str:
+        """The tools as ATTP shows them to the model (``offered`` only, when given)."""
+        from jupyter_percent_agent.tools import render_tools
+
+        keep = set(self.names() if offered is None else offered)
+        return render_tools([t for n, t in self.registry.items() if n in keep],
+                            [t.stub for n, t in self.defined.items() if n in keep])
 
 
 def _toolbox(base_dir: Path | None) -> Path | None:
@@ -25,33 +67,81 @@ def _toolbox(base_dir: Path | None) -> Path | None:
     return base_dir / "toolbox"
 
 
-def tools_for(agent: Agent, base_dir: Path | None) -> Any:
-    """The tool registry an agent may use: its ``tools`` modules (all for ``[all]``)."""
+def defined_tools(nb: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``[tool]`` cells of a notebook as ``sandbox.DefinedTool`` (a later cell of the
+    same name replaces an earlier one); ``ToolLoadError`` names a broken one."""
+    from jupyter_percent_agent.sandbox import DefinedTool
+    from jupyter_percent_agent.tools import ToolLoadError
+
+    out: dict[str, Any] = {}
+    for cell in nb.get("cells", []):
+        if fmt.cell_kind(cell) != "tool":
+            continue
+        attrs = fmt.cell_attrs(cell)
+        body = fmt.message_text(cell)
+        fenced = fmt.split_fenced(body)
+        source = fenced[2] if fenced is not None else body
+        name = attrs.get("name")
+        if not isinstance(name, str) or not name:
+            raise ToolLoadError(f"the [tool] cell {fmt.cell_id(cell)!r} has no name=\"...\"")
+        out[name] = DefinedTool(name, source, description=str(attrs.get("description") or ""),
+                                parameters=attrs.get("parameters"),
+                                function=attrs.get("function"))
+    return out
+
+
+def _load(modules: Sequence[str] | None, base_dir: Path | None, what: str) -> Any:
+    """The registry of ``modules`` (None: all) from entry points and the toolbox beside the
+    file, which an untrusted folder may not contribute."""
     from jupyter_percent_agent.tools import Registry
 
     toolbox = _toolbox(base_dir)
-    modules = None if agent.tools in (None, ["*"], ["all"]) else agent.tools
     if toolbox is not None and base_dir is not None and not trust.is_trusted(base_dir):
         beside = {p.stem for p in toolbox.glob("*.py") if not p.stem.startswith("_")}
         asked = beside if modules is None else beside & set(modules)
         if asked:
-            what = f"agent {agent.name!r} (tools: {', '.join(sorted(asked))})"
-            raise trust.refuse_toolbox(base_dir, what)
+            raise trust.refuse_toolbox(base_dir, what.format(", ".join(sorted(asked))))
         toolbox = None
     return Registry.load(toolbox, modules=modules)
 
 
-def tool_cell_registry(names: Sequence[Any], base_dir: Path | None) -> Any:
-    """The tools a ``[tool_call]``/``[toolchain]`` cell may call: installed ones, and the
-    toolbox beside the file only when its folder is trusted (``TrustError`` when a named tool
-    is missing and only an untrusted toolbox could hold it)."""
-    everything = Agent(name=TOOL_CELLS, tools=None)
+def _checked(toolset: Toolset) -> Toolset:
+    from jupyter_percent_agent.tools import ToolLoadError
+
+    both = sorted(set(toolset.registry) & set(toolset.defined))
+    if both:
+        raise ToolLoadError(f"tool {both[0]!r} is defined in the file and in module "
+                            f"{toolset.registry[both[0]].module!r}: rename one")
+    return toolset
+
+
+def tools_for(agent: Agent, base_dir: Path | None, nb: Mapping[str, Any] | None = None
+              ) -> Toolset:
+    """The tools an agent may use: its ``tools`` modules and ``[tool]`` cells (all of them
+    for ``[all]``)."""
+    defined = defined_tools(nb) if nb is not None else {}
+    if agent.tools in ALL:
+        modules = None
+    else:
+        modules = [t for t in agent.tools or [] if t not in defined]
+        defined = {n: t for n, t in defined.items() if n in (agent.tools or [])}
+    registry = _load(modules, base_dir, f"agent {agent.name!r} (tools: {{}})")
+    return _checked(Toolset(registry, defined))
+
+
+def tool_cell_tools(names: Sequence[Any], base_dir: Path | None, nb: Mapping[str, Any]
+                    ) -> Toolset:
+    """The tools a ``[tool_call]``/``[toolchain]`` cell may call: the file's ``[tool]``
+    cells, installed ones, and the toolbox beside the file only when its folder is trusted
+    (``TrustError`` when a named tool is missing and only an untrusted toolbox could hold
+    it)."""
+    defined = defined_tools(nb)
     if base_dir is None or _toolbox(base_dir) is None or trust.is_trusted(base_dir):
-        return tools_for(everything, base_dir)
-    registry = tools_for(everything, None)
-    if any(name not in registry for name in names):
+        return _checked(Toolset(_load(None, base_dir, "this tool call"), defined))
+    toolset = _checked(Toolset(_load(None, None, "this tool call"), defined))
+    if any(name not in toolset for name in names):
         raise trust.refuse_toolbox(base_dir, "this tool call")
-    return registry
+    return toolset
 
 
 def used_tools(cells: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -64,31 +154,27 @@ def used_tools(cells: Sequence[Mapping[str, Any]]) -> set[str]:
     return used - {""}
 
 
-def offered_tools(agent: Agent, registry: Any, message: str,
+def offered_tools(agent: Agent, toolset: Toolset, message: str,
                   earlier: Sequence[Mapping[str, Any]]) -> list[str] | None:
     """The tools to describe to the model for ``message``: all of them (None) when they are no
     more than the agent's ``tool_limit`` (12), else those that fit the message best, plus any
-    the conversation already used (``ranking.tools.select_tools``). Every tool of the
-    registry stays callable."""
+    the conversation already used (``ranking.tools.select_tools``). Every tool stays
+    callable."""
     from jupyter_percent_agent.ranking.tools import DEFAULT_TOOL_LIMIT, select_tools
 
     limit = agent.tool_limit or DEFAULT_TOOL_LIMIT
-    if len(registry) <= limit:
+    if len(toolset) <= limit:
         return None
-    return select_tools({name: tool.doc.text for name, tool in registry.items()}, message,
-                        used_tools(earlier), limit)
+    return select_tools(toolset.descriptions(), message, used_tools(earlier), limit)
 
 
-def system_prompt_for(agent: Agent, registry: Any | None,
+def system_prompt_for(agent: Agent, toolset: Toolset | None,
                       offered: Sequence[str] | None = None) -> str:
     """The agent's system prompt, with the ATTP protocol and its tools (those ``offered``,
     else all) when it has any."""
-    if registry is None:
+    if toolset is None:
         return agent.system_prompt
     from jupyter_percent_agent import attp
-    from jupyter_percent_agent.tools import render_tools
 
-    described = (registry.describe() if offered is None
-                 else render_tools([registry[name] for name in offered]))
-    return attp.system_prompt(agent_prompt=agent.system_prompt, tools=described,
-                              modules=attp.ALLOWED_MODULES)
+    return attp.system_prompt(agent_prompt=agent.system_prompt,
+                              tools=toolset.describe(offered), modules=attp.ALLOWED_MODULES)

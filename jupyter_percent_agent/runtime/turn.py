@@ -104,32 +104,32 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         await run_code_cell(cell, run)
         return
     if decided.kind in ("tool_call", "toolchain"):
-        await run_tool_cell(cell, run, options.folder)
+        await run_tool_cell(cell, run, options.folder, nb)
         return
     if decided.kind == "async" and landed(cell, run, options.folder):
         return
     agent, route = decided.agent, decided.route
     assert agent is not None and route is not None
     run.answered_by(agent.name, agent.models[0])
-    registry = tools_for(agent, options.folder) if agent.has_tools else None
+    toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
     offered = None
-    if registry is not None:
+    if toolset is not None:
         cells = hist.conversation_cells(nb)
         text = options.current_text if options.current_text is not None \
             else fmt.message_text(cell)
-        offered = offered_tools(agent, registry, text, cells[: decided.index - 1])
+        offered = offered_tools(agent, toolset, text, cells[: decided.index - 1])
     await transport.ready()
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))
     history = plan_history(nb, decided.index, agent, decided.chosen, base_dir=options.folder,
-                           system_prompt=system_prompt_for(agent, registry, offered),
+                           system_prompt=system_prompt_for(agent, toolset, offered),
                            transport=transport, current_text=options.current_text,
                            summaries={k: v[0] for k, v in run.summaries.items()})
     run.dropped_groups(history.dropped)
     extra: dict[str, Any] = {"dropped": history.dropped} if history.dropped else {}
     if offered is not None:
         extra["tools_offered"] = list(offered)
-    if registry is None:
+    if toolset is None:
         from jupyter_percent_agent.runtime.reply import plain_reply
 
         await plain_reply(run, agent, history.messages, route=route, transport=transport,
@@ -137,7 +137,7 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     else:
         from jupyter_percent_agent.runtime.attp_loop import attp_loop
 
-        await attp_loop(run, agent, registry, history.messages, route=route,
+        await attp_loop(run, agent, toolset, history.messages, route=route,
                         transport=transport, extra=extra, max_steps=step_limit(options, agent))
     if decided.kind == "async" and run.ok:
         land(cell, run, options.folder)
