@@ -4,14 +4,15 @@ The bottom of the dependency graph. Imports nothing heavy (no nbformat, jupytext
 nor yaml until a front matter has to be parsed as YAML) so that the command line and the
 kernel start fast. See docs/format.md for the format and its notebook mapping.
 
-``reads``/``writes`` are pure; ``read``/``write`` do the I/O (``write`` atomically).
+``reads``/``writes`` are pure; ``read``/``write`` do the I/O (``files.py``: a path is
+followed only inside its folder, ``write`` is atomic). ``load_yaml`` is the one YAML reader
+of the project, ``message_section`` the one detector of where a ``.md``'s messages are.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -26,6 +27,7 @@ COMPILED = _built is not None
 
 from .emit import emit  # noqa: E402
 from .errors import FormatError  # noqa: E402
+from .files import read_text, safe_path, write_text  # noqa: E402
 from .model import (  # noqa: E402
     cell_attrs,
     cell_id,
@@ -48,12 +50,22 @@ from .model import (  # noqa: E402
     tool_call_output,
     tool_result_output,
 )
-from .notebook import DEFAULT_KERNELSPEC, NS, from_notebook, to_notebook  # noqa: E402
-from .parse import is_message_path, parse, section_title  # noqa: E402
+from .notebook import (  # noqa: E402
+    DEFAULT_KERNELSPEC,
+    NBFORMAT_ID,
+    NS,
+    from_notebook,
+    is_conversation_cell,
+    to_notebook,
+)
+from .parse import is_message_path, message_section, messages_setting, parse  # noqa: E402
+from .safe_yaml import load_yaml  # noqa: E402
+from .text import escape_surrogates  # noqa: E402
 
 __all__ = [
     "COMPILED",
     "DEFAULT_KERNELSPEC",
+    "NBFORMAT_ID",
     "NS",
     "FormatError",
     "cell_attrs",
@@ -63,7 +75,11 @@ __all__ = [
     "cell_title",
     "document_part",
     "error_output",
+    "escape_surrogates",
     "front_matter",
+    "is_message_path",
+    "load_yaml",
+    "message_section",
     "message_text",
     "new_id",
     "new_message",
@@ -72,13 +88,16 @@ __all__ = [
     "output_kind",
     "output_text",
     "read",
+    "read_text",
     "reads",
     "reply_output",
+    "safe_path",
     "set_front_matter",
     "stream_output",
     "tool_call_output",
     "tool_result_output",
     "write",
+    "write_text",
     "writes",
 ]
 
@@ -129,61 +148,41 @@ def _as_text(text: object) -> str:
 
 
 def writes(nb: Mapping, *, path: str | None = None) -> str:
-    """The message-file text of notebook ``nb`` (canonical form)."""
+    """The message-file text of notebook ``nb`` (canonical form).
+
+    Never holds a lone surrogate (see :func:`escape_surrogates`): the text always encodes as
+    UTF-8. A plain ``.md`` whose front matter says ``messages: false`` takes no message: a
+    conversation cell in it is a :class:`FormatError`.
+    """
     path = os.fspath(path) if path is not None else None
     section = None
-    if path is not None and not is_message_path(path) and path.lower().endswith(".md"):
+    if not is_message_path(path):
         cells = nb.get("cells") or []
         if cells and cells[0].get("cell_type") == "raw":
             src = cells[0].get("source", "")
-            section = section_title(src if isinstance(src, str) else "".join(src))
+            said = messages_setting(src if isinstance(src, str) else "".join(src))
+            if said[1] is False:
+                if any(is_conversation_cell(c) for c in cells):
+                    raise FormatError("the front matter says messages: false, so this file "
+                                      "holds no messages (set messages: true to add some)",
+                                      line=1, path=path)
+            elif path is not None and path.lower().endswith(".md"):
+                section = message_section(src if isinstance(src, str) else "".join(src))
     with _no_cyclic_gc():
-        return emit(from_notebook(nb, path, section))
+        text = emit(from_notebook(nb, path, section))
+    return escape_surrogates(text)
 
 
 def read(path: str | os.PathLike) -> dict:
-    """Read a message file."""
-    with open(path, encoding="utf-8", newline="") as f:
-        text = f.read()
-    return reads(text, path=os.fspath(path))
+    """Read a message file (through :func:`safe_path`: a symbolic link out of its folder, a
+    FIFO or a device is a :class:`FormatError`, never read)."""
+    path = os.fspath(path)
+    return reads(read_text(path), path=path)
 
 
 def write(nb: Mapping, path: str | os.PathLike) -> None:
-    """Write a message file atomically: a temp file in the same directory, fsync, rename.
-
-    An existing file keeps its permission bits; a reader never sees a half-written file.
-    """
+    """Write a message file atomically (:func:`write_text`): a reader never sees a half-written
+    file, a killed writer leaves no temporary file, an existing file keeps its permission
+    bits, and a symbolic link inside the folder stays a link (its target is written)."""
     path = os.fspath(path)
-    text = writes(nb, path=path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    write_text(path, writes(nb, path=path))
