@@ -58,7 +58,13 @@ from .notebook import (  # noqa: E402
     is_conversation_cell,
     to_notebook,
 )
-from .parse import is_message_path, message_section, messages_setting, parse  # noqa: E402
+from .parse import (  # noqa: E402
+    is_message_path,
+    is_message_text,
+    message_section,
+    messages_setting,
+    parse,
+)
 from .safe_yaml import load_yaml  # noqa: E402
 from .text import escape_surrogates  # noqa: E402
 
@@ -78,6 +84,7 @@ __all__ = [
     "escape_surrogates",
     "front_matter",
     "is_message_path",
+    "is_message_text",
     "load_yaml",
     "message_section",
     "message_text",

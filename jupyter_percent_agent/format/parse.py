@@ -21,8 +21,8 @@ from .attrs import AttrError, parse_meta
 from .errors import FormatError
 from .lines import line_number, scan_all
 
-__all__ = ["INPUT_TYPES", "Document", "Record", "is_message_path", "message_section",
-           "messages_setting", "parse"]
+__all__ = ["INPUT_TYPES", "Document", "Record", "is_message_path", "is_message_text",
+           "message_section", "messages_setting", "parse"]
 
 INPUT_TYPES: Final = frozenset(
     {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
@@ -174,7 +174,28 @@ def _where(section: str | None, messages: bool | None) -> str | None:
 
 
 def is_message_path(path: str | None) -> bool:
+    """True for ``NAME.msg.md``: the whole file is messages, whatever its content."""
     return path is not None and str(path).lower().endswith(".msg.md")
+
+
+def is_message_text(text: str) -> bool:
+    """Whether a Markdown text is a message file by its content alone (for a ``.md`` that is
+    not named ``NAME.msg.md``): its front matter names a message section
+    (:func:`message_section`), or, unless it says ``messages: false``, a cell heading starts a
+    line outside every fenced block (the reader's own scan, so a jupytext Markdown notebook's
+    ``# %%`` comments inside its code blocks do not count).
+    """
+    section, messages = messages_setting(text)
+    if messages is False:
+        return False
+    if _where(section, messages) is not None:
+        return True
+    if "%%" not in text:
+        return False
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    heads = scan_all(text, front_matter_end(text))[0]
+    return bool(heads)
 
 
 def parse(text: str, path: str | None = None) -> Document:
