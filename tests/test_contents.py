@@ -259,12 +259,119 @@ async def test_a_message_notebook_comes_with_the_language_info_its_kernel_report
     await put_model(jp_fetch, "notes.md", model)
     assert "language_info" not in (jp_root_dir / "notes.md").read_text(encoding="utf-8")
 
-    python = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb = core.reads(canonical, path="py.msg.md")
-    nb["metadata"].update(kernelspec=python, language_info={"name": "python"})
-    (jp_root_dir / "py.msg.md").write_text(core.writes(nb, path="py.msg.md"), encoding="utf-8")
+
+
+# --- the kernel a message file opens on --------------------------------------------------------
+
+PYTHON = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+async def test_a_message_file_naming_another_kernel_opens_on_the_agent_kernel(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """A file whose front matter names python3 must not make "running a message" run Python:
+    JupyterLab gets the agent kernel, and a save writes back what the file said."""
+    from jupyter_percent_agent.kernel import LANGUAGE_INFO
+
+    nb = core.reads(chat_text, path="py.msg.md")
+    nb["metadata"].update(kernelspec=PYTHON, language_info={"name": "python"})
+    text = core.writes(nb, path="py.msg.md")
+    path = jp_root_dir / "py.msg.md"
+    path.write_text(text, encoding="utf-8")
     model = await get_model(jp_fetch, "py.msg.md")
-    assert model["content"]["metadata"]["language_info"] == {"name": "python"}
+    meta = model["content"]["metadata"]
+    assert meta["kernelspec"] == core.DEFAULT_KERNELSPEC
+    assert meta["language_info"] == LANGUAGE_INFO
+    await put_model(jp_fetch, "py.msg.md", model)
+    assert path.read_text(encoding="utf-8") == text  # python3 and its language_info kept
+    # the file itself, through the format core and jupytext, still says python3
+    assert core.read(path)["metadata"]["kernelspec"] == PYTHON
+
+    # a plain .md read as messages: the same
+    notes = "---\nmessage_section: Talk\njupyter: {\"kernelspec\":{\"name\":\"ir\"," \
+            "\"display_name\":\"R\",\"language\":\"R\"}}\n---\n\n# Notes\n\n## Talk\n\n" \
+            "### %% Hi[^m1]\n\nHello\n"
+    (jp_root_dir / "notes.md").write_text(notes, encoding="utf-8")
+    model = await get_model(jp_fetch, "notes.md")
+    assert model["content"]["metadata"]["kernelspec"]["name"] == "percent-agent"
+    await put_model(jp_fetch, "notes.md", model)
+    assert '"name":"ir"' in (jp_root_dir / "notes.md").read_text(encoding="utf-8")
+
+
+async def test_the_kernel_picked_in_jupyterlab_is_not_written_into_the_file(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    path = jp_root_dir / "chat.msg.md"
+    canonical = core.writes(core.reads(chat_text, path="chat.msg.md"), path="chat.msg.md")
+    path.write_text(canonical, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    # what JupyterLab's "Change kernel" leaves in the notebook
+    model["content"]["metadata"]["kernelspec"] = PYTHON
+    model["content"]["metadata"]["language_info"] = {"name": "python", "version": "3.11"}
+    await put_model(jp_fetch, "chat.msg.md", model)
+    assert path.read_text(encoding="utf-8") == canonical
+    again = await get_model(jp_fetch, "chat.msg.md")
+    assert again["content"]["metadata"]["kernelspec"] == core.DEFAULT_KERNELSPEC
+
+
+# --- paths that lead elsewhere -----------------------------------------------------------------
+
+
+@pytest.fixture
+def private_file(tmp_path: Path, jp_root_dir: Path) -> Path:
+    """A private file outside the served folder, that reads as a message file."""
+    secret = tmp_path / "private" / "diary.msg.md"
+    secret.parent.mkdir()
+    assert not secret.is_relative_to(jp_root_dir)
+    secret.write_text("# %% secret[^s]\n[^s]: [markdown]\n\nMy bank PIN is 1234\n",
+                      encoding="utf-8")
+    return secret
+
+
+async def test_a_message_file_linked_out_of_its_folder_is_refused(
+    jp_fetch, jp_root_dir: Path, private_file: Path, chat_text
+) -> None:
+    link = jp_root_dir / "notes.msg.md"
+    link.symlink_to(private_file)
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "notes.msg.md", method="GET")
+    assert info.value.code == 403
+    message = json.loads(info.value.response.body)["message"]
+    assert "symbolic link to a file outside its folder" in message
+    assert "PIN" not in message and str(private_file) not in message
+    before = private_file.read_text(encoding="utf-8")
+    nb = core.reads(chat_text, path="chat.msg.md")
+    with pytest.raises(HTTPClientError) as info:
+        await put_model(jp_fetch, "notes.msg.md",
+                        {"type": "notebook", "format": "json", "content": nb})
+    assert info.value.code == 403
+    assert link.is_symlink() and private_file.read_text(encoding="utf-8") == before
+
+
+async def test_a_message_file_linked_inside_its_folder_is_saved_through_the_link(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    (jp_root_dir / "archive").mkdir()
+    target = jp_root_dir / "archive" / "2025.msg.md"
+    target.write_text(chat_text, encoding="utf-8")
+    link = jp_root_dir / "current.msg.md"
+    link.symlink_to(Path("archive") / "2025.msg.md")
+    model = await get_model(jp_fetch, "current.msg.md")
+    model["content"]["cells"][0]["source"] = "Edited through the link"
+    await put_model(jp_fetch, "current.msg.md", model)
+    assert link.is_symlink()
+    assert "Edited through the link" in target.read_text(encoding="utf-8")
+    assert sorted(p.name for p in (jp_root_dir / "archive").iterdir()) == ["2025.msg.md"]
+
+
+async def test_a_fifo_named_like_a_message_file_is_refused_without_blocking(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    os.mkfifo(jp_root_dir / "pipe.msg.md")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "pipe.msg.md", method="GET", request_timeout=10)
+    assert info.value.code == 403
+    assert "a FIFO" in json.loads(info.value.response.body)["message"]
 
 
 # --- writing ------------------------------------------------------------------------------------
