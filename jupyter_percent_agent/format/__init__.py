@@ -16,19 +16,10 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from . import compiled as _compiled
-
-# The compiled core (see compiled.py), when built and current, shadows the hot modules.
-_built = _compiled.usable(os.path.dirname(__file__))
-if _built is not None:
-    __path__.insert(0, _built)
-#: Whether reads and writes run on the mypyc-compiled core (else on the Python sources).
-COMPILED = _built is not None
-
-from .emit import emit  # noqa: E402
-from .errors import FormatError  # noqa: E402
-from .files import read_text, safe_path, write_text  # noqa: E402
-from .model import (  # noqa: E402
+from .emit import emit
+from .errors import FormatError
+from .files import read_text, safe_path, write_text
+from .model import (
     cell_attrs,
     cell_id,
     cell_kind,
@@ -50,7 +41,7 @@ from .model import (  # noqa: E402
     tool_call_output,
     tool_result_output,
 )
-from .notebook import (  # noqa: E402
+from .notebook import (
     DEFAULT_KERNELSPEC,
     NBFORMAT_ID,
     NS,
@@ -58,18 +49,17 @@ from .notebook import (  # noqa: E402
     is_conversation_cell,
     to_notebook,
 )
-from .parse import (  # noqa: E402
+from .parse import (
     is_message_path,
     is_message_text,
     message_section,
     messages_setting,
     parse,
 )
-from .safe_yaml import load_yaml  # noqa: E402
-from .text import escape_surrogates  # noqa: E402
+from .safe_yaml import load_yaml
+from .text import escape_surrogates
 
 __all__ = [
-    "COMPILED",
     "DEFAULT_KERNELSPEC",
     "NBFORMAT_ID",
     "NS",

@@ -26,7 +26,6 @@ import errno
 import fcntl
 import os
 import re
-import secrets
 import stat
 from typing import Final
 
@@ -131,7 +130,7 @@ def _mode_of(target: str) -> int | None:
 
 
 def _temp_name(name: str) -> str:
-    return f".{name}.{secrets.token_hex(_TMP_RANDOM // 2)}.tmp"
+    return f".{name}.{os.urandom(_TMP_RANDOM // 2).hex()}.tmp"
 
 
 def _sweep(folder: str, name: str) -> None:
