@@ -568,3 +568,14 @@ def test_sync_manager_reads_and_saves_message_files(tmp_path: Path, chat_text) -
         cm.get("bad.msg.md")
     assert info.value.status_code == 400
     assert "line 5" in info.value.log_message
+
+
+def test_the_agent_kernelspec_is_one_fact() -> None:
+    """format.DEFAULT_KERNELSPEC is what message files and the contents manager use; the
+    kernel package and its installed kernel.json must say the same."""
+    from jupyter_percent_agent import kernel
+
+    spec = json.loads((kernel.kernelspec_dir() / "kernel.json").read_text(encoding="utf-8"))
+    assert kernel.KERNEL_NAME == core.DEFAULT_KERNELSPEC["name"] == kernel.kernelspec_dir().name
+    assert kernel.DISPLAY_NAME == core.DEFAULT_KERNELSPEC["display_name"] == spec["display_name"]
+    assert spec["language"] == core.DEFAULT_KERNELSPEC["language"]

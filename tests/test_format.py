@@ -788,3 +788,21 @@ def test_messages_false_means_the_whole_file_is_its_document():
             writes(nb, path=path)
     # a NAME.msg.md is all messages, whatever its front matter says
     assert len(only(reads(text, path="notes.msg.md"))) == 1
+
+
+def test_tce_chat_never_writes_a_message_into_a_messages_false_file(tmp_path, monkeypatch):
+    """The symptom of three disagreeing detectors: tce chat put a message into the prose of a
+    file whose front matter says messages: false. The core refuses the write; the file stays."""
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent.cli import main
+
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
+    path = tmp_path / "notes.md"
+    text = "---\nmessages: false\n---\n\n# Notes\n\nSome prose.\n"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert result.exit_code in (2, 3), result.output  # 2 once tce asks the one detector first
+    assert "messages: false" in result.output or "--force" in result.output
+    assert path.read_text() == text
