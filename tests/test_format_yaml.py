@@ -162,3 +162,10 @@ async def test_the_contents_server_answers_the_bomb_with_a_400_naming_the_line(
     message = json.loads(info.value.response.body)["message"]
     assert "line 4" in message and "anchors and aliases are refused" in message
     assert "Traceback" not in message
+
+
+def test_an_error_at_the_end_names_the_last_line_not_the_one_after() -> None:
+    # libyaml reports a flow left open at the end of a text with no final newline one line on
+    with pytest.raises(FormatError) as info:
+        load_yaml("title: x\nagents: [unclosed", line=2)
+    assert info.value.line == 3

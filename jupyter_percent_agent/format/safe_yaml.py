@@ -103,7 +103,9 @@ def load_yaml(text: str, *, line: int = 1, what: str = "the text",
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise FormatError(f"{what} is not valid YAML: {problem}",
-                          line=line + mark.line if mark else line, path=path) from None
+        # libyaml puts an error at the end of a text with no final newline one line past it
+        at = min(mark.line, text.count("\n")) if mark else 0
+        raise FormatError(f"{what} is not valid YAML: {problem}", line=line + at,
+                          path=path) from None
     finally:
         loader.dispose()
