@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup test lint compile bench bench-peers clean
+.PHONY: setup test lint bench bench-peers clean
 
 setup:  ## install everything: Debian Chromium, a virtualenv, the package with its test extras
 	bash scripts/setup.sh
@@ -11,9 +11,6 @@ setup:  ## install everything: Debian Chromium, a virtualenv, the package with i
 test:   ## the whole test suite, browser tests included
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
-
-compile:  ## rebuild the compiled format core after editing jupyter_percent_agent/format
-	$(BIN)/python scripts/compile_format.py
 
 lint:
 	$(BIN)/ruff check .
@@ -28,4 +25,4 @@ bench-peers:  ## the peers, for benchmarks only: smolagents in .venv, llm in its
 	.venv-llm/bin/python -m pip install -q llm
 
 clean:
-	rm -rf $(VENV) .venv-llm build dist jupyter_percent_agent/format/_compiled jupyter_percent_agent/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) .venv-llm build dist jupyter_percent_agent/labextension labextension/lib labextension/node_modules

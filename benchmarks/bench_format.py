@@ -3,8 +3,7 @@
 Targets (issue 2): read >= 20x faster than jupytext's md reader, write >= 10x faster than its
 md writer, read within 20x of ``str.splitlines`` on the same text. Also shown: a first open,
 the same text with token counts the reader's attribute caches have never seen.
-Run: ``.venv/bin/python -m benchmarks.bench_format``. It measures the core in use: the compiled
-one that ``make setup`` builds, or with ``PERCENT_AGENT_PURE_PYTHON=1`` the Python sources.
+Run: ``.venv/bin/python -m benchmarks.bench_format``.
 """
 
 from __future__ import annotations
@@ -66,9 +65,8 @@ def main() -> None:
     md_text = jupytext.writes(jnb, fmt="md")
     py_text = jupytext.writes(jnb, fmt="py:percent")
     lines = len(text.split("\n"))
-    core = "compiled (mypyc)" if fmt.COMPILED else "Python sources"
     print(f"\n{CELLS} cells, {len(nb['cells'])} notebook cells, {lines} lines, "
-          f"{len(text) / 1e6:.2f} MB; format core: {core}")
+          f"{len(text) / 1e6:.2f} MB")
 
     # A first open: the same text with token counts this process has never seen, so no
     # attribute token is in the reader's caches (one fresh variant per run).

@@ -19,11 +19,6 @@ fi
 # Playwright drives Debian's Chromium; it must never try to download a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 .venv/bin/python -m pip install -q -e ".[test]"
-# The format core's hot modules, compiled with mypyc (about 20 s): a missing C compiler only
-# costs speed, the Python sources are used instead; in CI it is an error.
-if ! .venv/bin/python scripts/compile_format.py; then
-    [ -z "${CI:-}" ] || exit 1
-fi
 # Byte-compile the package, as a wheel install would: an editable install leaves that to the
 # first import, which never writes it where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines), and then every `tce` run and kernel start compiles the sources again (~40 ms).

@@ -259,12 +259,119 @@ async def test_a_message_notebook_comes_with_the_language_info_its_kernel_report
     await put_model(jp_fetch, "notes.md", model)
     assert "language_info" not in (jp_root_dir / "notes.md").read_text(encoding="utf-8")
 
-    python = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb = core.reads(canonical, path="py.msg.md")
-    nb["metadata"].update(kernelspec=python, language_info={"name": "python"})
-    (jp_root_dir / "py.msg.md").write_text(core.writes(nb, path="py.msg.md"), encoding="utf-8")
+
+
+# --- the kernel a message file opens on --------------------------------------------------------
+
+PYTHON = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+async def test_a_message_file_naming_another_kernel_opens_on_the_agent_kernel(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """A file whose front matter names python3 must not make "running a message" run Python:
+    JupyterLab gets the agent kernel, and a save writes back what the file said."""
+    from jupyter_percent_agent.kernel import LANGUAGE_INFO
+
+    nb = core.reads(chat_text, path="py.msg.md")
+    nb["metadata"].update(kernelspec=PYTHON, language_info={"name": "python"})
+    text = core.writes(nb, path="py.msg.md")
+    path = jp_root_dir / "py.msg.md"
+    path.write_text(text, encoding="utf-8")
     model = await get_model(jp_fetch, "py.msg.md")
-    assert model["content"]["metadata"]["language_info"] == {"name": "python"}
+    meta = model["content"]["metadata"]
+    assert meta["kernelspec"] == core.DEFAULT_KERNELSPEC
+    assert meta["language_info"] == LANGUAGE_INFO
+    await put_model(jp_fetch, "py.msg.md", model)
+    assert path.read_text(encoding="utf-8") == text  # python3 and its language_info kept
+    # the file itself, through the format core and jupytext, still says python3
+    assert core.read(path)["metadata"]["kernelspec"] == PYTHON
+
+    # a plain .md read as messages: the same
+    notes = "---\nmessage_section: Talk\njupyter: {\"kernelspec\":{\"name\":\"ir\"," \
+            "\"display_name\":\"R\",\"language\":\"R\"}}\n---\n\n# Notes\n\n## Talk\n\n" \
+            "### %% Hi[^m1]\n\nHello\n"
+    (jp_root_dir / "notes.md").write_text(notes, encoding="utf-8")
+    model = await get_model(jp_fetch, "notes.md")
+    assert model["content"]["metadata"]["kernelspec"]["name"] == "percent-agent"
+    await put_model(jp_fetch, "notes.md", model)
+    assert '"name":"ir"' in (jp_root_dir / "notes.md").read_text(encoding="utf-8")
+
+
+async def test_the_kernel_picked_in_jupyterlab_is_not_written_into_the_file(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    path = jp_root_dir / "chat.msg.md"
+    canonical = core.writes(core.reads(chat_text, path="chat.msg.md"), path="chat.msg.md")
+    path.write_text(canonical, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    # what JupyterLab's "Change kernel" leaves in the notebook
+    model["content"]["metadata"]["kernelspec"] = PYTHON
+    model["content"]["metadata"]["language_info"] = {"name": "python", "version": "3.11"}
+    await put_model(jp_fetch, "chat.msg.md", model)
+    assert path.read_text(encoding="utf-8") == canonical
+    again = await get_model(jp_fetch, "chat.msg.md")
+    assert again["content"]["metadata"]["kernelspec"] == core.DEFAULT_KERNELSPEC
+
+
+# --- paths that lead elsewhere -----------------------------------------------------------------
+
+
+@pytest.fixture
+def private_file(tmp_path: Path, jp_root_dir: Path) -> Path:
+    """A private file outside the served folder, that reads as a message file."""
+    secret = tmp_path / "private" / "diary.msg.md"
+    secret.parent.mkdir()
+    assert not secret.is_relative_to(jp_root_dir)
+    secret.write_text("# %% secret[^s]\n[^s]: [markdown]\n\nMy bank PIN is 1234\n",
+                      encoding="utf-8")
+    return secret
+
+
+async def test_a_message_file_linked_out_of_its_folder_is_refused(
+    jp_fetch, jp_root_dir: Path, private_file: Path, chat_text
+) -> None:
+    link = jp_root_dir / "notes.msg.md"
+    link.symlink_to(private_file)
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "notes.msg.md", method="GET")
+    assert info.value.code == 403
+    message = json.loads(info.value.response.body)["message"]
+    assert "symbolic link to a file outside its folder" in message
+    assert "PIN" not in message and str(private_file) not in message
+    before = private_file.read_text(encoding="utf-8")
+    nb = core.reads(chat_text, path="chat.msg.md")
+    with pytest.raises(HTTPClientError) as info:
+        await put_model(jp_fetch, "notes.msg.md",
+                        {"type": "notebook", "format": "json", "content": nb})
+    assert info.value.code == 403
+    assert link.is_symlink() and private_file.read_text(encoding="utf-8") == before
+
+
+async def test_a_message_file_linked_inside_its_folder_is_saved_through_the_link(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    (jp_root_dir / "archive").mkdir()
+    target = jp_root_dir / "archive" / "2025.msg.md"
+    target.write_text(chat_text, encoding="utf-8")
+    link = jp_root_dir / "current.msg.md"
+    link.symlink_to(Path("archive") / "2025.msg.md")
+    model = await get_model(jp_fetch, "current.msg.md")
+    model["content"]["cells"][0]["source"] = "Edited through the link"
+    await put_model(jp_fetch, "current.msg.md", model)
+    assert link.is_symlink()
+    assert "Edited through the link" in target.read_text(encoding="utf-8")
+    assert sorted(p.name for p in (jp_root_dir / "archive").iterdir()) == ["2025.msg.md"]
+
+
+async def test_a_fifo_named_like_a_message_file_is_refused_without_blocking(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    os.mkfifo(jp_root_dir / "pipe.msg.md")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "pipe.msg.md", method="GET", request_timeout=10)
+    assert info.value.code == 403
+    assert "a FIFO" in json.loads(info.value.response.body)["message"]
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -461,3 +568,37 @@ def test_sync_manager_reads_and_saves_message_files(tmp_path: Path, chat_text) -
         cm.get("bad.msg.md")
     assert info.value.status_code == 400
     assert "line 5" in info.value.log_message
+
+
+def test_the_agent_kernelspec_is_one_fact() -> None:
+    """format.DEFAULT_KERNELSPEC is what message files and the contents manager use; the
+    kernel package and its installed kernel.json must say the same."""
+    from jupyter_percent_agent import kernel
+
+    spec = json.loads((kernel.kernelspec_dir() / "kernel.json").read_text(encoding="utf-8"))
+    assert kernel.KERNEL_NAME == core.DEFAULT_KERNELSPEC["name"] == kernel.kernelspec_dir().name
+    assert kernel.DISPLAY_NAME == core.DEFAULT_KERNELSPEC["display_name"] == spec["display_name"]
+    assert spec["language"] == core.DEFAULT_KERNELSPEC["language"]
+
+
+async def test_a_save_from_jupyterlab_writes_a_clean_file(jp_fetch, jp_root_dir: Path) -> None:
+    """No 36-character UUID ids (the short ids tce makes), no execution_count on messages,
+    no empty message for the cell JupyterLab adds after a run."""
+    uuid = "dd48e6a2-30aa-4cea-a532-396601ee4b78"
+    nb = {"nbformat": 4, "nbformat_minor": 5,
+          "metadata": {"kernelspec": dict(core.DEFAULT_KERNELSPEC)},
+          "cells": [
+              {"cell_type": "code", "id": uuid, "metadata": {}, "source": "Hello",
+               "execution_count": 1,
+               "outputs": [core.reply_output("Hi!", agent="default", out_id="dd48e6a2.1")]},
+              {"cell_type": "code", "id": "0b6ef3bc-7c1f-4d9f-a4b2-2a3f1c0e9d11",
+               "metadata": {"trusted": True}, "source": "", "execution_count": None,
+               "outputs": []}]}
+    await put_model(jp_fetch, "clean.msg.md", {"type": "notebook", "format": "json",
+                                              "content": nb})
+    text = (jp_root_dir / "clean.msg.md").read_text()
+    assert "[^dd48e6a2]" in text and uuid not in text
+    assert "execution_count" not in text
+    cells = core.read(jp_root_dir / "clean.msg.md")["cells"]
+    assert [core.message_text(c) for c in cells] == ["Hello"]
+    assert core.output_text(cells[0]["outputs"][0]) == "Hi!"

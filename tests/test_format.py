@@ -629,3 +629,180 @@ def test_cells_trusted_flag_is_neither_written_nor_read():
     assert leaked["cells"][0]["metadata"] == {"history": "include"}
     raw = reads("# %%[^r]\n[^r]: [raw] trusted=false\n\nx\n")
     assert raw["cells"][0]["metadata"] == {}
+
+
+# --------------------------------------------------------------------------- other notebooks
+
+NOTEBOOKS = Path(__file__).parent / "data" / "format" / "notebooks"
+
+
+@pytest.mark.parametrize("name", ["stdin_stream.ipynb", "future_types.ipynb"])
+def test_notebooks_from_jupyterlab_and_later_nbformats_round_trip_exactly(name):
+    """What JupyterLab records for input() (a "stdin" stream) and what a later nbformat may
+    hold (nbformat_minor 6, a "future cell" with no source, a "future output")."""
+    nb = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
+    expected = _normalise_ipynb({**nb, "cells": [c for c in nb["cells"] if "source" in c]})
+    expected["nbformat_minor"] = nb["nbformat_minor"]
+    expected["cells"] = [_normalise_ipynb({"cells": [c]})["cells"][0] if "source" in c else c
+                         for c in nb["cells"]]
+    text = writes(expected)
+    back = reads(text)
+    assert back == expected
+    assert writes(back) == text
+    assert_valid(back)
+
+
+def test_a_stdin_stream_is_written_with_its_own_prefix():
+    nb = json.loads((NOTEBOOKS / "stdin_stream.ipynb").read_text(encoding="utf-8"))
+    text = writes(_normalise_ipynb(nb))
+    assert "stdout> Welcome to the bank.\nstdin> Enter your 4-digit PIN:  1234\n" in text
+    assert "stdin> first?  a\n\n## %%%" in text  # two stdin streams: two blocks
+
+
+def test_a_stream_of_any_other_name_keeps_its_name_and_text():
+    cell = {"cell_type": "code", "id": "a", "metadata": {}, "source": "x", "execution_count": None,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "one\n"},
+                        {"output_type": "stream", "name": "log", "text": "```\n# %% not a cell\n"},
+                        {"output_type": "stream", "name": "stdout", "text": "two"}]}
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]}
+    text = writes(nb)
+    assert 'stream="log"' in text
+    assert reads(text) == nb
+
+
+def test_a_cell_of_a_future_type_is_never_a_message():
+    nb = json.loads((NOTEBOOKS / "future_types.ipynb").read_text(encoding="utf-8"))
+    back = reads(writes(nb))
+    assert [fmt.cell_kind(c) for c in back["cells"]] == ["note", "message", "raw", "raw"]
+
+
+# --------------------------------------------------------------------------- unencodable text
+
+LONE = "\ud800"
+PAIR = "\ud83d\ude00"  # the two halves of 😀, as a JSON decoder hands them over
+
+
+def _reply_nb(text: str) -> dict:
+    cell = fmt.new_message("Say something", cell_id="q")
+    cell["outputs"].append({"output_type": "display_data", "data": {"text/markdown": text},
+                            "metadata": {NS: {"type": "planner"}, "model": f"m{LONE}"}})
+    cell["outputs"].append({"output_type": "stream", "name": "stdout", "text": f"{chr(55296)}\n"})
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]}
+
+
+def test_writes_never_fails_on_lone_surrogates_and_joins_pairs():
+    text = writes(_reply_nb(f"before {LONE} middle {PAIR} after"))
+    text.encode("utf-8")  # no UnicodeEncodeError
+    assert "before \\ud800 middle \U0001f600 after" in text
+    assert "stdout> \\ud800" in text
+    back = reads(text)
+    assert fmt.output_text(back["cells"][0]["outputs"][0]) == "before \\ud800 middle 😀 after"
+    assert writes(back) == text
+
+
+def test_write_keeps_the_reply_and_every_step(tmp_path):
+    path = tmp_path / "s.msg.md"
+    fmt.write(_reply_nb(f"tool said {LONE}"), path)
+    back = fmt.read(path)
+    outputs = back["cells"][0]["outputs"]
+    assert fmt.output_text(outputs[0]) == "tool said \\ud800"
+    assert fmt.output_text(outputs[1]) == "\\ud800\n"
+
+
+def test_output_constructors_escape_lone_surrogates():
+    made = [
+        fmt.new_message(f"q{LONE}", attrs={"note": LONE}, title=f"t{LONE}"),
+        fmt.reply_output(f"r{LONE}{PAIR}", agent="a", out_id="q.1", attrs={"model": LONE}),
+        fmt.tool_call_output(f"n{LONE}", f"c{LONE}", out_id="q.k"),
+        fmt.tool_result_output(f"x{LONE}", out_id="q.k.1", status="success"),
+        fmt.stream_output("stdout", f"s{LONE}", attrs={"x": [LONE]}),
+        fmt.error_output(f"E{LONE}", f"v{LONE}", [f"tb{LONE}"]),
+    ]
+    for obj in made:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")  # no UnicodeEncodeError
+    assert fmt.output_text(made[1]) == "r\\ud800😀"
+    assert fmt.escape_surrogates(f"a{LONE}b") == "a\\ud800b"
+    assert fmt.escape_surrogates("plain") == "plain"
+
+
+# --------------------------------------------------------------------------- where messages are
+
+
+@pytest.mark.parametrize(
+    ("front", "section"),
+    [
+        ("message_section: Talk", "Talk"),
+        ("message_section: 'It''s ours'", "It's ours"),
+        ('message_section: "Chat # 2"', "Chat # 2"),
+        ("message_section: Chat # a comment", "Chat"),
+        ("message_section:", "Discussion"),
+        ("message_section: ~", "Discussion"),
+        ("messages: true", "Discussion"),
+        ("messages: Yes", "Discussion"),
+        ("messages: ON # yes", "Discussion"),
+        ("messages: false", None),
+        ("messages: no", None),
+        ('messages: "true"', None),  # a string, not a boolean
+        ("messages: 1", None),
+        ("message_section: Talk\nmessages: false", None),  # false wins
+        ("messages: false\nmessage_section: Talk", None),
+        ("messages: true\nmessage_section: Talk", "Talk"),
+        ("notes:\n  messages: true", None),  # not a top-level key
+        ("title: messages: true", None),
+        ("agents: {}", None),
+        ("", None),
+    ],
+)
+def test_message_section_is_the_one_detector(front, section):
+    text = f"---\n{front}\n---\n\n# Notes\n"
+    assert fmt.message_section(text) == section
+    assert fmt.message_section(text.replace("\n", "\r\n")) == section
+    assert fmt.message_section(f"---\n{front}\n---\n") == section  # the front matter alone
+    # and YAML agrees with it (where it is YAML)
+    try:
+        data = fmt.load_yaml(front) or {}
+    except FormatError:
+        return
+    said = data.get("messages") if isinstance(data.get("messages"), bool) else None
+    if said is False:
+        assert section is None
+    elif "message_section" in data:
+        assert section == (data["message_section"] or "Discussion")
+    else:
+        assert section == ("Discussion" if said else None)
+
+
+def test_no_front_matter_names_no_section():
+    assert fmt.message_section("# Notes\n\nmessages: true\n") is None
+    assert fmt.message_section("---\nmessages: true\n") is None  # never closed
+
+
+def test_messages_false_means_the_whole_file_is_its_document():
+    text = "---\nmessages: false\n---\n# Notes\n\n# %% not a message[^a]\n[^a]: [markdown]\n\nx\n"
+    for path in ("notes.md", None):
+        nb = reads(text, path=path)
+        assert only(nb) == []
+        assert writes(nb, path=path) == text
+        nb["cells"].append(fmt.new_message("hello", cell_id="m1"))
+        with pytest.raises(FormatError, match="messages: false"):
+            writes(nb, path=path)
+    # a NAME.msg.md is all messages, whatever its front matter says
+    assert len(only(reads(text, path="notes.msg.md"))) == 1
+
+
+def test_tce_chat_never_writes_a_message_into_a_messages_false_file(tmp_path, monkeypatch):
+    """The symptom of three disagreeing detectors: tce chat put a message into the prose of a
+    file whose front matter says messages: false. The core refuses the write; the file stays."""
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent.cli import main
+
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
+    path = tmp_path / "notes.md"
+    text = "---\nmessages: false\n---\n\n# Notes\n\nSome prose.\n"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert result.exit_code in (2, 3), result.output  # 2 once tce asks the one detector first
+    assert "messages: false" in result.output or "--force" in result.output
+    assert path.read_text() == text

@@ -104,3 +104,13 @@ def test_guess_format_by_content_and_by_path() -> None:
     with jupytext_format.path_hint("chat.msg.md"):
         assert guess("", ".md") == ("msg", {})
     assert guess("## %% x\n", ".py")[0] != "msg"
+
+
+def test_messages_false_is_plain_markdown_whatever_its_headings_say() -> None:
+    """The same detector as the format core and tce (format.message_section): a front matter
+    that says messages: false makes a .md plain Markdown, even with a "# %%" line in it."""
+    guess = jupytext.formats.guess_format
+    text = "---\nmessages: false\n---\n\n# Notes\n\n# %% a heading of the prose\n"
+    assert guess(text, ".md")[0] == "markdown"
+    assert guess(text.replace("false", "true"), ".md") == ("msg", {})
+    assert guess("---\nmessages: yes # on\n---\n\n# Doc\n", ".md") == ("msg", {})

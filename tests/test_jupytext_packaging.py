@@ -96,3 +96,15 @@ def test_installed_wheel_registers_the_format(wheel: Path, tmp_path: Path) -> No
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.slow
+def test_the_wheel_is_pure_python_with_the_format_core_as_sources(wheel: Path) -> None:
+    """One core for everyone: the format core ships as its Python sources (docs/format.md,
+    Speed, says why no compiled core is built), so the wheel fits every platform."""
+    assert wheel.name.endswith("-py3-none-any.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    core = [n for n in names if n.startswith("jupyter_percent_agent/format/")]
+    assert "jupyter_percent_agent/format/parse.py" in core
+    assert "jupyter_percent_agent/format/safe_yaml.py" in core
+    assert not [n for n in names if n.endswith((".so", ".pyd", ".c"))]

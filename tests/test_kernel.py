@@ -761,3 +761,19 @@ def test_installed_server_session_runs_and_saves(tmp_path: Path, server: OpenAIS
             proc.kill()
             proc.wait()
         server.reset()
+
+
+def test_a_jupyterlab_uuid_finds_the_short_id_a_save_gave_its_cell(tmp_path: Path) -> None:
+    from jupyter_percent_agent.kernel._notebook import KernelMemory, read_notebook
+
+    path = tmp_path / "s.msg.md"
+    path.write_text("# %% one[^dd48e6a2]\n[^dd48e6a2]: [markdown]\n\nHello\n\n"
+                    "# %% two[^x1]\n[^x1]: [markdown]\n\nLater\n")
+    uuid = "dd48e6a2-30aa-4cea-a532-396601ee4b78"
+    nb, nb_id, footnote = KernelMemory().prepare(read_notebook(path), uuid, "Hello, edited")
+    assert nb_id == footnote == "dd48e6a2"
+    assert [c["source"] for c in nb["cells"]] == ["Hello, edited", "Later"]  # not appended
+    # an unsaved new cell gets the short id a save would give it
+    _, nb_id, _ = KernelMemory().prepare(read_notebook(path),
+                                         "0b6ef3bc-7c1f-4d9f-a4b2-2a3f1c0e9d11", "New")
+    assert nb_id == "0b6ef3bc"

@@ -15,11 +15,19 @@ adapter (``jupyter_percent_agent.jupytext_format``). What this layer adds:
 - a message file paired with nothing is saved straight through the core, skipping jupytext's
   conversion of the whole notebook to NotebookNodes (pairs still go through jupytext);
 - a new ``.msg.md`` notebook starts with what an empty message file reads as (agent kernel);
-- a message notebook on the agent kernel is handed out with the kernel's ``language_info``
-  (``jupyter_percent_agent.kernel.LANGUAGE_INFO``) and saved without it. A message file does
-  not keep it; JupyterLab writes what the kernel says into the open notebook, which marked
-  every message file modified as soon as it opened (and the next save wrote it into the front
-  matter). Given it up front, the kernel's answer changes nothing.
+- a message notebook always opens on the agent kernel (``format.DEFAULT_KERNELSPEC``),
+  whatever kernelspec its file names: "running a message" must never run it as another
+  language's code. The file's own ``kernelspec`` and ``language_info`` ride along in
+  ``metadata.percent_agent.file_metadata`` and are what a save writes back; the kernel picked
+  in JupyterLab is never written into a message file (docs/format.md, "Opened in
+  JupyterLab");
+- a message notebook is handed out with the agent kernel's ``language_info``
+  (``jupyter_percent_agent.kernel.LANGUAGE_INFO``) and saved without it. JupyterLab writes
+  what the kernel says into the open notebook, which marked every message file modified as
+  soon as it opened; given it up front, the kernel's answer changes nothing;
+- a message notebook whose file is a symbolic link out of its folder, a FIFO, a device or a
+  ``/proc`` file is refused (403) before anything reads or writes it (``format.safe_path``);
+  a save through a link inside the folder writes the link's target and keeps the link;
 
 The server extension (``_link_jupyter_server_extension``) sets
 ``ServerApp.contents_manager_class`` before the contents manager is created, and keeps it
@@ -31,11 +39,9 @@ editable) into ``etc/jupyter/jupyter_server_config.d``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import inspect
 import os
-import tempfile
 from typing import Any
 
 __all__ = [
@@ -68,56 +74,37 @@ def _translate(err: Exception, path: str, action: str) -> Exception | None:
     return HTTPError(400, message, reason=f"Malformed message file{where}")
 
 
-def _replace_text(os_path: str, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``os_path``, then rename it over the file.
-
-    jupyter_server's own "atomic" writing truncates the file in place (keeping a backup), so a
-    reader (the kernel, ``tce``, an editor) can see a half-written file; a rename cannot.
-    """
-    if os.path.islink(os_path):
-        os_path = os.path.realpath(os_path)
-    folder = os.path.dirname(os_path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".~", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, os.stat(os_path).st_mode & 0o7777)
-        os.replace(tmp, os_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _replaceable(os_path: str, format: str | None) -> bool:
     """An existing Markdown file in a writable folder: the case where a rename is possible.
 
     A new file has no reader yet; jupyter_server's writing (and its modes) is right for it.
     """
-    folder = os.path.dirname(os_path) or "."
-    return (
-        format == "text"
-        and _is_md(os_path)
-        and os.path.isfile(os_path)
-        and os.access(folder, os.W_OK)
-    )
+    from jupyter_percent_agent.format import FormatError, safe_path
+
+    if not (format == "text" and _is_md(os_path) and os.path.isfile(os_path)):
+        return False
+    try:
+        target = safe_path(os_path)
+    except FormatError:
+        # a text file (a message notebook was refused before): jupyter_server's own writing
+        return False
+    return os.access(os.path.dirname(target) or ".", os.W_OK)
 
 
-def _agent_metadata(model: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
-    """The notebook metadata of a message notebook on the agent kernel, else None."""
+# Where a message notebook opened in JupyterLab keeps its file's kernelspec and language_info.
+FILE_METADATA = "file_metadata"
+_KERNEL_KEYS = ("kernelspec", "language_info")
+
+
+def _message_metadata(model: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
+    """The notebook metadata of a message notebook, else None."""
     from jupyter_percent_agent.jupytext_format import FORMAT_NAME, is_message_path
-    from jupyter_percent_agent.kernel import KERNEL_NAME
 
     if not isinstance(model, dict) or model.get("type") != "notebook":
         return None
     content = model.get("content")
     meta = content.get("metadata") if isinstance(content, dict) else None
     if not isinstance(meta, dict):
-        return None
-    kernelspec = meta.get("kernelspec")
-    if not isinstance(kernelspec, dict) or kernelspec.get("name") != KERNEL_NAME:
         return None
     if is_message_path(path):
         return meta
@@ -128,34 +115,135 @@ def _agent_metadata(model: dict[str, Any] | None, path: str) -> dict[str, Any] |
     return None
 
 
-def _with_language_info(model: dict[str, Any], path: str) -> dict[str, Any]:
-    """An opened message notebook, with the ``language_info`` its kernel will report.
+def _is_agent(kernelspec: Any) -> bool:
+    from jupyter_percent_agent.format import DEFAULT_KERNELSPEC
 
-    JupyterLab sets ``metadata.language_info`` to the kernel's as soon as the kernel is up,
-    and any change to the metadata marks the document modified.
+    return isinstance(kernelspec, dict) and kernelspec.get("name") == DEFAULT_KERNELSPEC["name"]
+
+
+def _for_jupyterlab(model: dict[str, Any], path: str) -> dict[str, Any]:
+    """An opened message notebook as JupyterLab gets it: on the agent kernel, with the
+    ``language_info`` that kernel reports, the file's own values of both kept aside.
+
+    JupyterLab starts the kernel the notebook's ``kernelspec`` names, so a file naming
+    ``python3`` would make "running a message" run Python. And it writes the kernel's
+    ``language_info`` into the open notebook as soon as the kernel is up, which marks the
+    document modified unless it is already there.
     """
-    meta = _agent_metadata(model, path.strip("/"))
-    if meta is not None:
-        from jupyter_percent_agent.kernel import LANGUAGE_INFO
+    meta = _message_metadata(model, path.strip("/"))
+    if meta is None:
+        return model
+    from jupyter_percent_agent.format import DEFAULT_KERNELSPEC, NS
+    from jupyter_percent_agent.kernel import LANGUAGE_INFO
 
-        meta["language_info"] = dict(LANGUAGE_INFO)
+    kept = {}
+    if not _is_agent(meta.get("kernelspec")):
+        kept["kernelspec"] = meta.get("kernelspec")  # None: the file names none
+        meta["kernelspec"] = dict(DEFAULT_KERNELSPEC)
+    if "language_info" in meta:
+        kept["language_info"] = meta["language_info"]
+    meta["language_info"] = dict(LANGUAGE_INFO)
+    if kept:
+        ns = meta.get(NS)
+        meta[NS] = {**(ns if isinstance(ns, dict) else {}), FILE_METADATA: kept}
     return model
 
 
-def _without_language_info(model: dict[str, Any], path: str) -> dict[str, Any]:
-    """A message notebook to save, without the ``language_info`` the kernel supplies.
+def _for_the_file(model: dict[str, Any], path: str) -> dict[str, Any]:
+    """A message notebook to save, with the kernelspec and language_info its file had.
 
-    The file never keeps it, so what was read saves back to the same text. The caller's model
-    is left as it is (a copy of the model, content and metadata dicts is changed).
+    What JupyterLab holds is the agent kernel (or a kernel the user picked for this session):
+    neither is written. The file's own values (kept aside by :func:`_for_jupyterlab`) are
+    restored; with none kept, the file had the agent kernelspec (or none) and no
+    ``language_info``. So what was read saves back to the same text. The caller's model is
+    left as it is (the model, content and metadata dicts are copied before any change).
     """
-    meta = _agent_metadata(model, path.strip("/"))
-    if meta is None or "language_info" not in meta:
+    meta = _message_metadata(model, path.strip("/"))
+    if meta is None:
         return model
+    from jupyter_percent_agent.format import DEFAULT_KERNELSPEC, NS
+
     meta = copy.copy(meta)
-    del meta["language_info"]
+    ns = meta.get(NS)
+    kept: Any = None
+    if isinstance(ns, dict) and FILE_METADATA in ns:
+        ns = dict(ns)
+        kept = ns.pop(FILE_METADATA)
+        if ns:
+            meta[NS] = ns
+        else:
+            del meta[NS]
+    kept = kept if isinstance(kept, dict) else {}
+    for key in _KERNEL_KEYS:
+        if key in kept:
+            if kept[key] is None:
+                meta.pop(key, None)
+            else:
+                meta[key] = kept[key]
+        elif key == "language_info":
+            meta.pop(key, None)
+        elif not _is_agent(meta.get(key)):
+            meta[key] = dict(DEFAULT_KERNELSPEC)
     content = copy.copy(model["content"])
     content["metadata"] = meta
+    content["cells"] = tidy_cells(content.get("cells") or [])
     return {**model, "content": content}
+
+
+# What JupyterLab keeps in a cell's metadata for itself (not footnote attributes).
+_LAB_KEYS = frozenset({"trusted", "execution", "scrolled", "collapsed", "jupyter", "tags"})
+
+
+def _empty_message(cell: Any) -> bool:
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        source = "".join(source)
+    return (cell.get("cell_type") == "code" and isinstance(source, str) and not source.strip()
+            and not cell.get("outputs")
+            and not set(cell.get("metadata") or {}) - _LAB_KEYS)
+
+
+def tidy_cells(cells: list[Any]) -> list[Any]:
+    """What a save from JupyterLab leaves out of a message file: the empty message JupyterLab
+    adds after the last run, execution counts on messages (running a message is no Out[n]),
+    and its 36-character UUID cell ids (a cell gets the short id ``tce`` would, which the
+    kernel derives the same way). Cells are copied, not changed."""
+    from jupyter_percent_agent import format as fmt
+
+    cells = [dict(c) if isinstance(c, dict) else c for c in cells]
+    while cells and isinstance(cells[-1], dict) and _empty_message(cells[-1]):
+        cells.pop()
+    taken = {c.get("id") for c in cells
+             if isinstance(c, dict) and fmt.short_ids(str(c.get("id"))) == [c.get("id")]}
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        cid = cell.get("id")
+        if isinstance(cid, str) and fmt.short_ids(cid) != [cid]:
+            cell["id"] = fmt.short_id(cid, taken)
+            taken.add(cell["id"])
+        if cell.get("cell_type") == "code" and cell.get("execution_count") is not None \
+                and fmt.cell_kind(cell) == "message":
+            cell["execution_count"] = None
+    return cells
+
+
+def _refuse_unsafe_path(os_path: str, path: str) -> None:
+    """A 403 for a message notebook whose file leads out of its folder or is not a file."""
+    from tornado.web import HTTPError
+
+    from jupyter_percent_agent.format import FormatError, safe_path
+
+    try:
+        safe_path(os_path)
+    except FormatError as err:
+        # err.reason, not str(err): that names the server's own absolute path
+        raise HTTPError(403, f"Cannot open {path.strip('/')}: {err.reason}",
+                        reason="Refused") from None
+
+
+def _wants_notebook(path: str, type: str | None) -> bool:
+    return _is_md(path) and type not in ("file", "directory")
 
 
 class _MessageFilesMixin:
@@ -226,6 +314,8 @@ class _SyncMessageFiles(_MessageFilesMixin):
     ) -> dict[str, Any]:
         if not _is_md(path):
             return super().get(path, content=content, type=type, format=format, **kwargs)
+        if _wants_notebook(path, type):
+            _refuse_unsafe_path(self._get_os_path(path.strip("/")), path)  # type: ignore[attr-defined]
         with self._hint(path):
             try:
                 model = super().get(path, content=content, type=type, format=format, **kwargs)
@@ -234,13 +324,15 @@ class _SyncMessageFiles(_MessageFilesMixin):
                 if translated is None:
                     raise
                 raise translated from err
-        return _with_language_info(model, path)
+        return _for_jupyterlab(model, path)
 
     def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         if not _is_md(path):
             return super().save(model, path)
         plain = path.strip("/")
-        model = _without_language_info(model, plain)
+        if model.get("type") == "notebook":
+            _refuse_unsafe_path(self._get_os_path(plain), path)  # type: ignore[attr-defined]
+        model = _for_the_file(model, plain)
         if self._single_message_file(model, plain, self.get_config(plain)):  # type: ignore[attr-defined]
             text_model = self._text_model(model, plain)
             return super(self._jupytext_cls, self).save(text_model, path)
@@ -256,7 +348,9 @@ class _SyncMessageFiles(_MessageFilesMixin):
     def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
         if not _replaceable(os_path, format):
             return super()._save_file(os_path, content, format)
-        _replace_text(os_path, content)
+        from jupyter_percent_agent.format import write_text
+
+        write_text(os_path, content)
         return None
 
     def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
@@ -274,6 +368,8 @@ class _AsyncMessageFiles(_MessageFilesMixin):
     ) -> dict[str, Any]:
         if not _is_md(path):
             return await super().get(path, content=content, type=type, format=format, **kwargs)
+        if _wants_notebook(path, type):
+            _refuse_unsafe_path(self._get_os_path(path.strip("/")), path)  # type: ignore[attr-defined]
         with self._hint(path):
             try:
                 model = await super().get(path, content=content, type=type, format=format, **kwargs)
@@ -282,13 +378,15 @@ class _AsyncMessageFiles(_MessageFilesMixin):
                 if translated is None:
                     raise
                 raise translated from err
-        return _with_language_info(model, path)
+        return _for_jupyterlab(model, path)
 
     async def save(self, model: dict[str, Any], path: str = "") -> dict[str, Any]:
         if not _is_md(path):
             return await super().save(model, path)
         plain = path.strip("/")
-        model = _without_language_info(model, plain)
+        if model.get("type") == "notebook":
+            _refuse_unsafe_path(self._get_os_path(plain), path)  # type: ignore[attr-defined]
+        model = _for_the_file(model, plain)
         config = await self.get_config(plain)  # type: ignore[attr-defined]
         if self._single_message_file(model, plain, config):
             text_model = self._text_model(model, plain)
@@ -308,7 +406,9 @@ class _AsyncMessageFiles(_MessageFilesMixin):
     async def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
         if not _replaceable(os_path, format):
             return await super()._save_file(os_path, content, format)
-        await asyncio.to_thread(_replace_text, os_path, content)
+        from jupyter_percent_agent.format import write_text
+
+        await asyncio.to_thread(write_text, os_path, content)
         return None
 
 

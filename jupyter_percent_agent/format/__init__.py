@@ -4,30 +4,23 @@ The bottom of the dependency graph. Imports nothing heavy (no nbformat, jupytext
 nor yaml until a front matter has to be parsed as YAML) so that the command line and the
 kernel start fast. See docs/format.md for the format and its notebook mapping.
 
-``reads``/``writes`` are pure; ``read``/``write`` do the I/O (``write`` atomically).
+``reads``/``writes`` are pure; ``read``/``write`` do the I/O (``files.py``: a path is
+followed only inside its folder, ``write`` is atomic). ``load_yaml`` is the one YAML reader
+of the project, ``message_section`` the one detector of where a ``.md``'s messages are.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from . import compiled as _compiled
-
-# The compiled core (see compiled.py), when built and current, shadows the hot modules.
-_built = _compiled.usable(os.path.dirname(__file__))
-if _built is not None:
-    __path__.insert(0, _built)
-#: Whether reads and writes run on the mypyc-compiled core (else on the Python sources).
-COMPILED = _built is not None
-
-from .emit import emit  # noqa: E402
-from .errors import FormatError  # noqa: E402
-from .lines import unclosed_fence  # noqa: E402
-from .model import (  # noqa: E402
+from .emit import emit
+from .errors import FormatError
+from .files import read_text, safe_path, write_text
+from .lines import unclosed_fence
+from .model import (
     cell_attrs,
     cell_id,
     cell_kind,
@@ -44,23 +37,36 @@ from .model import (  # noqa: E402
     output_kind,
     output_text,
     reply_output,
+    result_output,
     set_front_matter,
+    short_id,
+    short_ids,
     stream_output,
     tool_call_output,
     tool_result_output,
 )
-from .notebook import (  # noqa: E402
+from .notebook import (
     DEFAULT_KERNELSPEC,
+    NBFORMAT_ID,
     NS,
     from_notebook,
+    is_conversation_cell,
     split_fenced,
     to_notebook,
 )
-from .parse import is_message_path, parse, section_title  # noqa: E402
+from .parse import (
+    is_message_path,
+    is_message_text,
+    message_section,
+    messages_setting,
+    parse,
+)
+from .safe_yaml import load_yaml
+from .text import escape_surrogates
 
 __all__ = [
-    "COMPILED",
     "DEFAULT_KERNELSPEC",
+    "NBFORMAT_ID",
     "NS",
     "FormatError",
     "cell_attrs",
@@ -72,6 +78,10 @@ __all__ = [
     "error_output",
     "escape_surrogates",
     "front_matter",
+    "is_message_path",
+    "is_message_text",
+    "load_yaml",
+    "message_section",
     "message_text",
     "new_id",
     "new_message",
@@ -80,9 +90,14 @@ __all__ = [
     "output_kind",
     "output_text",
     "read",
+    "read_text",
     "reads",
     "reply_output",
+    "result_output",
+    "safe_path",
     "set_front_matter",
+    "short_id",
+    "short_ids",
     "split_fenced",
     "stream_output",
     "tool_call_output",
@@ -140,80 +155,41 @@ def _as_text(text: object) -> str:
 
 
 def writes(nb: Mapping, *, path: str | None = None) -> str:
-    """The message-file text of notebook ``nb`` (canonical form)."""
+    """The message-file text of notebook ``nb`` (canonical form).
+
+    Never holds a lone surrogate (see :func:`escape_surrogates`): the text always encodes as
+    UTF-8. A plain ``.md`` whose front matter says ``messages: false`` takes no message: a
+    conversation cell in it is a :class:`FormatError`.
+    """
     path = os.fspath(path) if path is not None else None
     section = None
-    if path is not None and not is_message_path(path) and path.lower().endswith(".md"):
+    if not is_message_path(path):
         cells = nb.get("cells") or []
         if cells and cells[0].get("cell_type") == "raw":
             src = cells[0].get("source", "")
-            section = section_title(src if isinstance(src, str) else "".join(src))
+            said = messages_setting(src if isinstance(src, str) else "".join(src))
+            if said[1] is False:
+                if any(is_conversation_cell(c) for c in cells):
+                    raise FormatError("the front matter says messages: false, so this file "
+                                      "holds no messages (set messages: true to add some)",
+                                      line=1, path=path)
+            elif path is not None and path.lower().endswith(".md"):
+                section = message_section(src if isinstance(src, str) else "".join(src))
     with _no_cyclic_gc():
-        return emit(from_notebook(nb, path, section))
+        text = emit(from_notebook(nb, path, section))
+    return escape_surrogates(text)
 
 
 def read(path: str | os.PathLike) -> dict:
-    """Read a message file."""
-    with open(path, encoding="utf-8", newline="") as f:
-        text = f.read()
-    return reads(text, path=os.fspath(path))
-
-
-def escape_surrogates(text: str) -> str:
-    """``text`` with surrogate pairs joined and lone surrogates written as ``\\udXXX``, so
-    that it can be encoded as UTF-8 (printed, saved) without losing anything else."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    joined = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
-    return "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in joined)
+    """Read a message file (through :func:`safe_path`: a symbolic link out of its folder, a
+    FIFO or a device is a :class:`FormatError`, never read)."""
+    path = os.fspath(path)
+    return reads(read_text(path), path=path)
 
 
 def write(nb: Mapping, path: str | os.PathLike) -> None:
-    """Write a message file atomically (see :func:`write_text`)."""
+    """Write a message file atomically (:func:`write_text`): a reader never sees a half-written
+    file, a killed writer leaves no temporary file, an existing file keeps its permission
+    bits, and a symbolic link inside the folder stays a link (its target is written)."""
     path = os.fspath(path)
     write_text(path, writes(nb, path=path))
-
-
-def write_text(path: str | os.PathLike, text: str, *, mode: int | None = None) -> None:
-    """Write ``text`` to ``path`` atomically: a temp file in the same directory, fsync, rename.
-
-    An existing file keeps its permission bits (``mode`` sets them for a new file); a reader
-    never sees a half-written file. The one atomic write of the project.
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)

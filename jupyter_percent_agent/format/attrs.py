@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any, Final
 
+from .errors import FormatError
+
 __all__ = ["AttrError", "emit_key", "emit_meta", "emit_value", "parse_meta"]
 
 
@@ -80,6 +82,8 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
             return _DECODER.raw_decode(s, i)
         except ValueError as err:
             raise AttrError(f"bad JSON value at column {i + 1}: {err}") from None
+        except RecursionError:
+            raise AttrError(f"the JSON value at column {i + 1} nests too deeply") from None
     m = _BARE.match(s, i)
     if m is None:
         raise AttrError(f"missing value at column {i + 1}")
@@ -228,11 +232,17 @@ def _parse_meta(s: str, need_type: bool) -> Meta:
 
 
 def json_text(value: Any, *, indent: int | None = None) -> str:
-    """JSON that never holds a raw line separator, so it stays on the lines it was put on."""
-    if indent is None:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    else:
-        text = json.dumps(value, ensure_ascii=False, indent=indent)
+    """JSON that never holds a raw line separator, so it stays on the lines it was put on.
+
+    A value nested too deeply for ``json`` (the recursion limit) is a :class:`FormatError`.
+    """
+    try:
+        if indent is None:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        else:
+            text = json.dumps(value, ensure_ascii=False, indent=indent)
+    except RecursionError:
+        raise FormatError("a metadata value nests too deeply to be written") from None
     return text.translate(_RAW_BREAKS)
 
 

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
-from .errors import FormatError
-from .notebook import FRONT_MATTER_ID, LANGS, NS, _is_front_matter, _is_preamble, join_source
+from .notebook import (
+    FRONT_MATTER_ID,
+    LANGS,
+    NBFORMAT_ID,
+    NS,
+    _is_front_matter,
+    _is_preamble,
+    join_source,
+)
+from .safe_yaml import load_yaml
+from .text import escape_surrogates, escape_surrogates_in
 
 __all__ = [
     "cell_attrs",
@@ -29,14 +38,14 @@ __all__ = [
     "output_kind",
     "output_text",
     "reply_output",
+    "result_output",
     "set_front_matter",
+    "short_id",
+    "short_ids",
     "stream_output",
     "tool_call_output",
     "tool_result_output",
 ]
-
-_VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
 
 def _ns(obj: Mapping) -> Mapping:
     ns = (obj.get("metadata") or {}).get(NS)
@@ -47,6 +56,26 @@ def _ns(obj: Mapping) -> Mapping:
 def new_id() -> str:
     """A short, random, valid nbformat id (also a footnote id)."""
     return "c" + secrets.token_hex(4)
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+def short_ids(nb_id: str) -> list[str]:
+    """The footnote ids a cell JupyterLab made (its id is a 36-character UUID) may have in a
+    file, shortest first: 8, 12, 16 hex digits (never all digits), then the UUID itself.
+    Any other id is its own footnote id."""
+    if not _UUID.fullmatch(nb_id):
+        return [nb_id]
+    digits = nb_id.replace("-", "").lower()
+    return [digits[:n] for n in (8, 12, 16) if not digits[:n].isdigit()] + [nb_id]
+
+
+def short_id(nb_id: str, taken: Container[str] = ()) -> str:
+    """The footnote id a file gives the cell ``nb_id``: its shortest form that no other cell
+    holds (``taken``). A save and the kernel agree on it without talking to each other."""
+    forms = short_ids(nb_id)
+    return next((f for f in forms if f not in taken), forms[-1])
 
 
 # --------------------------------------------------------------------------- front matter
@@ -68,18 +97,10 @@ def front_matter(nb: Mapping) -> dict:
     cell = _front_cell(nb)
     if cell is None:
         return {}
-    import yaml  # lazily: only callers who look at the front matter pay for it
-
     text = join_source(cell["source"])
     inner = text.split("\n")[1:-1]
-    try:
-        data = yaml.safe_load("\n".join(inner))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        # +2: the opening "---" is line 1 of the file, and YAML marks count from 0.
-        raise FormatError(f"the front matter is not valid YAML: {problem}",
-                          line=mark.line + 2 if mark else 1) from None
+    # line 2: the opening "---" is line 1 of the file
+    data = load_yaml("\n".join(inner), line=2, what="the front matter")
     return data if isinstance(data, dict) else {}
 
 
@@ -131,7 +152,7 @@ def cell_kind(cell: Mapping) -> str:
     ct = cell.get("cell_type")
     if ct == "markdown":
         return "note"
-    if ct == "raw":
+    if ct != "code":  # raw, or a cell type from a later nbformat: never run
         return "raw"
     t = _ns(cell).get("type")
     if t in ("code", "tool", "tool_call", "toolchain", "async"):
@@ -182,14 +203,15 @@ def message_text(cell: Mapping) -> str:
 def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None = None,
                 title: str | None = None) -> dict:
     """A message cell (a code cell, so running it sends it to the agent)."""
-    metadata: dict[str, Any] = dict(attrs or {})
+    text = escape_surrogates(text)
+    metadata: dict[str, Any] = escape_surrogates_in(dict(attrs or {}))
     ns: dict[str, Any] = {}
     cid = cell_id or new_id()
-    if not _VALID_ID.fullmatch(cid):
+    if not NBFORMAT_ID.fullmatch(cid):
         ns["id"] = cid
         cid = new_id()
     if title:
-        ns["title"] = title.replace("\n", " ")
+        ns["title"] = escape_surrogates(title.replace("\n", " "))
     if ns:
         metadata[NS] = ns
     return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
@@ -263,13 +285,23 @@ def output_text(output: Mapping) -> str:
 
 def _data_output(mime: str, text: str, typ: str, out_id: str | None, attrs: Mapping | None,
                  extra: Mapping | None = None) -> dict:
-    metadata: dict[str, Any] = dict(extra or {})
-    metadata.update(attrs or {})
-    ns: dict[str, Any] = {"type": typ}
+    text = escape_surrogates(text)
+    metadata: dict[str, Any] = escape_surrogates_in(dict(extra or {}))
+    metadata.update(escape_surrogates_in(dict(attrs or {})))
+    ns: dict[str, Any] = {"type": escape_surrogates(typ)}
     if out_id is not None:
         ns["id"] = out_id
     metadata[NS] = ns
     return {"output_type": "display_data", "data": {mime: text}, "metadata": metadata}
+
+
+def result_output(text: str, *, out_id: str, language: str = "python",
+                  execution_count: int | None = None, attrs: Mapping | None = None) -> dict:
+    """The value of a ``[code]`` cell (its ``__result__``): ``execute_result`` with
+    ``text/plain``, Jupyter's ``Out[n]``; written ``[LANGUAGE]``."""
+    out = _data_output("text/plain", text, language, out_id, attrs)
+    return {"output_type": "execute_result", "data": out["data"],
+            "metadata": out["metadata"], "execution_count": execution_count}
 
 
 def reply_output(text: str, *, agent: str, out_id: str, attrs: Mapping | None = None) -> dict:
@@ -290,7 +322,7 @@ def tool_result_output(text: str, *, out_id: str, status: str,
 
 
 def _side_metadata(out_id: str | None, attrs: Mapping | None) -> dict | None:
-    md: dict[str, Any] = dict(attrs or {})
+    md: dict[str, Any] = escape_surrogates_in(dict(attrs or {}))
     if out_id is not None:
         md[NS] = {"id": out_id}
     return md or None
@@ -305,7 +337,8 @@ def stream_output(name: str, text: str, *, out_id: str | None = None,
     """
     if name not in ("stdout", "stderr"):
         raise ValueError(f"stream name must be stdout or stderr, not {name!r}")
-    out: dict[str, Any] = {"output_type": "stream", "name": name, "text": text}
+    out: dict[str, Any] = {"output_type": "stream", "name": name,
+                           "text": escape_surrogates(text)}
     md = _side_metadata(out_id, attrs)
     if md:
         out["metadata"] = md
@@ -315,8 +348,9 @@ def stream_output(name: str, text: str, *, out_id: str | None = None,
 def error_output(ename: str, evalue: str, traceback: Sequence[str], *,
                  out_id: str | None = None, attrs: Mapping | None = None) -> dict:
     """An ``error`` output; ``out_id``/``attrs`` as for :func:`stream_output`."""
-    out: dict[str, Any] = {"output_type": "error", "ename": ename, "evalue": evalue,
-                           "traceback": list(traceback)}
+    out: dict[str, Any] = {"output_type": "error", "ename": escape_surrogates(ename),
+                           "evalue": escape_surrogates(evalue),
+                           "traceback": [escape_surrogates(line) for line in traceback]}
     md = _side_metadata(out_id, attrs)
     if md:
         out["metadata"] = md

@@ -22,6 +22,7 @@ from .attrs import json_text
 from .errors import FormatError
 from .lines import FENCE_LINE, Fence, fence_closes, fence_for, scan, unclosed_fence
 from .parse import INPUT_TYPES, Document, Record
+from .safe_yaml import load_yaml
 
 NS: Final = "percent_agent"
 DEFAULT_KERNELSPEC: Final = {
@@ -34,7 +35,18 @@ PREAMBLE_ID: Final = "preamble"
 TRANSIENT: Final = "trusted"
 IN_STRUCT: Final = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
 OUT_STRUCT: Final = frozenset({"execution_count", "mime_type", "ename", "evalue",
-                               "traceback_lines", "final_newline", "close_fence", NS})
+                               "traceback_lines", "final_newline", "close_fence", "output_type",
+                               NS})
+# The cell types and output types of nbformat 4.5; any other is from a future minor version
+# (its "unrecognized_cell" and "unrecognized_output"), kept as it is.
+CELL_TYPES: Final = frozenset({"code", "markdown", "raw"})
+OUTPUT_TYPES: Final = frozenset({"display_data", "execute_result", "stream", "error"})
+# Streams whose lines carry their name as a prefix (``stdout> ``); JupyterLab records what a
+# user typed into input() as a "stdin" stream. A stream of any other name is a block of its own
+# with ``stream="NAME"`` and its text unprefixed.
+STREAMS: Final = ("stdout", "stderr", "stdin")
+# Keys of a cell of a future type that the file holds elsewhere than in its ``fields``.
+_CELL_KEYS: Final = frozenset({"cell_type", "id", "metadata", "source", "attachments"})
 # Types of %%% cells that are code output rather than an agent's reply.
 LANGS: Final = frozenset({
     "python", "python2", "python3", "ipython", "ipython3", "r", "julia", "bash", "sh", "shell",
@@ -44,7 +56,8 @@ LANGS: Final = frozenset({
     "q", "idl", "maxima", "wolfram", "mathematica", "sage", "xonsh", "tcl", "gnuplot", "coconut",
     "logtalk", "robotframework", "sos", "swift", "php", "dart", "elixir", "erlang", "nim", "zig",
 })
-_VALID_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: A valid nbformat 4.5 cell id (``fullmatch`` it); a footnote id that is one is the cell's id.
+NBFORMAT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL: Final = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
@@ -152,16 +165,11 @@ def split_front_matter(block: str) -> tuple[str | None, dict | None]:
             if rest.startswith("{") and j == k + 1:
                 try:
                     meta = json.loads(rest)
-                except ValueError:
+                except (ValueError, RecursionError):  # read again as YAML, which says why
                     meta = None
-            if meta is None:
-                import yaml  # only for hand-written YAML-style notebook metadata
-
-                try:
-                    meta = (yaml.safe_load("\n".join(lines[k:j])) or {}).get("jupyter")
-                except yaml.YAMLError as err:
-                    raise FormatError(f"bad YAML in the front matter's jupyter: entry: {err}",
-                                      line=k + 1) from None
+            if meta is None:  # hand-written YAML-style notebook metadata
+                meta = (load_yaml("\n".join(lines[k:j]), line=k + 1,
+                                  what="the front matter's jupyter: entry") or {}).get("jupyter")
                 if not isinstance(meta, dict):
                     meta = {}
             del lines[k:j]
@@ -199,6 +207,12 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
             raise err.with_path(path) from None
         if jmeta is not None:
             metadata = jmeta
+    minor = 5
+    if NS in metadata:  # a later nbformat's minor version, kept by the writer
+        kept = metadata[NS]
+        metadata = {k: v for k, v in metadata.items() if k != NS}
+        if isinstance(kept, dict) and type(kept.get("nbformat_minor")) is int:
+            minor = max(5, kept["nbformat_minor"])
     # the document's heading level: the first message's; cells differing from it keep theirs
     level = 1
     for rec in doc.records:
@@ -209,7 +223,7 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
     used = ctx.used
     for rec in doc.records:
         ref = rec.ref
-        if ref is not None and "." not in ref and _VALID_ID.fullmatch(ref):
+        if ref is not None and "." not in ref and NBFORMAT_ID.fullmatch(ref):
             used.add(ref)
     if fm_source is not None:
         cells.append({"cell_type": "raw", "id": ctx.fresh(FRONT_MATTER_ID), "metadata": {},
@@ -258,7 +272,7 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
         if doc.crlf:
             nbns["crlf"] = True
         metadata[NS] = nbns
-    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": minor}
 
 
 def _take_ns(attrs: dict, ctx: Context, rec: Record) -> tuple[dict, dict | None]:
@@ -294,9 +308,12 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
         ec = attrs.pop("execution_count", None)
         attachments = attrs.pop("attachments", None)
         close = attrs.pop("close_fence", False)
-    if ct is not None and ct not in ("code", "markdown", "raw"):
-        raise ctx.error(f"cell_type must be code, markdown or raw, not {ct!r}", rec)
+    if ct is not None and (not isinstance(ct, str) or not ct):
+        raise ctx.error(f"cell_type must be a cell type's name, not {ct!r}", rec)
     cell_type = ct or ("raw" if t == "raw" else "code")
+    future = ct is not None and ct not in CELL_TYPES
+    fields = ns.pop("fields", None) if future else None
+    no_source = ns.pop("no_source", False) if future else False
     if t != ("raw" if cell_type == "raw" else "markdown"):
         ns["type"] = t
     body = _drop_last_line(rec.body) if close is True else rec.body
@@ -325,6 +342,12 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
         attrs[NS] = ns
     cell: dict[str, Any] = {"cell_type": cell_type, "id": cid, "metadata": attrs,
                             "source": source}
+    if isinstance(fields, dict):  # a cell of a future type: its other fields
+        for key, value in fields.items():
+            if key not in _CELL_KEYS:
+                cell[key] = value
+    if no_source is True:
+        del cell["source"]
     if cell_type == "code":
         if ec is not None and (not isinstance(ec, int) or isinstance(ec, bool)):
             raise ctx.error(f"execution_count must be an integer, not {ec!r}", rec)
@@ -427,7 +450,10 @@ def read_block(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
     if t != ctx.lang:
         ns["type"] = t
     mt = attrs.get("mime_type")
-    if ((is_lang or (t == "output" and rec.sub in ("stdout", "stderr")))
+    if "output_type" in attrs:
+        _read_future(rec, attrs, body, cell, ctx)
+        return
+    if ((is_lang or (t == "output" and rec.sub in STREAMS))
             and "execution_count" not in attrs and (mt is None or mt == "text/plain")):
         _read_streams(rec, attrs, ns, over, body, cell, ctx)
         return
@@ -510,14 +536,24 @@ def _info_attrs(attrs: dict, over: dict | None) -> dict:
 def _read_streams(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str,
                   cell: dict, ctx: Context) -> None:
     eol = attrs.pop("final_newline", True)
-    default = rec.sub if rec.sub in ("stdout", "stderr") else "stdout"
+    default = rec.sub if rec.sub in STREAMS else "stdout"
+    named = attrs.pop("stream", None) if "stream" in attrs else None
+    if named is not None:
+        if not isinstance(named, str) or not named:
+            raise ctx.error(f"stream= must be the stream's name, not {named!r}", rec)
+        default = named
     streams: list[list] = []
-    if body or not eol:
+    if named is not None:
+        if body or not eol:
+            streams.append([named, [body]])  # one stream, its lines unprefixed
+    elif body or not eol:
         for line in body.split("\n"):
             if line.startswith("stdout>"):
                 name, text = "stdout", line[8:] if line.startswith("stdout> ") else line[7:]
             elif line.startswith("stderr>"):
                 name, text = "stderr", line[8:] if line.startswith("stderr> ") else line[7:]
+            elif line.startswith("stdin>"):
+                name, text = "stdin", line[7:] if line.startswith("stdin> ") else line[6:]
             else:
                 name, text = default, line
             if streams and streams[-1][0] == name:
@@ -538,7 +574,8 @@ def _read_streams(rec: Record, attrs: dict, ns: dict, over: dict | None, body: s
         ns["attrs"] = attrs
     prev = outputs[first - 1] if first else None
     if (not ns and prev is not None and prev["output_type"] == "stream"
-            and prev["text"].endswith("\n") and prev["name"] != outputs[first]["name"]):
+            and prev["text"].endswith("\n") and prev["name"] != outputs[first]["name"]
+            and named is None and prev["name"] in STREAMS):
         ns["new"] = True
     if ns:
         ns["name"] = outputs[first]["name"]
@@ -573,6 +610,21 @@ def _read_error(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str
                     "traceback": tb})
 
 
+def _read_future(rec: Record, attrs: dict, body: str, cell: dict, ctx: Context) -> None:
+    """An output of a future type: ``output_type="NAME"``, its other fields as JSON."""
+    ot = attrs.pop("output_type")
+    if not isinstance(ot, str) or ot in OUTPUT_TYPES:
+        raise ctx.error(f"output_type= names an output type from a later nbformat, not {ot!r}",
+                        rec)
+    try:
+        fields = json.loads(body) if body.strip() else {}
+    except ValueError as err:
+        raise ctx.error(f"the fields of a {ot} output are not JSON: {err}", rec) from None
+    if not isinstance(fields, dict):
+        raise ctx.error(f"the fields of a {ot} output must be a JSON object", rec)
+    cell["outputs"].append({**fields, "output_type": ot})
+
+
 def cell_ns(cell: dict) -> dict:
     """The cell's namespaced metadata, created with an ``outputs`` map if missing."""
     ns = cell["metadata"].get(NS)
@@ -601,6 +653,9 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     nbns = metadata.pop(NS, None) or {}
     cells = list(nb.get("cells") or [])
     doc = Document(crlf=bool(nbns.get("crlf")))
+    minor = nb.get("nbformat_minor")
+    if type(minor) is int and minor > 5:  # a notebook from a later nbformat (4.6, ...)
+        metadata[NS] = {"nbformat_minor": minor}
     fm_source = None
     if cells and _is_front_matter(cells[0]):
         fm_source = join_source(cells[0]["source"])
@@ -661,6 +716,11 @@ def _is_preamble(cell: Mapping) -> bool:
     ns = (cell.get("metadata") or {}).get(NS)
     return (cell.get("cell_type") == "markdown" and isinstance(ns, Mapping)
             and ns.get("type") == "preamble")
+
+
+def is_conversation_cell(cell: Mapping) -> bool:
+    """A cell of the conversation: neither the front matter nor the preamble around it."""
+    return not (_is_front_matter(cell) or _is_preamble(cell))
 
 
 def _unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False) -> str:
@@ -751,6 +811,12 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         struct["execution_count"] = cell["execution_count"]
     if ct != "code" and "attachments" in cell:
         struct["attachments"] = cell["attachments"]
+    if ct not in CELL_TYPES:  # a cell of a future type keeps its other fields
+        fields = {k: v for k, v in cell.items() if k not in _CELL_KEYS}
+        if fields:
+            ns["fields"] = fields
+        if "source" not in cell:
+            ns["no_source"] = True
     ref = _unique_ref(ns.pop("id", None) or cell.get("id") or "", ctx, seen)
     if ns:
         title = ns.pop("title", "")
@@ -848,10 +914,11 @@ def output_records(cell: Mapping, parent: Record, ctx: Context, seen: set[str]) 
             info = _stream_info(cell, i, out)
             group = [out]
             j = i + 1
-            while j < n:
+            while j < n and out.get("name") in STREAMS:
                 nxt = outputs[j]
                 if (nxt.get("output_type") != "stream" or _stream_info(cell, j, nxt)
                         or nxt.get("name") == group[-1].get("name")
+                        or nxt.get("name") not in STREAMS
                         or not join_source(group[-1].get("text", "")).endswith("\n")):
                     break
                 group.append(nxt)
@@ -862,8 +929,10 @@ def output_records(cell: Mapping, parent: Record, ctx: Context, seen: set[str]) 
         if ot == "error":
             info = _stream_info(cell, i, out)
             records.append(_error_record(out, info, parent, index, ctx, seen))
-        else:
+        elif ot in OUTPUT_TYPES:
             records.append(_data_record(out, parent, index, ctx, seen))
+        else:
+            records.append(_future_record(out, parent, index, ctx, seen))
         i += 1
     return records
 
@@ -902,30 +971,55 @@ def _left(info: dict, ignore: frozenset[str]) -> dict:
 def _stream_record(group: list, info: dict, parent: Record, index: int, ctx: Context,
                    seen: set[str]) -> Record:
     ref, level, title, t, sub, link = _block(info, parent, index, ctx, seen, ctx.lang)
-    lines = []
-    for out in group:
-        text = join_source(out.get("text", ""))
-        prefix = "stdout>" if out.get("name") == "stdout" else "stderr>"
-        eol = text.endswith("\n")
-        if eol:
-            text = text[:-1]
-        for line in text.split("\n"):
-            lines.append(prefix + " " + line if line else prefix)
     struct: dict[str, Any] = {}
+    name = group[0].get("name")
+    if name in STREAMS:
+        lines = []
+        for out in group:
+            text = join_source(out.get("text", ""))
+            prefix = out.get("name", "") + ">"
+            eol = text.endswith("\n")
+            if eol:
+                text = text[:-1]
+            for line in text.split("\n"):
+                lines.append(prefix + " " + line if line else prefix)
+        body = "\n".join(lines)
+    else:  # a stream of another name: its own block, unprefixed
+        body = join_source(group[0].get("text", ""))
+        eol = body.endswith("\n")
+        if eol:
+            body = body[:-1]
+        struct["stream"] = str(name)
     if not eol:  # the last output of the group has no final newline
         struct["final_newline"] = False
-    if not ctx.is_lang(t) and not (t == "output" and sub in ("stdout", "stderr")):
+    if "stream" in struct and ("```" in body or "~~~" in body):
+        body = _close(body, struct)
+    if not ctx.is_lang(t) and not (t == "output" and sub in STREAMS):
         t = ctx.lang
     if not info:
-        return Record(True, level, title, ref, t, sub, link, struct, "\n".join(lines))
+        return Record(True, level, title, ref, t, sub, link, struct, body)
     attrs = dict(info.get("attrs") or {})
-    over = {k: attrs.pop(k) for k in list(attrs) if k in ("final_newline", "close_fence", NS,
-                                                          "execution_count")}
+    over = {k: attrs.pop(k) for k in list(attrs) if k in _STREAM_STRUCT}
     if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
         over["mime_type"] = attrs.pop("mime_type")
     ns_left = _left(info, _DERIVED_OUT)
     return Record(True, level, title, ref, t, sub, link,
-                  _finish_attrs(struct, attrs, ns_left, over), "\n".join(lines))
+                  _finish_attrs(struct, attrs, ns_left, over), body)
+
+
+_STREAM_STRUCT: Final = frozenset({"final_newline", "close_fence", NS, "execution_count",
+                                   "stream", "output_type"})
+
+
+def _future_record(out: Mapping, parent: Record, index: int, ctx: Context,
+                   seen: set[str]) -> Record:
+    """An output of a type from a later nbformat: its type, and its other fields as JSON."""
+    ref, level, _title, t, _sub, _link = _block({}, parent, index, ctx, seen, ctx.lang)
+    struct: dict[str, Any] = {"output_type": out.get("output_type")}
+    body = json_text({k: v for k, v in out.items() if k != "output_type"}, indent=1)
+    if "```" in body or "~~~" in body:
+        body = _close(body, struct)
+    return Record(True, level, "", ref, t, None, None, struct, body)
 
 
 def _error_record(out: Mapping, info: dict, parent: Record, index: int, ctx: Context,

@@ -32,7 +32,6 @@ import copy
 import inspect
 import io
 import os
-import re
 import sys
 from collections.abc import Iterator, Mapping
 from types import ModuleType
@@ -68,45 +67,19 @@ _PATCHED = "__jupyter_percent_agent_patched__"
 
 def is_message_path(path: str | os.PathLike[str] | None) -> bool:
     """True for ``NAME.msg.md``: the whole file is messages, whatever its content."""
-    return path is not None and os.fspath(path).lower().endswith(SUFFIX + EXTENSION)
+    from jupyter_percent_agent.format import is_message_path as core_is_message_path
 
-
-_HEADING = re.compile(r"^#{1,5} %%", re.MULTILINE)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_FRONT_MATTER_KEY = re.compile(
-    r"^(message_section\s*:|messages\s*:\s*(true|yes|on)\s*$)", re.IGNORECASE | re.MULTILINE
-)
+    return core_is_message_path(None if path is None else os.fspath(path))
 
 
 def looks_like_message_text(text: str) -> bool:
-    """Whether ``text`` is a message file by its content alone.
+    """Whether ``text`` is a message file by its content alone: the format core's
+    :func:`~jupyter_percent_agent.format.is_message_text` (the front matter names a message
+    section and does not say ``messages: false``, or a cell heading starts a line outside any
+    fenced code block)."""
+    from jupyter_percent_agent.format import is_message_text
 
-    True when the YAML front matter names a message section (``message_section:``,
-    ``messages: true``), or when a cell heading (``#`` to ``#####``, a space, ``%%``) starts a
-    line outside any fenced code block. Fences matter: a jupytext Markdown notebook may well
-    hold ``# %%`` comments inside its Python code blocks.
-    """
-    if text.startswith("---"):
-        end = text.find("\n---", 3)
-        if end > 0 and _FRONT_MATTER_KEY.search(text, 3, end):
-            return True
-    first = _HEADING.search(text)
-    if first is None:
-        return False
-    # Only now pay for a line scan, and only up to the first heading outside a fence.
-    fence: str | None = None
-    for line in text.splitlines():
-        if fence is None:
-            if _HEADING.match(line):
-                return True
-            m = _FENCE.match(line)
-            if m:
-                fence = m.group(1)
-        else:
-            stripped = line.strip()
-            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
-                fence = None
-    return False
+    return is_message_text(text)
 
 
 @contextlib.contextmanager

@@ -3,15 +3,17 @@
 Kernelspec ``percent-agent`` (display name "Agent", language ``markdown``), installed with the
 package into ``share/jupyter/kernels/percent-agent``; ``python -m jupyter_percent_agent.kernel``
 starts it. The kernel class is ``jupyter_percent_agent.kernel.kernel.AgentKernel``. Importing
-this package imports nothing (no ipykernel, litellm, nbformat or jupytext).
+this package imports only the format core (no ipykernel, litellm, nbformat or jupytext).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-KERNEL_NAME = "percent-agent"
-DISPLAY_NAME = "Agent"
+from jupyter_percent_agent.format import DEFAULT_KERNELSPEC
+
+KERNEL_NAME: str = DEFAULT_KERNELSPEC["name"]
+DISPLAY_NAME: str = DEFAULT_KERNELSPEC["display_name"]
 # What the kernel answers in its kernel_info_reply, and JupyterLab then writes into the open
 # notebook's ``metadata.language_info``. A message file does not keep it (the kernel says it on
 # every start); the contents manager hands it to JupyterLab with the notebook, equal to this, so

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from jupyter_percent_agent import format as fmt
 
 EMPTY = ""
-_NB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 if TYPE_CHECKING:
     from jupyter_percent_agent.runtime import Plan, Run, RunOptions
@@ -46,12 +44,14 @@ def notebook_path(env: Mapping[str, str] | None = None) -> Path | None:
 def read_notebook(path: Path | None) -> dict[str, Any]:
     """The saved notebook: a message file through the format core, an ``.ipynb`` as JSON,
     a missing or empty file as an empty conversation. ``FormatError`` for a bad file."""
-    if path is None or not path.exists() or not path.read_text(encoding="utf-8").strip():
+    if path is None or not os.path.lexists(path):
+        return fmt.reads(EMPTY, path="untitled.msg.md")
+    text = fmt.read_text(path)  # a link out of its folder, a FIFO, a device: FormatError
+    if not text.strip():
         return fmt.reads(EMPTY, path="untitled.msg.md")
     if path.suffix == ".ipynb":
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    return fmt.read(path)
+        return json.loads(text)
+    return fmt.reads(text, path=str(path))
 
 
 @dataclass
@@ -84,15 +84,19 @@ class KernelMemory:
           (the running cell among them, if it ran before);
         - such a cell found in the file with its source unchanged and no outputs gets the
           outputs this kernel gave it (it ran after the last save);
-        - the running cell is found by id (or, with no nbformat id, by its text), given its live
-          source and no outputs (the front end clears them), or appended when new.
+        - the running cell is found by id (a JupyterLab UUID by the short id a save gives it;
+          with no nbformat id, by its text), given its live source and no outputs (the front
+          end clears them), or appended when new.
         """
         cells = nb.setdefault("cells", [])
         by_id = {c.get("id"): c for c in cells}
-        if nb_id is not None and not _NB_ID.fullmatch(nb_id):
+        if nb_id is not None and not fmt.NBFORMAT_ID.fullmatch(nb_id):
             nb_id = None  # not an nbformat id (VS Code sends a cell URI): match by text
         if nb_id is None:
             nb_id = _match_by_text(cells, source, set(self.ran)) or fmt.new_id()
+        else:  # JupyterLab's UUID ids are saved short (contents.tidy_cells): the same form
+            nb_id = next((f for f in fmt.short_ids(nb_id) if f in by_id or f in self.ran),
+                         fmt.short_id(nb_id, set(by_id)))
         for rid, ran in self.ran.items():
             if rid == nb_id:
                 if nb_id not in by_id:  # unsaved, run before: back in its first place
@@ -129,19 +133,76 @@ def _match_by_text(cells: list[dict[str, Any]], source: str, skip: set[str]) -> 
     return found[0] if found else None
 
 
+LIVE_STATE_KEY = "percent_agent_notebook"
+"""Where JupyterLab's labextension puts the notebook as the user sees it, in the metadata of
+every execute request of a message notebook (``labextension/src/livestate.ts``)."""
+
+LIVE_KEYS = ("agent", "history", "summary", "summary_hash", "definition", "name")
+"""The cell attributes the live state is authoritative for (present: set; absent: unset)."""
+
+
+def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
+    """``nb`` (the saved file) made into the notebook on screen (changed in place): the cells
+    in the state's order, deleted ones gone, new ones added, sources the state sends (cells
+    not as saved) and the ``LIVE_KEYS`` attributes as the state says. Outputs stay the file's
+    (and the kernel's, laid over by ``KernelMemory.prepare``). A state the kernel does not
+    understand is ignored: the file is the fallback, as for front ends that send none."""
+    if not isinstance(state, dict) or state.get("version") != 1:
+        return nb
+    entries = state.get("cells")
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("id"), str) for e in entries):
+        return nb
+    saved = nb.get("cells") or []
+    by_id = {c.get("id"): c for c in saved}
+    taken = {c.get("id") for c in saved}
+    cells = []
+    for entry in entries:
+        cid = entry["id"]
+        cell = by_id.get(cid) or by_id.get(
+            next((f for f in fmt.short_ids(cid) if f in by_id), None))
+        source = entry.get("source")
+        if cell is None:
+            if not isinstance(source, str):
+                continue  # neither in the file nor sent: nothing to show the model
+            cell = _new_cell(str(entry.get("cell_type") or "code"), source,
+                             fmt.short_id(cid, taken))
+            taken.add(cell["id"])
+        elif isinstance(source, str):
+            cell["source"] = source
+        meta = cell.setdefault("metadata", {})
+        for key in LIVE_KEYS:
+            if key in entry:
+                meta[key] = entry[key]
+            else:
+                meta.pop(key, None)
+        cells.append(cell)
+    nb["cells"] = cells
+    return nb
+
+
+def _new_cell(cell_type: str, source: str, cid: str) -> dict[str, Any]:
+    if cell_type == "raw":
+        return fmt.new_message(source, cell_id=cid, kind="raw")
+    if cell_type == "markdown":  # a note, as JupyterLab itself makes one (never sent)
+        return {"cell_type": "markdown", "id": cid, "metadata": {}, "source": source}
+    return fmt.new_message(source, cell_id=cid)
+
+
 class LiveConversation:
     """The running cell of the notebook this kernel serves (``runtime.conversation``)."""
 
     def __init__(self, memory: KernelMemory, path: Path | None, nb_id: str | None,
-                 source: str) -> None:
+                 source: str, live: Any = None) -> None:
         self.memory, self.path, self.nb_id, self.source = memory, path, nb_id, source
+        self.live = live  # the notebook on screen (``lay_live_state``), when the front end sent it
         self.kind = "message"
 
     def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
         from jupyter_percent_agent.runtime.summaries import apply_summaries
         from jupyter_percent_agent.runtime.turn import find_cell, plan
 
-        nb = read_notebook(self.path)
+        nb = lay_live_state(read_notebook(self.path), self.live)
         nb, self.nb_id, footnote_id = self.memory.prepare(nb, self.nb_id, self.source)
         apply_summaries(nb, self.memory.summaries)
         self.kind = fmt.cell_kind(find_cell(nb, footnote_id)[1])

@@ -33,7 +33,12 @@ from jupyter_percent_agent import __version__ as _version
 from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.kernel import LANGUAGE_INFO
 from jupyter_percent_agent.kernel._console import InputHistory, is_complete
-from jupyter_percent_agent.kernel._notebook import KernelMemory, LiveConversation, notebook_path
+from jupyter_percent_agent.kernel._notebook import (
+    LIVE_STATE_KEY,
+    KernelMemory,
+    LiveConversation,
+    notebook_path,
+)
 
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
@@ -145,6 +150,9 @@ class _Display:
         ot = out.get("output_type")
         if ot == "stream":
             self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
+        elif ot == "execute_result":
+            self._send("execute_result", {"data": out["data"], "metadata": out["metadata"],
+                                          "execution_count": self.kernel.execution_count})
         elif ot == "error":
             self.errors.append(out)
             self._send("error", {"ename": out["ename"], "evalue": out["evalue"],
@@ -224,7 +232,7 @@ class AgentKernel(Kernel):
             return self._ok()
         self._last_output = None
         try:
-            return await self._execute(code, cell_id)
+            return await self._execute(code, cell_id, (cell_meta or {}).get(LIVE_STATE_KEY))
         except RunFailed as exc:
             return self._error(exc.ename, exc.evalue, publish=True)
         finally:
@@ -242,13 +250,14 @@ class AgentKernel(Kernel):
             hist_access_type, output, session=session, start=start, stop=stop, n=n,
             pattern=pattern, unique=unique)}
 
-    async def _execute(self, code: str, cell_id: str | None) -> dict[str, Any]:
+    async def _execute(self, code: str, cell_id: str | None, live: Any = None
+                       ) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
         from jupyter_percent_agent.runtime import AgentError, RunOptions, send
         from jupyter_percent_agent.trust import TrustError
 
         path = notebook_path()
-        conversation = LiveConversation(self._memory, path, cell_id, code)
+        conversation = LiveConversation(self._memory, path, cell_id, code, live)
         display = _Display(self)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)

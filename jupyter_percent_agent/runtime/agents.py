@@ -101,21 +101,17 @@ def split_definition(body: str) -> tuple[str, str]:
 
 def agent_from_cell(cell: Mapping[str, Any]) -> Agent:
     """The agent a ``definition="agent"`` cell defines."""
-    import yaml  # light enough, and only needed when a file defines agents in cells
-
     attrs = fmt.cell_attrs(cell)
     name = attrs.get("name")
     if not name:
         raise AgentError(f"agent definition cell {fmt.cell_id(cell)!r} has no name=\"...\"")
     text, prompt = split_definition(fmt.message_text(cell))
     try:
-        props = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise AgentError(f"agent {name!r} (cell {fmt.cell_id(cell)}): its YAML does not "
-                         f"parse{where}: {problem}") from None
+        props = fmt.load_yaml(text, what="its YAML") if text.strip() else {}
+    except fmt.FormatError as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        raise AgentError(f"agent {name!r} (cell {fmt.cell_id(cell)}){where}: "
+                         f"{exc.reason}") from None
     return agent_from_mapping(str(name), props or {}, source="cell", system_prompt=prompt)
 
 

@@ -23,8 +23,8 @@ PYTHON = ("python", "py", "python3")
 
 async def run_code_cell(cell: Mapping[str, Any], run: Run, *,
                         timeout: float = CODE_TIMEOUT) -> None:
-    """Run a ``[code]`` cell's first fence in the sandbox; stdout and errors become
-    ``[python]`` outputs ``ID.n``."""
+    """Run a ``[code]`` cell's first fence in the sandbox; stdout, its ``__result__`` (an
+    ``execute_result``) and errors become ``[python]`` outputs ``ID.n``."""
     from jupyter_percent_agent import sandbox
 
     lang = str(fmt.cell_attrs(cell).get("language") or "python").lower()
@@ -43,7 +43,9 @@ async def run_code_cell(cell: Mapping[str, Any], run: Run, *,
     if result.stdout:
         stream("stdout", result.stdout)
     if result.status == "success" and result.result is not None:
-        stream("stdout", to_json_text(result.result) + "\n")
+        # the cell's value (__result__), as Jupyter shows a cell's value: Out[n]
+        run.emit(fmt.result_output(to_json_text(result.result), out_id=run.next_output_id(),
+                                   attrs=meta))
     if result.error is not None:
         run.fail(result.error.type or "SandboxError", str(result.error))
         stream("stderr", str(result.error) + "\n")

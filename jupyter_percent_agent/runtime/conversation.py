@@ -86,7 +86,7 @@ class FileConversation:
         if not path.exists():
             fmt.write_text(path, "")
             store.enable_discussion(path)
-        elif not store.has_message_section(path.read_text()):
+        elif not store.has_message_section(fmt.read_text(path)):
             if not self.force:
                 raise PlainMarkdown(f"{path} is a plain Markdown file; use --force to add a "
                                     "Discussion section for messages")

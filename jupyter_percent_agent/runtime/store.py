@@ -61,10 +61,11 @@ def set_cell_attr(cell: dict[str, Any], key: str, value: Any) -> None:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """Read a message file; a missing or empty ``.msg.md`` is an empty conversation. A front
+    """Read a message file; a missing one is an empty conversation (the format core reads an
+    empty ``.msg.md`` as one, and refuses a link out of its folder or a special file). A front
     matter whose YAML does not parse is a ``FormatError`` naming its line: nothing should be
     appended to a file whose settings cannot be read."""
-    if not path.exists() or (path.name.endswith(".msg.md") and not path.read_text().strip()):
+    if not os.path.lexists(path):
         return fmt.reads(EMPTY_MSG_FILE, path=str(path))
     nb = fmt.read(path)
     check_front_matter(nb, str(path))
@@ -81,20 +82,21 @@ def check_front_matter(nb: Mapping[str, Any], path: str | None = None) -> None:
 
 
 _FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
+_MESSAGES_OFF = re.compile(r"^messages[ \t]*:.*\n?", re.M)
 
 
 def has_message_section(text: str) -> bool:
-    m = _FM.match(text)
-    return bool(m and re.search(r"^(message_section|messages)\s*:", m.group(1) or "", re.M))
+    """Whether a plain ``.md`` holds messages (``format.message_section``, the one detector)."""
+    return fmt.message_section(text) is not None
 
 
 def enable_discussion(path: Path) -> None:
     """Give a plain ``.md`` a Discussion section for messages (``tce chat --force``): the
     front matter gets ``message_section: Discussion`` and the file ends with that heading."""
-    text = path.read_text()
+    text = fmt.read_text(path)
     m = _FM.match(text)
-    if m:
-        body = m.group(1) or ""
+    if m:  # messages: false would still say "no messages": --force means it goes
+        body = _MESSAGES_OFF.sub("", m.group(1) or "")
         text = f"---\n{body}message_section: Discussion\n---\n" + text[m.end():]
     else:
         text = "---\nmessage_section: Discussion\n---\n" + text

@@ -1,0 +1,295 @@
+"""Files: where a path really leads, reading it safely, and the one atomic write.
+
+Message files travel in shared folders, so a path is untrusted too (TRUST: "symlinks resolved
+inside the file's folder only"):
+
+* :func:`safe_path` is the file that reading or writing a path touches: the path itself, or
+  the target of a symbolic link when that target lies inside the link's own folder. A link
+  that leads out of its folder (``notes.msg.md -> ~/.ssh/id_rsa``) and anything that is not a
+  regular file (a FIFO, which would block a reader forever, a device, a ``/proc`` or ``/sys``
+  file) are refused with a :class:`FormatError`.
+* :func:`read_text` reads a file through :func:`safe_path`, UTF-8, keeping its line endings.
+* :func:`write_text` replaces a file's text atomically: a reader sees the old text or the new,
+  never a mix. The text goes to a temporary file in the same folder, which is fsynced,
+  given the old file's permission bits and renamed over the file; the folder is fsynced too.
+  On Linux the temporary file has no name until its text is complete (``O_TMPFILE``, then a
+  link), so a writer killed mid-write leaves nothing behind; a name that a killed writer did
+  leave (elsewhere, or killed between the link and the rename) is swept by the next write of
+  the same file. A writer holds an ``flock`` on its temporary file from before it has a name
+  until the rename, so a sweeper removes only the files of writers that are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import stat
+from typing import Final
+
+from .errors import FormatError
+from .text import escape_surrogates
+
+__all__ = ["read_text", "safe_path", "write_text"]
+
+_PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
+_pseudo_devices: set[int] | None = None
+_TMP_RANDOM: Final = 12  # hex digits of a temporary file's random part
+
+
+def _pseudo(st: os.stat_result) -> bool:
+    """A file of a kernel pseudo-filesystem: sizes lie, reads have effects, contents leak."""
+    global _pseudo_devices
+    if _pseudo_devices is None:
+        found = set()
+        for root in _PSEUDO_ROOTS:
+            try:
+                found.add(os.stat(root).st_dev)
+            except OSError:
+                pass
+        _pseudo_devices = found
+    return st.st_dev in _pseudo_devices
+
+
+def _inside(real: str, folder: str) -> bool:
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def safe_path(path: str | os.PathLike[str]) -> str:
+    """The file that reading or writing ``path`` touches; :class:`FormatError` when refused.
+
+    ``path`` itself when it is not a symbolic link; the link's target (followed to the end)
+    when that lies inside the link's own folder, else refused. An existing file that is not a
+    regular file (FIFO, socket, device, directory) or lives on ``/proc`` or ``/sys`` is
+    refused. A path that does not exist yet is returned as is.
+    """
+    path = os.fspath(path)
+    target = path
+    if os.path.islink(path):
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        target = os.path.realpath(path)
+        if not _inside(target, folder):
+            raise FormatError("a symbolic link to a file outside its folder; refused (copy "
+                              "the file here instead)", path=path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as err:  # a link loop, a name too long: nothing to read or replace
+        raise FormatError(f"cannot be opened ({err.strerror})", path=path) from None
+    _check_regular(st, path)
+    return target
+
+
+def _check_regular(st: os.stat_result, path: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else
+                "a FIFO" if stat.S_ISFIFO(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+        raise FormatError(f"not a regular file ({kind}); refused", path=path)
+    if _pseudo(st):
+        raise FormatError("a file of /proc or /sys, not a message file; refused", path=path)
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The text of a file (UTF-8, line endings kept), read through :func:`safe_path`.
+
+    Bytes that are not UTF-8 are a :class:`FormatError` naming their line.
+    """
+    path = os.fspath(path)
+    target = safe_path(path)
+    # O_NONBLOCK: a FIFO swapped in after the check must not block; O_NOFOLLOW: nor a link
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+                 | getattr(os, "O_NOCTTY", 0))
+    try:
+        _check_regular(os.fstat(fd), path)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise FormatError(f"not UTF-8 text (byte 0x{data[err.start]:02x})", line=line,
+                          path=path) from None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _mode_of(target: str) -> int | None:
+    """The permission bits of an existing file (kept by a write), None for a new file (it
+    gets 0o666 less the umask, as ``open`` gives it)."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        return None
+
+
+def _temp_name(name: str) -> str:
+    return f".{name}.{os.urandom(_TMP_RANDOM // 2).hex()}.tmp"
+
+
+def _sweep(folder: str, name: str) -> None:
+    """Remove the temporary files of earlier writers of ``name`` that died holding them."""
+    pattern = re.compile(re.escape(f".{name}.") + f"[0-9a-f]{{{_TMP_RANDOM}}}" + r"\.tmp")
+    try:
+        entries = [e.name for e in os.scandir(folder) if e.name.startswith(f".{name}.")]
+    except OSError:
+        return
+    for entry in entries:
+        if not pattern.fullmatch(entry):
+            continue
+        stale = os.path.join(folder, entry)
+        try:
+            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its writer is alive
+            with contextlib.suppress(OSError):
+                now = os.lstat(stale)
+                if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
+                    os.unlink(stale)
+        finally:
+            os.close(fd)
+
+
+def _anonymous_temp(folder: str) -> int | None:
+    """A nameless file in ``folder`` (Linux ``O_TMPFILE``), or None where there is none."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError as err:
+        if err.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return None  # the filesystem (or kernel) does not do it
+        raise
+
+
+def _link_temp(fd: int, folder: str, name: str) -> str | None:
+    """Give the nameless file ``fd`` a temporary name in ``folder``; None if it cannot be."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        for _ in range(16):
+            tmp = _temp_name(name)
+            try:
+                # linkat(AT_SYMLINK_FOLLOW) through /proc: Python asks for it only when given a
+                # directory descriptor (a plain link() would link the /proc symlink itself)
+                os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=dfd, follow_symlinks=True)
+                return os.path.join(folder, tmp)
+            except FileExistsError:
+                continue
+            except OSError:
+                return None
+        return None
+    finally:
+        os.close(dfd)
+
+
+def _named_temp(folder: str, name: str, private: bool) -> tuple[int, str]:
+    """A new, locked temporary file with a name (where there is no ``O_TMPFILE``), created
+    private (0o600) when it is to get an existing file's bits before its text.
+
+    Locked right after it is created; a sweeper may take it in between (it then looks dead),
+    so the name is checked to be still ours once the lock is held.
+    """
+    while True:
+        tmp = os.path.join(folder, _temp_name(name))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                         0o600 if private else 0o666)
+        except FileExistsError:
+            continue
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        try:
+            now = os.lstat(tmp)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
+            return fd, tmp
+        os.close(fd)
+
+
+def _fill(fd: int, data: bytes, mode: int | None) -> None:
+    """Set the permission bits (when the file had some), write ``data`` and fsync."""
+    if mode is not None:
+        os.fchmod(fd, mode)
+    view = memoryview(data)
+    while view:
+        done = os.write(fd, view)
+        view = view[done:]
+    os.fsync(fd)
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
+    """Replace the text of ``path`` atomically (UTF-8; lone surrogates escaped, never fatal).
+
+    A symbolic link is written through to its target when :func:`safe_path` allows it (the
+    link stays a link); a link out of its folder or a special file is refused with a
+    :class:`FormatError`. An existing file keeps its permission bits; a new one gets ``mode``
+    (e.g. 0o600 for a private file), else the umask's. Temporary files of writers that were
+    killed are swept (see the module's doc).
+    """
+    path = os.fspath(path)
+    target = safe_path(path)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = escape_surrogates(text).encode("utf-8")
+    folder = os.path.dirname(os.path.abspath(target))
+    name = os.path.basename(target)
+    new_mode = mode
+    mode = _mode_of(target)
+    if mode is None:
+        mode = new_mode
+    _sweep(folder, name)
+    tmp: str | None = None
+    fd = _anonymous_temp(folder)
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _fill(fd, data, mode)
+            tmp = _link_temp(fd, folder, name)
+            if tmp is None:  # no /proc to link through: start again the named way
+                os.close(fd)
+                fd = None
+        if fd is None:
+            fd, tmp = _named_temp(folder, name, mode is not None)
+            _fill(fd, data, mode)
+        os.replace(tmp, target)
+        tmp = None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if fd is not None:
+            os.close(fd)
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: str) -> None:
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

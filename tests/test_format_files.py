@@ -1,0 +1,275 @@
+"""Files: the one atomic write (``format.write_text``) and where a path may lead (``safe_path``).
+
+Real processes are killed with SIGKILL mid-write; real symbolic links, a real FIFO and real
+``/proc`` files are read.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format import FormatError, read_text, safe_path, write_text
+
+CHAT = "# %% Hello[^a]\n[^a]: [markdown]\n\nHello, agent.\n"
+
+
+def leftovers(folder: Path, name: str) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name != name)
+
+
+# --------------------------------------------------------------------------- atomic write
+
+
+def test_write_text_replaces_the_file_in_one_rename_and_keeps_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("old text")
+    path.chmod(0o640)
+    with path.open("rb") as reader:
+        inode = os.fstat(reader.fileno()).st_ino
+        write_text(path, "new text")
+        assert reader.read() == b"old text"  # a reader holds the whole old file
+    assert path.stat().st_ino != inode
+    assert path.read_text() == "new text"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert leftovers(tmp_path, "notes.txt") == []
+
+
+def test_a_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_text(tmp_path / "new.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
+
+
+_WRITER = textwrap.dedent("""
+    import os, sys
+    if sys.argv[3] == "named":  # as on a filesystem without O_TMPFILE
+        del os.O_TMPFILE
+    from jupyter_percent_agent.format import write_text
+    path, size = sys.argv[1], int(sys.argv[2])
+    texts = [c * size for c in "ab"]
+    write_text(path, texts[0])
+    print("ready", flush=True)
+    n = 0
+    while True:
+        n += 1
+        write_text(path, texts[n % 2])
+""")
+
+
+def _kill_writers(tmp_path: Path, how: str, rounds: int) -> list[list[str]]:
+    """Start a writer rewriting a 40 MB file in a loop and SIGKILL it, ``rounds`` times, at
+    various moments; returns the files other than the target found right after each kill.
+    After every kill the file is whole: the old text or the new, never a mix."""
+    path = tmp_path / "big.msg.md"
+    size = 40 << 20
+    found = []
+    for i in range(rounds):
+        writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(size), how],
+                                  stdout=subprocess.PIPE, text=True)
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n"
+        time.sleep(0.1 + 0.037 * i)
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        found.append(leftovers(tmp_path, path.name))
+        assert path.read_text() in ("a" * size, "b" * size)
+    return found
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    if not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE here (the sweep is tested below)")
+    found = _kill_writers(tmp_path, "anonymous", rounds=6)
+    # The temporary file has a name only between its link and its rename, a few microseconds
+    # (then the sweep below removes it): 6 kills, at most one there.
+    assert sum(1 for names in found if names) <= 1, found
+    write_text(tmp_path / "big.msg.md", "after")
+    assert leftovers(tmp_path, "big.msg.md") == []
+
+
+@pytest.mark.slow
+def test_the_next_write_sweeps_what_killed_writers_left(tmp_path: Path) -> None:
+    """Without O_TMPFILE (another filesystem, another OS) a killed writer leaves its named
+    temporary file; the next write of the same file removes it."""
+    found: list[list[str]] = []
+    for _ in range(5):  # until a kill lands mid-write
+        found += _kill_writers(tmp_path, "named", rounds=3)
+        if any(found):
+            break
+    assert any(found), "the writers were never killed mid-write: nothing was tested"
+    write_text(tmp_path / "big.msg.md", "after")
+    assert leftovers(tmp_path, "big.msg.md") == []
+    assert (tmp_path / "big.msg.md").read_text() == "after"
+
+
+@pytest.mark.slow
+def test_a_live_writers_temporary_file_is_not_swept(tmp_path: Path) -> None:
+    """A writer stopped (SIGSTOP) mid-write holds its temporary file: the sweep leaves it, and
+    the writer's own rename still succeeds once it goes on."""
+    path = tmp_path / "big.msg.md"
+    size = 40 << 20
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(size), "named"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        held: list[str] = []
+        for _ in range(100):
+            writer.send_signal(signal.SIGSTOP)
+            time.sleep(0.01)  # the signal is delivered
+            held = leftovers(tmp_path, path.name)
+            if held:
+                break
+            writer.send_signal(signal.SIGCONT)
+            time.sleep(0.023)
+        assert held, "never caught the writer mid-write"
+        write_text(tmp_path / "big.msg.md", "meanwhile")
+        assert leftovers(tmp_path, path.name) == held
+        writer.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while (tmp_path / held[0]).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not (tmp_path / held[0]).exists()  # renamed over the file by its writer
+    finally:
+        writer.send_signal(signal.SIGCONT)
+        writer.kill()
+        writer.wait()
+
+
+def test_write_makes_no_temporary_file_on_failure(tmp_path: Path) -> None:
+    nb = fmt.reads(CHAT)
+    nb["cells"][0]["source"] = 5  # not a message: writes() refuses it before any file exists
+    with pytest.raises((FormatError, TypeError)):
+        fmt.write(nb, tmp_path / "x.msg.md")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+@pytest.fixture
+def private(tmp_path: Path) -> Path:
+    """A private file outside the folder that holds the message files."""
+    secret = tmp_path / "home" / ".ssh" / "id_rsa"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("# %% key[^k]\n[^k]: [markdown]\n\n-----BEGIN PRIVATE KEY-----\n")
+    return secret
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    return shared
+
+
+def test_a_link_out_of_its_folder_is_never_read(folder: Path, private: Path) -> None:
+    (folder / "notes.msg.md").symlink_to(private)
+    with pytest.raises(FormatError) as info:
+        fmt.read(folder / "notes.msg.md")
+    assert "symbolic link to a file outside its folder" in str(info.value)
+    assert str(info.value).startswith(str(folder / "notes.msg.md"))
+    assert "PRIVATE KEY" not in str(info.value)
+    # relative, and through a chain that starts inside the folder
+    (folder / "rel.msg.md").symlink_to(Path("..") / "home" / ".ssh" / "id_rsa")
+    (folder / "hop.md").symlink_to(private)
+    (folder / "chain.msg.md").symlink_to("hop.md")
+    for name in ("rel.msg.md", "chain.msg.md"):
+        with pytest.raises(FormatError, match="outside its folder"):
+            fmt.read(folder / name)
+
+
+def test_a_write_through_a_link_out_of_its_folder_is_refused(folder: Path,
+                                                             private: Path) -> None:
+    link = folder / "notes.msg.md"
+    link.symlink_to(private)
+    before = private.read_text()
+    with pytest.raises(FormatError, match="outside its folder"):
+        fmt.write(fmt.reads(CHAT), link)
+    assert link.is_symlink() and private.read_text() == before
+
+
+def test_a_link_inside_its_folder_is_read_and_written_through(folder: Path) -> None:
+    (folder / "chats").mkdir()
+    target = folder / "chats" / "2025.msg.md"
+    target.write_text(CHAT)
+    target.chmod(0o600)
+    link = folder / "current.msg.md"
+    link.symlink_to(Path("chats") / "2025.msg.md")
+    nb = fmt.read(link)
+    nb["cells"].append(fmt.new_message("Second message", cell_id="b"))
+    fmt.write(nb, link)
+    assert link.is_symlink()  # still a link, never replaced by a regular file
+    assert os.readlink(link) == str(Path("chats") / "2025.msg.md")
+    assert "Second message" in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in (folder / "chats").iterdir()) == ["2025.msg.md"]
+
+
+def test_a_fifo_is_refused_without_blocking(folder: Path) -> None:
+    fifo = folder / "pipe.msg.md"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def reader() -> None:
+        try:
+            fmt.read(fifo)
+            outcome.append(None)
+        except BaseException as err:  # handed to the test thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():  # unblock it before failing
+        with open(fifo, "w"):
+            pass
+        pytest.fail("reading a FIFO blocked")
+    assert isinstance(outcome[0], FormatError) and "a FIFO" in str(outcome[0])
+    with pytest.raises(FormatError, match="a FIFO"):
+        fmt.write(fmt.reads(CHAT), fifo)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.parametrize("special", ["/proc/self/environ", "/proc/self/status", "/dev/null",
+                                     "/dev/zero"])
+def test_devices_and_proc_files_are_refused(special: str) -> None:
+    if not os.path.exists(special):
+        pytest.skip(f"no {special} here")
+    with pytest.raises(FormatError, match="refused"):
+        read_text(special)
+
+
+def test_a_link_to_proc_inside_a_folder_symlinked_from_proc_is_refused(folder: Path) -> None:
+    """Even a link whose target counts as inside (a folder that is itself /proc/self) is not
+    read: /proc files are refused whatever the path to them."""
+    if not os.path.exists("/proc/self/environ"):
+        pytest.skip("no /proc here")
+    (folder / "proc").symlink_to("/proc/self")
+    with pytest.raises(FormatError, match="refused"):
+        fmt.read(folder / "proc" / "environ")
+
+
+def test_safe_path_of_a_new_file_is_the_path(folder: Path) -> None:
+    assert safe_path(folder / "new.msg.md") == str(folder / "new.msg.md")
+
+
+def test_text_that_is_not_utf8_names_its_line(folder: Path) -> None:
+    (folder / "latin.msg.md").write_bytes(b"# %% a[^a]\n[^a]: [markdown]\n\ncaf\xe9\n")
+    with pytest.raises(FormatError) as info:
+        fmt.read(folder / "latin.msg.md")
+    assert info.value.line == 4 and "not UTF-8" in str(info.value)

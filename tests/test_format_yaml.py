@@ -1,0 +1,171 @@
+"""YAML from a file is untrusted: ``format.load_yaml`` refuses anchors, aliases, deep nesting and
+absurd sizes with one line naming the line, for the core, ``tce chat`` and the contents server.
+
+The alias bomb (``tests/data/format/yaml/alias_bomb.msg.md``, under 500 bytes) names 9^9
+strings; before ``load_yaml`` it made ``tce chat`` die of a MemoryError and the Jupyter server
+answer 500 after 45 s, answering no one else meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format import FormatError, load_yaml
+
+DATA = Path(__file__).parent / "data" / "format" / "yaml"
+BOMB = DATA / "alias_bomb.msg.md"
+BOMB_IN_AGENTS = DATA / "alias_bomb_agents.msg.md"
+TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
+
+
+def _limit_memory() -> None:
+    # Before the fix, the bomb filled the machine's memory: a test that fails must not do that.
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+# --------------------------------------------------------------------------- load_yaml
+
+
+def test_plain_yaml_loads_as_safe_load_does() -> None:
+    text = "agents:\n  planner:\n    models: [gpt-4o]\n    temperature: 0.2\nwhen: 2025-05-30\n"
+    import yaml
+
+    assert load_yaml(text) == yaml.safe_load(text)
+    assert load_yaml("") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "says"),
+    [
+        ("a: &x 1\nb: *x\n", 1, "defines the YAML anchor &x"),
+        ("a: 1\nb:\n  - *x\n", 3, "uses the YAML alias *x"),
+        ("a: 1\nb: &big [1, 2]\n", 2, "anchor &big"),
+        ("a: " + "[" * 200 + "]" * 200 + "\n", 1, "nests deeper than 64 levels"),
+        ("a: 1\n  b: 2\n", 2, "is not valid YAML: mapping values are not allowed"),
+        ("a: 2024-13-45\n", 1, "month must be in 1..12"),
+        ("a: 1\nb: " + "9" * 5000 + "\n", 2, "digits"),
+        ("a: !!python/object/apply:os.system [ls]\n", 1, "could not determine a constructor"),
+    ],
+)
+def test_refused_yaml_is_one_line_naming_the_file_line(text: str, line: int, says: str) -> None:
+    with pytest.raises(FormatError) as info:
+        load_yaml(text, line=2, what="the front matter", path="x.msg.md")
+    message = str(info.value)
+    assert info.value.line == line + 1
+    assert message.startswith(f"x.msg.md:{line + 1}: the front matter ")
+    assert says in message
+    assert "\n" not in message
+
+
+def test_absurd_sizes_are_refused_before_parsing() -> None:
+    text = "a: " + "x" * (2 << 20) + "\n"
+    start = time.perf_counter()
+    with pytest.raises(FormatError, match="characters is not read"):
+        load_yaml(text)
+    assert time.perf_counter() - start < 1  # refused unread, not parsed and then refused
+
+
+def test_deep_block_nesting_is_refused_not_a_recursion_error() -> None:
+    text = "".join(" " * i + f"k{i}:\n" for i in range(300)) + " " * 300 + "v\n"
+    with pytest.raises(FormatError, match="nests deeper"):
+        load_yaml(text)
+
+
+# --------------------------------------------------------------------------- the format core
+
+
+def test_the_alias_bomb_is_a_format_error_naming_its_line() -> None:
+    # in the jupyter: entry, the notebook's metadata: read() refuses it
+    start = time.perf_counter()
+    with pytest.raises(FormatError) as info:
+        fmt.read(BOMB)
+    assert time.perf_counter() - start < 1
+    assert str(info.value).startswith(f"{BOMB}:4: the front matter's jupyter: entry defines "
+                                      "the YAML anchor &a")
+    # elsewhere in the front matter (agents:): read() keeps the text, front_matter() refuses it
+    with pytest.raises(FormatError) as info:
+        fmt.front_matter(fmt.read(BOMB_IN_AGENTS))
+    assert str(info.value).startswith("line 4: the front matter defines the YAML anchor &a")
+
+
+def test_deep_json_in_the_jupyter_entry_or_an_attribute_is_a_format_error() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(FormatError, match=r"line 2: .*nests deeper"):
+        fmt.reads(f'---\njupyter: {{"a": {deep}}}\n---\n')
+    with pytest.raises(FormatError, match=r"line 2: .*nests too deeply"):
+        fmt.reads(f"# %%[^a]\n[^a]: [markdown] x={deep}\n\nhi\n")
+
+
+def test_a_notebook_nested_too_deeply_to_write_is_a_format_error() -> None:
+    deep: list = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    nb = fmt.reads("# %%[^a]\n[^a]:\n\nhi\n")
+    nb["cells"][0]["metadata"]["x"] = deep
+    with pytest.raises(FormatError, match="nests too deeply"):
+        fmt.writes(nb)
+
+
+# --------------------------------------------------------------------------- tce chat
+
+
+@pytest.mark.parametrize("bomb", [BOMB, BOMB_IN_AGENTS], ids=["jupyter-entry", "agents"])
+def test_tce_chat_on_the_bomb_is_exit_3_on_one_line(tmp_path: Path, bomb: Path) -> None:
+    path = tmp_path / "bomb.msg.md"
+    path.write_bytes(bomb.read_bytes())
+    env = {**os.environ, "PERCENT_AGENT_API_BASE": "http://127.0.0.1:9/v1",
+           "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_WARM": "0"}
+    start = time.monotonic()
+    done = subprocess.run([*TCE, "chat", str(path), "-m", "hello"], env=env,
+                          capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory)
+    assert time.monotonic() - start < 30
+    assert done.returncode == 3, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"tce: {path}:4: ")
+    assert "anchors and aliases are refused" in lines[0]
+    assert "Traceback" not in done.stderr
+    assert path.read_bytes() == bomb.read_bytes()
+
+
+# --------------------------------------------------------------------------- contents server
+
+
+@pytest.fixture
+def jp_server_config() -> dict:
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
+
+
+async def test_the_contents_server_answers_the_bomb_with_a_400_naming_the_line(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    # The jupyter: entry is the notebook's metadata, read on every open. (The front matter's
+    # other keys are not read to open a file: the kernel reads them, through load_yaml.)
+    (jp_root_dir / "bomb.msg.md").write_bytes(BOMB.read_bytes())
+    start = time.monotonic()
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "bomb.msg.md", method="GET", request_timeout=20)
+    assert time.monotonic() - start < 10
+    assert info.value.code == 400
+    message = json.loads(info.value.response.body)["message"]
+    assert "line 4" in message and "anchors and aliases are refused" in message
+    assert "Traceback" not in message
+
+
+def test_an_error_at_the_end_names_the_last_line_not_the_one_after() -> None:
+    # libyaml reports a flow left open at the end of a text with no final newline one line on
+    with pytest.raises(FormatError) as info:
+        load_yaml("title: x\nagents: [unclosed", line=2)
+    assert info.value.line == 3
