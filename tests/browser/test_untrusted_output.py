@@ -25,6 +25,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 HITS = "() => window.__paHits || []"
 DIALOGS = ".jp-Dialog"
+ANY_CELL_TRUSTED = """() => Array.from(window.jupyterapp.shell.currentWidget.model.cells)
+    .some(cell => cell.trusted || cell.getMetadata('trusted') !== undefined)"""
 
 
 def hit(beacon, name: str) -> str:
@@ -61,6 +63,8 @@ def attacks(beacon, tag: str) -> str:
 <button data-commandlinker-command="help:about">PA-COMMAND-{tag}</button>
 
 <div style="background-image: url({b}/xss/{tag}-css.png)">PA-CSS-{tag}</div>
+
+$\\href{{javascript:{hit(beacon, tag + "-math")}}}{{\\text{{PA-MATH-{tag}}}}}$
 
 <img>{{"url": "javascript:{hit(beacon, tag + "-jarvis-img")}"}}</img>
 
@@ -165,6 +169,8 @@ def test_a_live_reply_full_of_html_attacks_runs_nothing_live_or_reopened(
     assert_nothing_ran(page, beacon)
     assert_jarvis_urls_refused(output, "reply")
     click_every_lure(page, output, beacon, "reply")
+    # JupyterLab trusts a cell the user runs; a message notebook's cells stay untrusted.
+    assert page.evaluate(ANY_CELL_TRUSTED) is False
 
     save(page)
     saved = (lab.root / "attacks.msg.md").read_text()
@@ -252,6 +258,7 @@ def test_trusting_the_notebook_does_not_trust_model_output(page, fresh, beacon) 
     expect(dialog).to_have_count(0)
     notebook.get_by_text("PA-SAVED-HTML").wait_for()
     page.wait_for_timeout(1500)
+    assert page.evaluate(ANY_CELL_TRUSTED) is False
     assert_nothing_ran(page, beacon)
     assert_jarvis_urls_refused(output, "saved")
     click_every_lure(page, output, beacon, "saved")
