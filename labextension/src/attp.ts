@@ -46,7 +46,11 @@ export function looksLikeAttp(text: string): boolean {
  */
 export function parseAttp(text: string, streaming = false): IAttpReply | null {
   const whole = parseWhole(text);
-  if (whole !== null || !streaming) {
+  if (!streaming) {
+    // A finished reply with a string left open is not valid TOML.
+    return whole?.complete ? whole : null;
+  }
+  if (whole !== null) {
     return whole;
   }
   const cut = text.lastIndexOf('\n');

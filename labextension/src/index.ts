@@ -30,7 +30,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { markdownIcon } from '@jupyterlab/ui-components';
 import { PartialJSONObject } from '@lumino/coreutils';
-import { Signal } from '@lumino/signaling';
+import { ISignal, Signal } from '@lumino/signaling';
 
 import { decorateCells } from './cellbar';
 import { agentChatIcon } from './icons';
@@ -82,24 +82,31 @@ function emptyChat(): PartialJSONObject {
 }
 
 /**
- * Take the agent kernel's notebook card ("Agent", which makes an `.ipynb`) out of the
- * Launcher: "New Agent Chat" is its one agent entry. JupyterLab adds kernel cards when
+ * Take the agent kernel's cards ("Agent" in Notebook, which makes an `.ipynb`, and in
+ * Console, a chat saved nowhere) out of the Launcher: "New Agent Chat" is its one entry. JupyterLab adds kernel cards when
  * the kernelspecs load (and again when they change), so the list is filtered each time.
  * Needs JupyterLab's `LauncherModel` (its `itemsList`); any other launcher is left alone.
  */
 function dropKernelCard(launcher: ILauncher): void {
   const model = launcher as unknown as {
     itemsList?: ILauncher.IItemOptions[];
-    stateChanged?: Signal<unknown, void>;
+    stateChanged?: ISignal<unknown, void>;
   };
   const items = model.itemsList;
-  if (!Array.isArray(items) || !(model.stateChanged instanceof Signal)) {
+  if (!Array.isArray(items) || typeof model.stateChanged?.connect !== 'function') {
     return;
   }
+  const isKernelCard = (item: ILauncher.IItemOptions): boolean => {
+    const args = item.args ?? {};
+    const preference = args['kernelPreference'] as { name?: unknown } | undefined;
+    return (
+      (item.command === 'notebook:create-new' && args['kernelName'] === KERNEL_NAME) ||
+      (item.command === 'console:create' && preference?.name === KERNEL_NAME)
+    );
+  };
   const filter = (): void => {
     for (let i = items.length - 1; i >= 0; i--) {
-      const args = items[i].args ?? {};
-      if (items[i].command === 'notebook:create-new' && args['kernelName'] === KERNEL_NAME) {
+      if (isKernelCard(items[i])) {
         items.splice(i, 1);
       }
     }

@@ -318,7 +318,11 @@ export class AgentMarkdown extends RenderedMarkdown {
         body.classList.add('jp-PercentAgent-rawStep');
         await markdownInto(this, fenced(source, 'toml'), body);
       } else {
-        await this._renderStep(step, attrs, body);
+        await this._renderStep(step, body);
+      }
+      const error = text(attrs['attp_error']);
+      if (error) {
+        body.appendChild(el('div', 'jp-PercentAgent-stepError', `Not valid ATTP: ${error}`));
       }
       return;
     }
@@ -339,11 +343,7 @@ export class AgentMarkdown extends RenderedMarkdown {
    * An ATTP step or answer: the thought as a collapsible block, the tool call's target and
    * its code as Python, a refusal's message, an answer as Markdown.
    */
-  private async _renderStep(
-    step: IAttpReply,
-    attrs: ReadonlyPartialJSONObject,
-    body: HTMLElement
-  ): Promise<void> {
+  private async _renderStep(step: IAttpReply, body: HTMLElement): Promise<void> {
     body.classList.add('jp-PercentAgent-step');
     if (step.prose) {
       const prose = el('div', 'jp-PercentAgent-stepProse');
@@ -388,10 +388,6 @@ export class AgentMarkdown extends RenderedMarkdown {
       const answer = el('div', 'jp-PercentAgent-stepAnswer');
       await this._markdownWithMedia(step.answer, answer);
       body.appendChild(answer);
-    }
-    const error = text(attrs['attp_error']);
-    if (error) {
-      body.appendChild(el('div', 'jp-PercentAgent-stepError', `Not valid ATTP: ${error}`));
     }
   }
 }

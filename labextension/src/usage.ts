@@ -122,6 +122,11 @@ export class UsageStatus extends Widget {
     this.addClass('jp-StatusBar-TextItem');
   }
 
+  /** The notebook whose total is shown, if any. */
+  get model(): INotebookModel | null {
+    return this._model;
+  }
+
   /** Follow `model` (or nothing). */
   set model(model: INotebookModel | null) {
     if (model === this._model) {
