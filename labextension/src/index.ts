@@ -34,6 +34,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { decorateCells } from './cellbar';
 import { agentChatIcon } from './icons';
+import { sendLiveState } from './livestate';
 import {
   guardNotebook,
   isMessageNotebook,
@@ -190,6 +191,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
       guardNotebook(panel, () => {
         decorateCells(panel);
+        sendLiveState(panel);
         if (panel === tracker.currentWidget) {
           showUsage();
         }

@@ -276,3 +276,57 @@ def test_the_launcher_has_one_agent_entry(page, lab) -> None:
         expect(cards.filter(has_text="Python 3")).to_have_count(1)
         expect(cards.filter(has_text="Agent")).to_have_count(0)
     expect(launcher.locator(".jp-LauncherCard", has_text="New Agent Chat")).to_have_count(1)
+
+
+# -- what the kernel is sent ---------------------------------------------------------------
+
+RECORD_EXECUTE_REQUESTS = """() => {
+    window.__paRequests = [];
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    kernel.anyMessage.connect((_, args) => {
+        if (args.direction === 'send' && args.msg.header.msg_type === 'execute_request') {
+            window.__paRequests.push(JSON.parse(JSON.stringify(args.msg.metadata)));
+        }
+    });
+}"""
+
+
+def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(page, lab, model) -> None:
+    """The kernel reads the saved file; the request carries what is not saved yet (the
+    kernel's side, reading it, is not built: the key is there for it)."""
+    notebook = open_chat(page, lab)
+    wait_for_kernel(page)
+    page.evaluate(RECORD_EXECUTE_REQUESTS)
+    bar_of(notebook, "An aside the agent should not see.").get_by_role(
+        "button", name="include"
+    ).click()
+    latest = cell_with(notebook, "What do you think?")
+    latest.locator(".jp-PercentAgent-cellBar select").select_option("critic")
+    latest.locator(".cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" Be brief.")
+    model.script("Fine.")
+    run_cell(page, latest)
+    (meta,) = page.evaluate("() => window.__paRequests")
+    # JupyterLab's own: the running cell's id and metadata.
+    assert meta["cellId"] == "q4" and meta["agent"] == "critic"
+    state = meta["percent_agent_notebook"]
+    assert state["version"] == 1
+    cells = {c["id"]: c for c in state["cells"]}
+    assert [c["id"] for c in state["cells"]] == ["front-matter", "q1", "q2", "q3", "a1", "q4"]
+    assert cells["q1"]["agent"] == "helper" and "source" not in cells["q1"]
+    assert "history" not in cells["q2"]  # included again, not saved
+    assert cells["q3"]["history"] == "summary" and cells["q3"]["summary"].startswith("The user")
+    assert cells["a1"]["definition"] == "agent" and cells["a1"]["name"] == "critic"
+    assert cells["q4"]["agent"] == "critic"
+    assert cells["q4"]["source"] == "What do you think? Be brief." and cells["q4"]["unsaved"]
+    # Once saved, a cell's text is the file's again: not sent.
+    save(page)
+    model.script("Fine again.")
+    page.evaluate("() => { window.__paRequests = []; }")
+    latest.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function("() => window.__paRequests.length === 1")
+    (meta,) = page.evaluate("() => window.__paRequests")
+    cells = {c["id"]: c for c in meta["percent_agent_notebook"]["cells"]}
+    assert "source" not in cells["q4"] and "source" not in cells["front-matter"]
