@@ -10,6 +10,7 @@
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { el } from './dom';
 import { classifyUrl, mediaFor, refusedNote } from './untrusted';
 
 export type JarvisKind = 'video' | 'img' | 'text' | 'download';
@@ -159,18 +160,6 @@ async function resolved(
 
 const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  name: K,
-  className: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(name);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 /** A link the user may follow (http(s) or a path), else the note that it was refused. */
 function link(url: string, className: string, text: string): HTMLElement {

@@ -21,6 +21,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
+import { el } from './dom';
 import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
 import { armRemoteMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
@@ -144,18 +145,6 @@ function markdownInto(
   });
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  name: K,
-  className: string,
-  content?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(name);
-  node.className = className;
-  if (content !== undefined) {
-    node.textContent = content;
-  }
-  return node;
-}
 
 /**
  * A tool call: a collapsed block "tool call: NAME" holding the code, as Python unless

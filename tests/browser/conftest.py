@@ -247,6 +247,19 @@ def page(browser: object, lab_server: LabServer) -> Iterator[object]:
             context.close()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_start(request: pytest.FixtureRequest) -> None:
+    """Each test that uses the lab starts from an empty root folder, and a clear beacon."""
+    if "beacon" in request.fixturenames:
+        request.getfixturevalue("beacon").clear()
+    if "lab_server" not in request.fixturenames:
+        return
+    root = request.getfixturevalue("lab_server").root
+    for entry in Path(root).iterdir():
+        if entry.is_file():
+            entry.unlink()
+
+
 # pytest-jupyter's autouse fixtures are overridden here: Playwright's sync API runs its own
 # event loop in this thread, which they would try to close. These tests talk to a real
 # `jupyter lab` process instead of an in-process server, so there is nothing to clean up.

@@ -31,6 +31,19 @@ KERNEL_SETTLED = """async () => {
     await kernel.spec;
     return kernel.name;
 }"""
+# The front matter of a conversation with two agents on the local model server: `writer`
+# answers by default, `helper` may call tools (the ATTP loop).
+FRONT = """---
+agents:
+  writer:
+    models: [test-model]
+  helper:
+    models: [test-model]
+    tools: ["*"]
+default_agent: writer
+---
+
+"""
 # A 1x1 transparent PNG.
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -20,6 +20,7 @@ from jupyter_percent_agent.attp import FinalAnswer, ToolCall, format_reply
 from jupyter_percent_agent.testing.openai_server import Reply
 
 from .labpage import (
+    FRONT,
     cell_with,
     open_lab,
     open_notebook,
@@ -32,37 +33,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "chat.msg.md"
 NAME = "chat.msg.md"
-FRONT = """---
-agents:
-  writer:
-    models: [test-model]
-  helper:
-    models: [test-model]
-    tools: ["*"]
-default_agent: writer
----
-
-"""
 
 
-@pytest.fixture
-def lab(lab_server):
-    for entry in Path(lab_server.root).iterdir():
-        if entry.is_file():
-            entry.unlink()
-    return lab_server
-
-
-def open_chat(page, lab):
-    (lab.root / NAME).write_text(DATA.read_text())
-    return open_notebook(page, lab, NAME)
+def open_chat(page, lab_server):
+    (lab_server.root / NAME).write_text(DATA.read_text())
+    return open_notebook(page, lab_server, NAME)
 
 
 # -- ATTP steps ----------------------------------------------------------------------------
 
 
-def test_an_agents_step_shows_its_thought_folded_and_its_code_as_python(page, lab) -> None:
-    notebook = open_chat(page, lab)
+def test_an_agents_step_shows_its_thought_folded_and_its_code_as_python(page, lab_server) -> None:
+    notebook = open_chat(page, lab_server)
     outputs = cell_with(notebook, "What is the weather in Paris?").locator(".jp-OutputArea")
     step = outputs.locator(".jp-PercentAgent-step")
     expect(step).to_have_count(1)
@@ -94,11 +76,11 @@ def test_an_agents_step_shows_its_thought_folded_and_its_code_as_python(page, la
         "data-status", "success"
     )
     expect(outputs.locator("strong", has_text="18.5 °C")).to_be_visible()
-    page.screenshot(path=str(lab.root.parent / "chat_step.png"))
+    page.screenshot(path=str(lab_server.root.parent / "chat_step.png"))
 
 
-def test_a_step_that_does_not_parse_is_shown_as_its_text(page, lab) -> None:
-    notebook = open_chat(page, lab)
+def test_a_step_that_does_not_parse_is_shown_as_its_text(page, lab_server) -> None:
+    notebook = open_chat(page, lab_server)
     outputs = cell_with(notebook, "What do you think?").locator(".jp-OutputArea")
     raw = outputs.locator(".jp-PercentAgent-rawStep")
     expect(raw.locator("pre code")).to_have_text('thought = """never closed\n[tool_call')
@@ -108,8 +90,10 @@ def test_a_step_that_does_not_parse_is_shown_as_its_text(page, lab) -> None:
     expect(outputs.locator(".jp-PercentAgent-thought")).to_have_count(0)
 
 
-def test_a_live_step_streams_as_a_step_then_its_tool_call_and_answer(page, lab, model) -> None:
-    (lab.root / "live.msg.md").write_text(
+def test_a_live_step_streams_as_a_step_then_its_tool_call_and_answer(
+    page, lab_server, model
+) -> None:
+    (lab_server.root / "live.msg.md").write_text(
         FRONT + '# %% Ask[^w1]\n[^w1]: [markdown] agent="helper"\n\nCount to three.\n'
     )
     step = ToolCall(
@@ -120,7 +104,7 @@ def test_a_live_step_streams_as_a_step_then_its_tool_call_and_answer(page, lab, 
     answer = FinalAnswer(thought="Done.", answer="One, two, **three**.")
     # Slow enough to be seen while it streams: about 80 chunks, 50 ms apart.
     model.script(Reply(format_reply(step), chunk_size=10, chunk_delay=0.05), format_reply(answer))
-    notebook = open_notebook(page, lab, "live.msg.md")
+    notebook = open_notebook(page, lab_server, "live.msg.md")
     wait_for_kernel(page)
     cell = cell_with(notebook, "Count to three.")
     cell.locator(".cm-content").click()
@@ -147,8 +131,8 @@ def test_a_live_step_streams_as_a_step_then_its_tool_call_and_answer(page, lab, 
 # -- usage ---------------------------------------------------------------------------------
 
 
-def test_each_reply_header_shows_agent_model_tokens_cost_and_duration(page, lab) -> None:
-    notebook = open_chat(page, lab)
+def test_each_reply_header_shows_agent_model_tokens_cost_and_duration(page, lab_server) -> None:
+    notebook = open_chat(page, lab_server)
     headers = cell_with(notebook, "What is the weather in Paris?").locator(
         ".jp-PercentAgent-replyHeader"
     )
@@ -167,8 +151,8 @@ PLAIN_NOTEBOOK = {
 }
 
 
-def test_the_status_bar_shows_the_conversations_running_total(page, lab, model) -> None:
-    notebook = open_chat(page, lab)
+def test_the_status_bar_shows_the_conversations_running_total(page, lab_server, model) -> None:
+    notebook = open_chat(page, lab_server)
     status = page.locator(STATUS)
     expect(status).to_have_text("Agent: 2,500 → 75 tokens · $0.0005")
     # A reply that arrives adds what it used (litellm's counts: more than nothing).
@@ -182,7 +166,7 @@ def test_the_status_bar_shows_the_conversations_running_total(page, lab, model) 
     )
     assert tokens_in > 2500 and tokens_out > 75
     # A notebook that is not a conversation shows none.
-    (lab.root / "plain.ipynb").write_text(json.dumps(PLAIN_NOTEBOOK))
+    (lab_server.root / "plain.ipynb").write_text(json.dumps(PLAIN_NOTEBOOK))
     page.evaluate(
         "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'plain.ipynb'})"
     )
@@ -198,10 +182,10 @@ def bar_of(notebook, text: str):
 
 
 def test_each_message_shows_its_agent_and_history_and_changes_them_with_one_click(
-    page, lab
+    page, lab_server
 ) -> None:
-    notebook = open_chat(page, lab)
-    path = lab.root / NAME
+    notebook = open_chat(page, lab_server)
+    path = lab_server.root / NAME
     ask = bar_of(notebook, "What is the weather in Paris?")
     select = ask.locator("select.jp-PercentAgent-agentSelect")
     expect(select).to_have_value("helper")
@@ -232,8 +216,8 @@ def test_each_message_shows_its_agent_and_history_and_changes_them_with_one_clic
     assert cells["q4"]["metadata"]["agent"] == "critic"
 
 
-def test_an_excluded_message_is_dimmed(page, lab) -> None:
-    notebook = open_chat(page, lab)
+def test_an_excluded_message_is_dimmed(page, lab_server) -> None:
+    notebook = open_chat(page, lab_server)
     aside = cell_with(notebook, "An aside the agent should not see.")
     expect(aside).to_have_class(re.compile(r"\bjp-PercentAgent-excluded\b"))
     expect(aside.locator(".jp-InputArea")).to_have_css("opacity", "0.5")
@@ -245,11 +229,11 @@ def test_an_excluded_message_is_dimmed(page, lab) -> None:
     expect(aside.locator(".jp-InputArea")).to_have_css("opacity", "1")
     ask.locator(".jp-PercentAgent-cellBar").get_by_role("button", name="exclude").click()
     expect(ask).to_have_class(re.compile(r"\bjp-PercentAgent-excluded\b"))
-    page.screenshot(path=str(lab.root.parent / "chat_bar.png"))
+    page.screenshot(path=str(lab_server.root.parent / "chat_bar.png"))
 
 
-def test_a_stored_summary_can_be_read(page, lab) -> None:
-    notebook = open_chat(page, lab)
+def test_a_stored_summary_can_be_read(page, lab_server) -> None:
+    notebook = open_chat(page, lab_server)
     bar = bar_of(notebook, "A long exchange about hotels.")
     expect(bar.locator("button[aria-pressed=true]")).to_have_text("summary")
     summary = bar.locator(".jp-PercentAgent-summary")
@@ -266,8 +250,8 @@ def test_a_stored_summary_can_be_read(page, lab) -> None:
 # -- the Launcher --------------------------------------------------------------------------
 
 
-def test_the_launcher_has_one_agent_entry(page, lab) -> None:
-    open_lab(page, lab)
+def test_the_launcher_has_one_agent_entry(page, lab_server) -> None:
+    open_lab(page, lab_server)
     launcher = page.locator(".jp-Launcher:visible")
     launcher.locator(".jp-LauncherCard").first.wait_for()
     # The kernelspec cards are in: Python's are there, the agent kernel's are not.
@@ -291,10 +275,12 @@ RECORD_EXECUTE_REQUESTS = """() => {
 }"""
 
 
-def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(page, lab, model) -> None:
+def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(
+    page, lab_server, model
+) -> None:
     """The kernel reads the saved file; the request carries what is not saved yet (the
     kernel's side, reading it, is not built: the key is there for it)."""
-    notebook = open_chat(page, lab)
+    notebook = open_chat(page, lab_server)
     wait_for_kernel(page)
     page.evaluate(RECORD_EXECUTE_REQUESTS)
     bar_of(notebook, "An aside the agent should not see.").get_by_role(

@@ -12,14 +12,13 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from jupyter_percent_agent.attp import FinalAnswer, ToolCall, format_reply
 
-from .labpage import PNG, cell_with, open_notebook, run_cell, save, wait_for, wait_for_kernel
+from .labpage import FRONT, PNG, cell_with, open_notebook, run_cell, save, wait_for, wait_for_kernel
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -78,19 +77,6 @@ $\\href{{javascript:{hit(beacon, tag + "-math")}}}{{\\text{{PA-MATH-{tag}}}}}$
 """
 
 
-FRONT = """---
-agents:
-  writer:
-    models: [test-model]
-  helper:
-    models: [test-model]
-    tools: ["*"]
-default_agent: writer
----
-
-"""
-
-
 def message(cell_id: str, text: str, agent: str | None = None) -> str:
     attrs = f' agent="{agent}"' if agent else ""
     return f"# %% {cell_id}[^{cell_id}]\n[^{cell_id}]: [markdown]{attrs}\n\n{text}\n\n"
@@ -137,29 +123,12 @@ def assert_jarvis_urls_refused(output, tag: str) -> None:
         expect(output.locator(f'[src^="{bad}"], [href^="{bad}"]')).to_have_count(0)
 
 
-@pytest.fixture
-def fresh(lab_server, beacon):
-    """An empty root and a clear beacon."""
-    for entry in Path(lab_server.root).iterdir():
-        if entry.is_file():
-            entry.unlink()
-    beacon.clear()
-    return lab_server
-
-
-def reopen(page, lab_server, name: str):
-    """A new page load (nothing of the old page's state), the file opened again."""
-    notebook = open_notebook(page, lab_server, name)
-    return notebook
-
-
 def test_a_live_reply_full_of_html_attacks_runs_nothing_live_or_reopened(
-    page, fresh, model, beacon
+    page, lab_server, model, beacon
 ) -> None:
-    lab = fresh
-    (lab.root / "attacks.msg.md").write_text(FRONT + message("q1", "Show me the report."))
+    (lab_server.root / "attacks.msg.md").write_text(FRONT + message("q1", "Show me the report."))
     model.script(attacks(beacon, "reply"))
-    notebook = open_notebook(page, lab, "attacks.msg.md")
+    notebook = open_notebook(page, lab_server, "attacks.msg.md")
     wait_for_kernel(page)
     cell = cell_with(notebook, "Show me the report.")
     run_cell(page, cell)
@@ -173,9 +142,9 @@ def test_a_live_reply_full_of_html_attacks_runs_nothing_live_or_reopened(
     assert page.evaluate(ANY_CELL_TRUSTED) is False
 
     save(page)
-    saved = (lab.root / "attacks.msg.md").read_text()
+    saved = (lab_server.root / "attacks.msg.md").read_text()
     assert "PA-JS-LINK-reply" in saved  # the reply is in the file, unchanged
-    notebook = reopen(page, lab, "attacks.msg.md")
+    notebook = open_notebook(page, lab_server, "attacks.msg.md")
     output = cell_with(notebook, "Show me the report.").locator(".jp-OutputArea")
     output.get_by_text("Here is what I found.").wait_for()
     page.wait_for_timeout(1000)
@@ -185,10 +154,9 @@ def test_a_live_reply_full_of_html_attacks_runs_nothing_live_or_reopened(
 
 
 def test_an_agents_steps_tool_calls_and_results_carrying_attacks_run_nothing(
-    page, fresh, model, beacon
+    page, lab_server, model, beacon
 ) -> None:
-    lab = fresh
-    (lab.root / "tools.msg.md").write_text(FRONT + message("t1", "Use the tools.", "helper"))
+    (lab_server.root / "tools.msg.md").write_text(FRONT + message("t1", "Use the tools.", "helper"))
     payload = f'<img src=x onerror="{hit(beacon, "result")}">'
     printing = ToolCall(
         thought=f'Looking. <img src=x onerror="{hit(beacon, "thought")}">',
@@ -203,7 +171,7 @@ def test_an_agents_steps_tool_calls_and_results_carrying_attacks_run_nothing(
     )
     answer = FinalAnswer(thought="Done.", answer=attacks(beacon, "answer"))
     model.script(format_reply(printing), format_reply(breaking_out), format_reply(answer))
-    notebook = open_notebook(page, lab, "tools.msg.md")
+    notebook = open_notebook(page, lab_server, "tools.msg.md")
     wait_for_kernel(page)
     cell = cell_with(notebook, "Use the tools.")
     run_cell(page, cell)
@@ -217,7 +185,7 @@ def test_an_agents_steps_tool_calls_and_results_carrying_attacks_run_nothing(
     click_every_lure(page, output, beacon, "answer")
 
     save(page)
-    notebook = reopen(page, lab, "tools.msg.md")
+    notebook = open_notebook(page, lab_server, "tools.msg.md")
     output = cell_with(notebook, "Use the tools.").locator(".jp-OutputArea")
     output.get_by_text("Here is what I found.").wait_for()
     open_every_block(output)
@@ -240,15 +208,14 @@ print(1)
 """
 
 
-def test_trusting_the_notebook_does_not_trust_model_output(page, fresh, beacon) -> None:
+def test_trusting_the_notebook_does_not_trust_model_output(page, lab_server, beacon) -> None:
     """A saved reply and an HTML output stay sanitized after Jupyter's "Trust Notebook"."""
-    lab = fresh
     text = FRONT + message("q1", "Show me the report.")
     text += '## %%%[^q1.1]\n[^q1.1]: [writer] model="test-model"\n\n'
     text += attacks(beacon, "saved") + "\n"
     text += SAVED_HTML.format(hit=hit(beacon, "saved-html"))
-    (lab.root / "saved.msg.md").write_text(text)
-    notebook = open_notebook(page, lab, "saved.msg.md")
+    (lab_server.root / "saved.msg.md").write_text(text)
+    notebook = open_notebook(page, lab_server, "saved.msg.md")
     output = cell_with(notebook, "Show me the report.").locator(".jp-OutputArea")
     output.get_by_text("Here is what I found.").wait_for()
     # Not awaited: the command resolves once its dialog is answered, below.
@@ -283,14 +250,13 @@ def remote_media(beacon) -> str:
 
 
 def test_remote_media_loads_only_after_a_click_on_a_placeholder_naming_its_host(
-    page, fresh, model, beacon
+    page, lab_server, model, beacon
 ) -> None:
-    lab = fresh
     host = beacon.url.removeprefix("http://")
-    (lab.root / "local.png").write_bytes(PNG)
-    (lab.root / "media.msg.md").write_text(FRONT + message("m1", "Show the pictures."))
+    (lab_server.root / "local.png").write_bytes(PNG)
+    (lab_server.root / "media.msg.md").write_text(FRONT + message("m1", "Show the pictures."))
     model.script(remote_media(beacon))
-    notebook = open_notebook(page, lab, "media.msg.md")
+    notebook = open_notebook(page, lab_server, "media.msg.md")
     wait_for_kernel(page)
     cell = cell_with(notebook, "Show the pictures.")
     run_cell(page, cell)
@@ -319,16 +285,15 @@ def test_remote_media_loads_only_after_a_click_on_a_placeholder_naming_its_host(
     assert beacon.seen("/remote/") == ["/remote/md.png"]
 
 
-def test_the_load_remote_media_setting_loads_them_at_once(page, fresh, beacon) -> None:
-    lab = fresh
+def test_the_load_remote_media_setting_loads_them_at_once(page, lab_server, beacon) -> None:
     text = FRONT + message("m1", "Show the pictures.")
     text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + remote_media(beacon)
-    (lab.root / "media.msg.md").write_text(text)
-    settings = lab.settings / "jupyter-percent-agent" / "plugin.jupyterlab-settings"
+    (lab_server.root / "media.msg.md").write_text(text)
+    settings = lab_server.settings / "jupyter-percent-agent" / "plugin.jupyterlab-settings"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"loadRemoteMedia": True}))
     try:
-        notebook = open_notebook(page, lab, "media.msg.md")
+        notebook = open_notebook(page, lab_server, "media.msg.md")
         output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
         output.get_by_text("Pictures:").wait_for()
         wait_for(
