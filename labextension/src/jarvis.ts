@@ -11,7 +11,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { el } from './dom';
-import { classifyUrl, mediaFor, refusedNote } from './untrusted';
+import { classifyUrl, mediaFor, normalizeUrl, refusedNote } from './untrusted';
 
 export type JarvisKind = 'video' | 'img' | 'text' | 'download';
 
@@ -147,7 +147,8 @@ async function resolved(
   url: string,
   resolver: IRenderMime.IResolver | null
 ): Promise<string> {
-  if (!resolver || SCHEME.test(url.trim()) || /^\s*[/\\]/.test(url)) {
+  const clean = normalizeUrl(url);
+  if (!resolver || !clean || SCHEME.test(clean) || /^[/\\]/.test(clean)) {
     return url;
   }
   try {

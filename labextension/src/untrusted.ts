@@ -34,13 +34,18 @@ export type UrlVerdict =
 const RASTER_DATA = /^data:image\/(png|jpeg|jpg|gif|webp)(;[^,]*)?,/i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
 
+/** A URL as browsers read it: no tabs or newlines in it, no control characters around it. */
+export function normalizeUrl(raw: string): string {
+  // eslint-disable-next-line no-control-regex
+  return raw.replace(/[\t\n\r]/g, '').replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
+}
+
 /**
  * What `raw` is, as the browser would read it (tabs and newlines inside a URL and control
  * characters around it are ignored by browsers, so they are here too).
  */
 export function classifyUrl(raw: string, use: UrlUse): UrlVerdict {
-  // eslint-disable-next-line no-control-regex
-  const url = raw.replace(/[\t\n\r]/g, '').replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
+  const url = normalizeUrl(raw);
   if (!url) {
     return { kind: 'refused', url: raw, reason: 'the URL is empty' };
   }

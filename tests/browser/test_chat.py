@@ -316,3 +316,19 @@ def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(
     (meta,) = page.evaluate("() => window.__paRequests")
     cells = {c["id"]: c for c in meta["percent_agent_notebook"]["cells"]}
     assert "source" not in cells["q4"] and "source" not in cells["front-matter"]
+
+
+def test_a_new_chat_and_every_cell_added_to_it_get_the_bar(page, lab_server) -> None:
+    open_lab(page, lab_server)
+    page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
+    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
+    cells = notebook.locator(".jp-CodeCell")
+    expect(cells).to_have_count(1)
+    expect(cells.first.locator(".jp-PercentAgent-cellBar select")).to_have_value("")
+    expect(cells.first.locator(".jp-PercentAgent-cellBar option")).to_have_text(["default"])
+    cells.first.locator(".cm-content").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new cell below, as a user adds one
+    expect(cells).to_have_count(2)
+    expect(cells.nth(1).locator(".jp-PercentAgent-cellBar")).to_have_count(1)
+    expect(cells.nth(1).locator("button[aria-pressed=true]")).to_have_text("include")

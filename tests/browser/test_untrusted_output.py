@@ -306,3 +306,41 @@ def test_the_load_remote_media_setting_loads_them_at_once(page, lab_server, beac
         expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(0)
     finally:
         settings.unlink()
+
+
+def test_disguised_urls_are_judged_as_the_browser_reads_them(page, lab_server, beacon) -> None:
+    """Another host written without a scheme, a backslash for a slash, a scheme in mixed case
+    with a tab in it, an SVG data URL in capitals: remote or refused, never loaded."""
+    host = beacon.url.removeprefix("http://")
+    reply = f"""Tricks:
+
+![PA-PROTOCOL-RELATIVE](//{host}/remote/relative.png)
+
+<img src="/\\\\{host}/remote/backslash.png">
+
+<img>{{"url": "//{host}/remote/jarvis-relative.png"}}</img>
+
+<img>{{"url": " JaVa\\tScRiPt:alert(1)"}}</img>
+
+<img>{{"url": "DATA:IMAGE/SVG+XML;base64,PHN2Zy8+"}}</img>
+
+<video>{{"url": "rtsp://{host}/live"}}</video>
+"""
+    text = FRONT + message("m1", "Show the tricks.")
+    text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + reply
+    (lab_server.root / "tricks.msg.md").write_text(text)
+    notebook = open_notebook(page, lab_server, "tricks.msg.md")
+    output = cell_with(notebook, "Show the tricks.").locator(".jp-OutputArea")
+    output.get_by_text("Tricks:").wait_for()
+    placeholders = output.locator(".jp-PercentAgent-remoteMedia")
+    expect(placeholders).to_have_count(3)
+    for i in range(3):
+        expect(placeholders.nth(i)).to_contain_text(host)
+    refused = output.locator(".jp-PercentAgent-refused")
+    expect(refused).to_have_count(3)
+    expect(refused.nth(0)).to_contain_text("javascript: URLs are not allowed")
+    expect(refused.nth(1)).to_contain_text("only PNG, JPEG, GIF and WebP")
+    expect(refused.nth(2)).to_contain_text("rtsp: URLs are not allowed")
+    expect(output.locator("img, video")).to_have_count(0)
+    page.wait_for_timeout(1000)
+    assert beacon.seen("/") == []
