@@ -3,8 +3,12 @@
  *
  * - the `agent-chat` file type, whose default viewer is the Notebook;
  * - "Open With > Notebook" for a plain `.md`, which still opens in the editor by default;
- * - the "New Agent Chat" command (Launcher, File > New, palette);
- * - the renderer of replies, tool calls, tool results and Jarvis display tags.
+ * - the "New Agent Chat" command (Launcher, File > New, palette), the Launcher's one agent
+ *   entry (the agent kernel's own notebook card is taken out);
+ * - the renderer of replies, steps, tool calls, tool results and Jarvis display tags, all
+ *   untrusted; message notebooks kept untrusted (`notebook.ts`);
+ * - the bar over each message cell (agent, history, summary) and the status-bar total;
+ * - the `loadRemoteMedia` setting.
  */
 
 import {
@@ -15,18 +19,39 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { IMainMenu } from '@jupyterlab/mainmenu';
-import { INotebookWidgetFactory } from '@jupyterlab/notebook';
+import {
+  INotebookTracker,
+  INotebookWidgetFactory,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Contents } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
 import { markdownIcon } from '@jupyterlab/ui-components';
 import { PartialJSONObject } from '@lumino/coreutils';
+import { ISignal, Signal } from '@lumino/signaling';
 
+import { decorateCells } from './cellbar';
 import { agentChatIcon } from './icons';
+import { sendLiveState } from './livestate';
+import {
+  guardNotebook,
+  isMessageNotebook,
+  KERNEL_NAME,
+  untrustNotebook
+} from './notebook';
 import { agentMarkdownFactory, agentTextFactory } from './renderer';
+import { setLoadRemoteMedia } from './untrusted';
+import { UsageStatus } from './usage';
 
 export { agentChatIcon } from './icons';
 export { outputKind } from './renderer';
 export { extractJarvisTags } from './jarvis';
+export { parseAttp } from './attp';
+export { classifyUrl } from './untrusted';
+
+const PLUGIN_ID = 'jupyter-percent-agent:plugin';
 
 /** The file type of message files. */
 export const FILE_TYPE = 'agent-chat';
@@ -40,7 +65,7 @@ namespace CommandIDs {
 
 /** The kernel of message files: its cells are messages to an agent. */
 const KERNELSPEC = {
-  name: 'percent-agent',
+  name: KERNEL_NAME,
   display_name: 'Agent',
   language: 'markdown'
 };
@@ -57,22 +82,66 @@ function emptyChat(): PartialJSONObject {
   };
 }
 
+/**
+ * Take the agent kernel's cards ("Agent" in Notebook, which makes an `.ipynb`, and in
+ * Console, a chat saved nowhere) out of the Launcher: "New Agent Chat" is its one entry. JupyterLab adds kernel cards when
+ * the kernelspecs load (and again when they change), so the list is filtered each time.
+ * Needs JupyterLab's `LauncherModel` (its `itemsList`); any other launcher is left alone.
+ */
+function dropKernelCard(launcher: ILauncher): void {
+  const model = launcher as unknown as {
+    itemsList?: ILauncher.IItemOptions[];
+    stateChanged?: ISignal<unknown, void>;
+  };
+  const items = model.itemsList;
+  if (!Array.isArray(items) || typeof model.stateChanged?.connect !== 'function') {
+    return;
+  }
+  const isKernelCard = (item: ILauncher.IItemOptions): boolean => {
+    const args = item.args ?? {};
+    const preference = args['kernelPreference'] as { name?: unknown } | undefined;
+    return (
+      (item.command === 'notebook:create-new' && args['kernelName'] === KERNEL_NAME) ||
+      (item.command === 'console:create' && preference?.name === KERNEL_NAME)
+    );
+  };
+  const filter = (): void => {
+    for (let i = items.length - 1; i >= 0; i--) {
+      if (isKernelCard(items[i])) {
+        items.splice(i, 1);
+      }
+    }
+  };
+  filter();
+  model.stateChanged.connect(filter);
+}
+
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'jupyter-percent-agent:plugin',
+  id: PLUGIN_ID,
   description:
     'Open agent conversations kept as Markdown message files (.msg.md) as notebooks',
   autoStart: true,
   // The notebook factory must exist before a file type can name it.
-  requires: [INotebookWidgetFactory, IRenderMimeRegistry],
-  optional: [ILauncher, IMainMenu, ICommandPalette, IDefaultFileBrowser],
+  requires: [INotebookWidgetFactory, IRenderMimeRegistry, INotebookTracker],
+  optional: [
+    ILauncher,
+    IMainMenu,
+    ICommandPalette,
+    IDefaultFileBrowser,
+    ISettingRegistry,
+    IStatusBar
+  ],
   activate: (
     app: JupyterFrontEnd,
     _notebookFactory: unknown,
     rendermime: IRenderMimeRegistry,
+    tracker: INotebookTracker,
     launcher: ILauncher | null,
     mainMenu: IMainMenu | null,
     palette: ICommandPalette | null,
-    defaultBrowser: IDefaultFileBrowser | null
+    defaultBrowser: IDefaultFileBrowser | null,
+    settings: ISettingRegistry | null,
+    statusBar: IStatusBar | null
   ) => {
     const { docRegistry, commands, serviceManager } = app;
 
@@ -111,6 +180,52 @@ const plugin: JupyterFrontEndPlugin<void> = {
     rendermime.addFactory(agentMarkdownFactory, agentMarkdownFactory.defaultRank);
     rendermime.addFactory(agentTextFactory, agentTextFactory.defaultRank);
 
+    // Message notebooks: untrusted cells, model renderers, the bar over each message.
+    const usage = new UsageStatus();
+    const usageChanged = new Signal<UsageStatus, void>(usage);
+    const showUsage = (): void => {
+      const panel = tracker.currentWidget;
+      usage.model = panel && isMessageNotebook(panel) ? panel.model : null;
+      usageChanged.emit();
+    };
+    tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
+      guardNotebook(panel, () => {
+        decorateCells(panel);
+        sendLiveState(panel);
+        if (panel === tracker.currentWidget) {
+          showUsage();
+        }
+      });
+    });
+    tracker.currentChanged.connect(showUsage);
+    commands.commandExecuted.connect((_, executed) => {
+      if (executed.id === 'notebook:trust') {
+        void executed.result.then(() => {
+          tracker.forEach(untrustNotebook);
+        });
+      }
+    });
+    statusBar?.registerStatusItem(`${PLUGIN_ID}:usage`, {
+      item: usage,
+      align: 'left',
+      rank: 5,
+      isActive: () => usage.model !== null,
+      activeStateChanged: usageChanged
+    });
+
+    if (settings) {
+      const apply = (loaded: ISettingRegistry.ISettings): void => {
+        setLoadRemoteMedia(loaded.get('loadRemoteMedia').composite === true);
+      };
+      void settings
+        .load(PLUGIN_ID)
+        .then(loaded => {
+          apply(loaded);
+          loaded.changed.connect(apply);
+        })
+        .catch(reason => console.error('jupyter-percent-agent: settings', reason));
+    }
+
     commands.addCommand(CommandIDs.newChat, {
       label: args => (args['isMenu'] ? 'Agent Chat' : 'New Agent Chat'),
       caption: 'Create a new agent conversation (a .msg.md message file)',
@@ -139,6 +254,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
 
     // Its own section: cards in the Notebook section show kernel logos, not icons.
+    if (launcher) {
+      dropKernelCard(launcher);
+    }
     launcher?.add({
       command: CommandIDs.newChat,
       category: 'Agent',

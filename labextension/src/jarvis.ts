@@ -10,6 +10,9 @@
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { el } from './dom';
+import { classifyUrl, mediaFor, normalizeUrl, refusedNote } from './untrusted';
+
 export type JarvisKind = 'video' | 'img' | 'text' | 'download';
 
 export interface IJarvisTag {
@@ -137,58 +140,38 @@ function payloadUrl(payload: { [key: string]: unknown }): string {
 }
 
 /**
- * A URL the browser may load: http(s), `data:` images and videos, and paths relative
- * to the notebook (resolved through the rendermime resolver). Anything else
- * (`javascript:`, `rtsp:` and other streams a browser cannot play) gets `null`.
+ * The URL a media element of a Jarvis tag loads: `url` itself unless it is a path relative
+ * to the notebook, which the rendermime resolver turns into the Jupyter server's URL.
  */
-async function loadableUrl(
+async function resolved(
   url: string,
-  kind: 'img' | 'video',
   resolver: IRenderMime.IResolver | null
-): Promise<string | null> {
-  if (/^https?:\/\//i.test(url)) {
-    return url;
-  }
-  if (kind === 'img' && /^data:image\//i.test(url)) {
-    return url;
-  }
-  if (kind === 'video' && /^data:video\//i.test(url)) {
-    return url;
-  }
-  if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith('//') || !url) {
-    return null;
-  }
-  if (!resolver) {
+): Promise<string> {
+  const clean = normalizeUrl(url);
+  if (!resolver || !clean || SCHEME.test(clean) || /^[/\\]/.test(clean)) {
     return url;
   }
   try {
     const path = await resolver.resolveUrl(url);
     return await resolver.getDownloadUrl(path);
   } catch {
-    return null;
+    return url;
   }
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  name: K,
-  className: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(name);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 
-function link(url: string): HTMLAnchorElement {
-  const a = el('a', 'jp-PercentAgent-link', url);
-  if (/^https?:\/\//i.test(url)) {
-    a.href = url;
-    a.target = '_blank';
-    a.rel = 'noopener noreferrer';
+
+/** A link the user may follow (http(s) or a path), else the note that it was refused. */
+function link(url: string, className: string, text: string): HTMLElement {
+  const verdict = classifyUrl(url, 'link');
+  if (verdict.kind === 'refused') {
+    return refusedNote(document, 'link', verdict);
   }
+  const a = el('a', className, text);
+  a.href = verdict.url;
+  a.target = '_blank';
+  a.rel = 'noopener noreferrer';
   return a;
 }
 
@@ -201,33 +184,13 @@ async function renderTag(
   box.dataset['jarvis'] = kind;
   const label = str(payload['type']);
   switch (kind) {
-    case 'img': {
-      const url = payloadUrl(payload);
-      const src = await loadableUrl(url, 'img', resolver);
-      if (src) {
-        const img = el('img', '');
-        img.src = src;
-        img.alt = label || url;
-        box.appendChild(img);
-      } else {
-        box.appendChild(link(url));
-      }
-      break;
-    }
+    case 'img':
     case 'video': {
       const url = payloadUrl(payload);
-      const src = await loadableUrl(url, 'video', resolver);
-      if (src) {
-        const video = el('video', '');
-        video.src = src;
-        video.controls = true;
-        video.preload = 'metadata';
-        box.appendChild(video);
-      } else {
-        // A live stream (rtsp, rtmp...) that a browser cannot play: show where it is.
-        box.appendChild(el('span', 'jp-PercentAgent-mediaNote', 'Video stream: '));
-        box.appendChild(link(url));
-      }
+      const media = kind === 'img' ? 'image' : 'video';
+      box.appendChild(
+        mediaFor(document, media, await resolved(url, resolver), label || url)
+      );
       break;
     }
     case 'text': {
@@ -249,11 +212,11 @@ async function renderTag(
     case 'download': {
       const url = payloadUrl(payload);
       const text = `⬇ ${label || 'Download'}`;
-      if (/^https?:\/\//i.test(url)) {
-        const a = el('a', 'jp-PercentAgent-download', text);
-        a.href = url;
-        a.download = '';
-        a.rel = 'noopener noreferrer';
+      if (url) {
+        const a = link(url, 'jp-PercentAgent-download', text);
+        if (a instanceof HTMLAnchorElement) {
+          a.download = '';
+        }
         box.appendChild(a);
       } else {
         // No URL: the export is fetched by the application with its `auth` token.

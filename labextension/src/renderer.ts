@@ -1,13 +1,18 @@
 /**
  * Rendering of the outputs the format core writes for a message file: agent replies,
- * tool calls and tool results. Their metadata says what they are (see `outputKind`).
- * Replies are `text/markdown` outputs and tool calls and results `text/plain` ones, so
- * two renderers take over those MIME types; each falls back to JupyterLab's own
- * rendering (Markdown, plain text) for every other output.
+ * the agent's ATTP steps, tool calls and tool results. Their metadata says what they are
+ * (see `outputKind`). Replies are `text/markdown` outputs and tool calls and results
+ * `text/plain` ones, so two renderers take over those MIME types; each falls back to
+ * JupyterLab's own rendering (Markdown, plain text) for every other output.
+ *
+ * Model output is never trusted: whatever the cell's trust flag says, an agent output is
+ * rendered with `trusted: false` through JupyterLab's sanitizer and `untrusted.ts`. In a
+ * message notebook, every Markdown and HTML output is (`messageNotebookFactories`).
  */
 
 import {
   RenderedCommon,
+  RenderedHTML,
   RenderedMarkdown,
   RenderedText,
   renderMarkdown
@@ -15,10 +20,15 @@ import {
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
+import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
+import { el } from './dom';
 import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
+import { armRemoteMedia, modelSanitizer } from './untrusted';
+import { formatUsage, IUsage, usageOf } from './usage';
 
 export const MARKDOWN_MIME = 'text/markdown';
 export const TEXT_MIME = 'text/plain';
+export const HTML_MIME = 'text/html';
 
 export type OutputKind = 'reply' | 'tool_call' | 'tool_result';
 
@@ -69,7 +79,7 @@ function text(value: unknown): string {
 }
 
 /** A fence longer than any backtick run in `code`, so the code cannot close it. */
-function fenced(code: string, language: string): string {
+export function fenced(code: string, language: string): string {
   const runs = code.match(/`{3,}/g) ?? [];
   const longest = Math.max(2, ...runs.map(run => run.length));
   const fence = '`'.repeat(longest + 1);
@@ -101,19 +111,32 @@ function markAgent(widget: RenderedCommon, agent: IAgentOutput | null): void {
   }
 }
 
-/** Render Markdown into `host` with the widget's sanitizer, resolver and parser. */
+/** The same model, untrusted: what every model output is rendered as. */
+function untrusted(model: IRenderMime.IMimeModel): IRenderMime.IMimeModel {
+  return {
+    trusted: false,
+    data: model.data,
+    metadata: model.metadata,
+    setData: options => model.setData(options)
+  };
+}
+
+/**
+ * Render model-written Markdown into `host`: untrusted, through JupyterLab's sanitizer and
+ * `untrusted.ts`, with the widget's resolver and parser.
+ */
 function markdownInto(
   widget: RenderedCommon,
-  model: IRenderMime.IMimeModel,
   source: string,
   host: HTMLElement
 ): Promise<void> {
+  armRemoteMedia(host);
   return renderMarkdown({
     host,
     source,
-    trusted: model.trusted,
+    trusted: false,
     resolver: widget.resolver,
-    sanitizer: widget.sanitizer,
+    sanitizer: modelSanitizer(widget.sanitizer),
     linkHandler: widget.linkHandler,
     shouldTypeset: widget.isAttached,
     latexTypesetter: widget.latexTypesetter,
@@ -122,29 +145,25 @@ function markdownInto(
   });
 }
 
+
 /**
  * A tool call: a collapsed block "tool call: NAME" holding the code, as Python unless
  * it already is a fenced block.
  */
 async function renderToolCall(
   widget: RenderedCommon,
-  model: IRenderMime.IMimeModel,
   source: string,
   attrs: ReadonlyPartialJSONObject
 ): Promise<void> {
   const name = text(attrs['name'] ?? attrs['tool']) || 'tool';
-  const details = document.createElement('details');
-  details.className = 'jp-PercentAgent-toolCall';
-  const summary = document.createElement('summary');
-  summary.textContent = `tool call: ${name}`;
-  details.appendChild(summary);
-  const body = document.createElement('div');
-  body.className = 'jp-PercentAgent-toolCode';
+  const details = el('details', 'jp-PercentAgent-toolCall');
+  details.appendChild(el('summary', '', `tool call: ${name}`));
+  const body = el('div', 'jp-PercentAgent-toolCode');
   // A tool call is Python written by the model, or the call's own Markdown.
   const code = /^\s*(`{3,}|~{3,})/.test(source)
     ? source
     : fenced(source, 'python');
-  await markdownInto(widget, model, code, body);
+  await markdownInto(widget, code, body);
   details.appendChild(body);
   widget.node.appendChild(details);
 }
@@ -160,31 +179,24 @@ function renderToolResult(
 ): void {
   const status = text(attrs['status']) || 'done';
   const failed = status !== 'success';
-  const details = document.createElement('details');
-  details.className = 'jp-PercentAgent-toolResult';
+  const details = el('details', 'jp-PercentAgent-toolResult');
   details.classList.toggle('jp-mod-failed', failed);
   details.dataset['status'] = status;
   details.open = failed;
-  const summary = document.createElement('summary');
   const tool = text(attrs['tool'] ?? attrs['name']);
-  summary.textContent = [
+  const summary = [
     `result${tool ? `: ${tool}` : ''}`,
     status,
     duration(attrs['duration'])
   ]
     .filter(part => part)
     .join(' · ');
-  details.appendChild(summary);
+  details.appendChild(el('summary', '', summary));
   const error = text(attrs['error']);
   if (failed && error && !source.includes(error)) {
-    const message = document.createElement('div');
-    message.className = 'jp-PercentAgent-toolError';
-    message.textContent = error;
-    details.appendChild(message);
+    details.appendChild(el('div', 'jp-PercentAgent-toolError', error));
   }
-  const pre = document.createElement('pre');
-  pre.textContent = source;
-  details.appendChild(pre);
+  details.appendChild(el('pre', '', source));
   widget.node.appendChild(details);
 }
 
@@ -197,69 +209,175 @@ async function renderTool(
   widget.node.textContent = '';
   const source = String(model.data[widget.mimeType] ?? '');
   if (agent.kind === 'tool_call') {
-    return renderToolCall(widget, model, source, agent.attrs);
+    return renderToolCall(widget, source, agent.attrs);
   }
   renderToolResult(widget, source, agent.attrs);
+}
+
+/** A reply still streaming in: the kernel's in-place display has no attributes yet. */
+function isStreaming(attrs: ReadonlyPartialJSONObject): boolean {
+  return attrs['model'] === undefined && attrs['time'] === undefined;
+}
+
+/** The line over a reply: agent, model, step, usage, and why it did not finish. */
+export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | null {
+  const cut =
+    attrs['interrupted'] === true
+      ? 'stopped'
+      : attrs['incomplete'] === true
+        ? 'incomplete: the connection was lost'
+        : '';
+  const usage: IUsage = usageOf(attrs);
+  const parts = [
+    text(attrs['agent']),
+    text(attrs['model']),
+    attrs['reasoning'] ? 'step' : '',
+    formatUsage(usage),
+    usage.duration !== null ? `${usage.duration}s` : '',
+    cut
+  ].filter(part => part);
+  if (!parts.length) {
+    return null;
+  }
+  const header = el('div', 'jp-PercentAgent-replyHeader', parts.join(' · '));
+  header.classList.toggle('jp-mod-cut', cut !== '');
+  if (usage.tokensIn !== null || usage.tokensOut !== null) {
+    header.title = 'tokens sent → tokens received';
+  }
+  return header;
 }
 
 let tokenCounter = 0;
 
 /**
  * The `text/markdown` renderer: agent outputs get their own look, any other Markdown
- * renders exactly as JupyterLab renders it.
+ * renders as JupyterLab renders it (untrusted and gated too in a message notebook).
  */
 export class AgentMarkdown extends RenderedMarkdown {
+  /** Whether every output is model output (a message notebook's renderer). */
+  private readonly _allModel: boolean;
+  /** Whether the user opened the thought of a step: kept while the step streams. */
+  private _thoughtOpen = false;
+
+  constructor(options: IRenderMime.IRendererOptions, allModel = false) {
+    super(
+      allModel
+        ? { ...options, sanitizer: modelSanitizer(options.sanitizer) }
+        : options
+    );
+    this._allModel = allModel;
+    if (allModel) {
+      armRemoteMedia(this.node);
+    }
+  }
+
   async render(model: IRenderMime.IMimeModel): Promise<void> {
     const agent = outputKind(model.metadata);
     markAgent(this, agent);
     if (agent === null) {
-      return super.render(model);
+      return super.render(this._allModel ? untrusted(model) : model);
     }
     if (isTool(agent)) {
       return renderTool(this, model, agent);
     }
+    const opened = this.node.querySelector('details.jp-PercentAgent-thought');
+    if (opened) {
+      this._thoughtOpen = (opened as HTMLDetailsElement).open;
+    }
     this.node.textContent = '';
     const source = String(model.data[this.mimeType] ?? '');
-    return this._renderReply(model, source, agent.attrs);
+    return this._renderReply(source, agent.attrs);
   }
 
   private async _renderReply(
-    model: IRenderMime.IMimeModel,
     source: string,
     attrs: ReadonlyPartialJSONObject
   ): Promise<void> {
-    const token = `PERCENTAGENTMEDIA${++tokenCounter}X`;
-    const { source: prepared, tags } = extractJarvisTags(source, token);
-    const caption = [attrs['agent'], attrs['model']]
-      .map(text)
-      .filter(part => part)
-      .join(' · ');
-    const body = document.createElement('div');
-    body.className = 'jp-PercentAgent-replyBody';
-    await markdownInto(this, model, prepared, body);
-    if (tags.length) {
-      await replaceJarvisPlaceholders(body, token, tags, this.resolver);
-    }
-    // A reply that did not finish says why: stopped by the user, or cut off mid-stream.
-    const cut =
-      attrs['interrupted'] === true
-        ? 'stopped'
-        : attrs['incomplete'] === true
-          ? 'incomplete: the connection was lost'
-          : '';
-    const headerText = [caption, attrs['reasoning'] ? 'step' : '', cut]
-      .filter(part => part)
-      .join(' · ');
-    if (headerText) {
-      const header = document.createElement('div');
-      header.className = 'jp-PercentAgent-replyHeader';
-      if (cut) {
-        header.classList.add('jp-mod-cut');
-      }
-      header.textContent = headerText;
+    const header = replyHeader(attrs);
+    if (header) {
       this.node.appendChild(header);
     }
+    const body = el('div', 'jp-PercentAgent-replyBody');
     this.node.appendChild(body);
+    const streaming = isStreaming(attrs);
+    if (attrs['reasoning'] || (streaming && looksLikeAttp(source))) {
+      const step = parseAttp(source, streaming);
+      if (step === null) {
+        // Not ATTP this reader can read: the text as it is, never as Markdown.
+        body.classList.add('jp-PercentAgent-rawStep');
+        await markdownInto(this, fenced(source, 'toml'), body);
+      } else {
+        await this._renderStep(step, body);
+      }
+      const error = text(attrs['attp_error']);
+      if (error) {
+        body.appendChild(el('div', 'jp-PercentAgent-stepError', `Not valid ATTP: ${error}`));
+      }
+      return;
+    }
+    await this._markdownWithMedia(source, body);
+  }
+
+  /** Markdown with the Jarvis display tags shown as media. */
+  private async _markdownWithMedia(source: string, host: HTMLElement): Promise<void> {
+    const token = `PERCENTAGENTMEDIA${++tokenCounter}X`;
+    const { source: prepared, tags } = extractJarvisTags(source, token);
+    await markdownInto(this, prepared, host);
+    if (tags.length) {
+      await replaceJarvisPlaceholders(host, token, tags, this.resolver);
+    }
+  }
+
+  /**
+   * An ATTP step or answer: the thought as a collapsible block, the tool call's target and
+   * its code as Python, a refusal's message, an answer as Markdown.
+   */
+  private async _renderStep(step: IAttpReply, body: HTMLElement): Promise<void> {
+    body.classList.add('jp-PercentAgent-step');
+    if (step.prose) {
+      const prose = el('div', 'jp-PercentAgent-stepProse');
+      await this._markdownWithMedia(step.prose, prose);
+      body.appendChild(prose);
+    }
+    if (step.thought) {
+      const thought = el('details', 'jp-PercentAgent-thought');
+      thought.open = this._thoughtOpen;
+      const firstLine = step.thought.trim().split('\n', 1)[0];
+      const summary = el('summary', '');
+      summary.appendChild(el('span', 'jp-PercentAgent-thoughtLabel', 'Thought'));
+      summary.appendChild(el('span', 'jp-PercentAgent-thoughtPreview', firstLine));
+      thought.appendChild(summary);
+      const content = el('div', 'jp-PercentAgent-thoughtBody');
+      await markdownInto(this, step.thought, content);
+      thought.appendChild(content);
+      thought.addEventListener('toggle', () => {
+        this._thoughtOpen = thought.open;
+      });
+      body.appendChild(thought);
+    }
+    const call = step.toolCall;
+    if (call) {
+      const box = el('div', 'jp-PercentAgent-stepCall');
+      const failed = call.status.trim().toLowerCase() === 'fail';
+      box.dataset['status'] = call.status;
+      if (call.target) {
+        box.appendChild(el('div', 'jp-PercentAgent-stepTarget', call.target));
+      }
+      if (call.code) {
+        const code = el('div', 'jp-PercentAgent-stepCode');
+        await markdownInto(this, fenced(call.code, 'python'), code);
+        box.appendChild(code);
+      }
+      if (failed || call.message) {
+        box.appendChild(el('div', 'jp-PercentAgent-stepRefusal', call.message || 'fail'));
+      }
+      body.appendChild(box);
+    }
+    if (step.answer !== null) {
+      const answer = el('div', 'jp-PercentAgent-stepAnswer');
+      await this._markdownWithMedia(step.answer, answer);
+      body.appendChild(answer);
+    }
   }
 }
 
@@ -283,6 +401,18 @@ export class AgentText extends RenderedText {
   }
 }
 
+/** HTML in a message notebook: untrusted, sanitized, remote media behind a click. */
+export class ModelHTML extends RenderedHTML {
+  constructor(options: IRenderMime.IRendererOptions) {
+    super({ ...options, sanitizer: modelSanitizer(options.sanitizer) });
+    armRemoteMedia(this.node);
+  }
+
+  render(model: IRenderMime.IMimeModel): Promise<void> {
+    return super.render(untrusted(model));
+  }
+}
+
 /**
  * Replaces JupyterLab's `text/markdown` factory (same rank, same safety).
  */
@@ -303,3 +433,22 @@ export const agentTextFactory: IRenderMime.IRendererFactory = {
   defaultRank: 120,
   createRenderer: options => new AgentText(options)
 };
+
+/**
+ * The factories a message notebook's own renderer registry gets: everything its Markdown
+ * and HTML outputs say is model output (or a shared file's), so all of it is untrusted.
+ */
+export const messageNotebookFactories: IRenderMime.IRendererFactory[] = [
+  {
+    safe: true,
+    mimeTypes: [MARKDOWN_MIME],
+    defaultRank: 60,
+    createRenderer: options => new AgentMarkdown(options, true)
+  },
+  {
+    safe: true,
+    mimeTypes: [HTML_MIME],
+    defaultRank: 50,
+    createRenderer: options => new ModelHTML(options)
+  }
+];

@@ -2,7 +2,10 @@
 
 The server runs as a subprocess on 127.0.0.1 with a temporary root directory, its own
 config, data, runtime, settings and workspaces directories (so nothing the user set up
-leaks in), no token and no password. Chromium is driven by Python Playwright, which never
+leaks in), no token and no password. Its agent kernels talk to the project's local
+OpenAI-compatible server (`lab_model`), started before it. A second local server, the
+`beacon`, logs every request it gets: tests point "remote" media and attack payloads at it
+and assert what the page fetched. Chromium is driven by Python Playwright, which never
 downloads a browser here: it launches `/usr/bin/chromium` (or `$CHROMIUM`).
 """
 
@@ -14,14 +17,20 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+from .labpage import PNG
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
@@ -44,6 +53,7 @@ class LabServer:
     url: str
     root: Path
     log: Path
+    settings: Path
 
     def log_tail(self, lines: int = 60) -> str:
         """The end of the server's log, for failure messages."""
@@ -65,14 +75,97 @@ def _ready(url: str) -> bool:
         return False
 
 
+@dataclass
+class Beacon:
+    """A local HTTP server that records the path of every request it gets."""
+
+    url: str
+    hits: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def seen(self, prefix: str = "/") -> list[str]:
+        """The paths requested so far that start with `prefix`."""
+        with self.lock:
+            return [path for path in self.hits if path.startswith(prefix)]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.hits.clear()
+
+
 @pytest.fixture(scope="package")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+def beacon() -> Iterator[Beacon]:
+    """The logging server on 127.0.0.1 (cleared before each test that uses it)."""
+    state = Beacon(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            with state.lock:
+                state.hits.append(self.path)
+            # An image gets a real PNG, so that a loaded image loads.
+            body = PNG if self.path.split("?")[0].endswith(".png") else b""
+            self.send_response(200 if body else 204)
+            self.send_header("Content-Type", "image/png" if body else "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the page may drop what it asked for
+                self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = _answer
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, name="beacon", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="package")
+def lab_model() -> Iterator[OpenAIServer]:
+    """The local model server the lab's agent kernels call (reset before each test)."""
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def model(lab_model: OpenAIServer) -> Iterator[OpenAIServer]:
+    """The lab's model server with an empty script and request log."""
+    lab_model.reset()
+    yield lab_model
+    lab_model.reset()
+
+
+@pytest.fixture(scope="package")
+def lab_server(
+    tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
+) -> Iterator[LabServer]:
     """`jupyter lab` serving a fresh temporary directory, stopped at the end."""
     base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
     port = _free_port()
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
+    # Agent kernels started by this server answer through the local model server, at once.
+    env.update(
+        {
+            "PERCENT_AGENT_API_BASE": lab_model.url,
+            "PERCENT_AGENT_MODEL": "test-model",
+            "PERCENT_AGENT_RETRIES": "0",
+            "PERCENT_AGENT_BACKOFF": "0",
+            "PERCENT_AGENT_TIMEOUT": "30",
+            "PERCENT_AGENT_WARM": "0",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+    )
     for name, sub in [
         ("JUPYTER_CONFIG_DIR", "config"),
         ("JUPYTER_RUNTIME_DIR", "runtime"),
@@ -104,7 +197,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         proc = subprocess.Popen(
             command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-    server = LabServer(url=url, root=root, log=log)
+    server = LabServer(url=url, root=root, log=log, settings=base / "settings")
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _ready(url):
@@ -152,6 +245,19 @@ def page(browser: object, lab_server: LabServer) -> Iterator[object]:
     finally:
         with contextlib.suppress(Exception):
             context.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_start(request: pytest.FixtureRequest) -> None:
+    """Each test that uses the lab starts from an empty root folder, and a clear beacon."""
+    if "beacon" in request.fixturenames:
+        request.getfixturevalue("beacon").clear()
+    if "lab_server" not in request.fixturenames:
+        return
+    root = request.getfixturevalue("lab_server").root
+    for entry in Path(root).iterdir():
+        if entry.is_file():
+            entry.unlink()
 
 
 # pytest-jupyter's autouse fixtures are overridden here: Playwright's sync API runs its own

@@ -8,13 +8,14 @@ opens in the text editor.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
+
+from .labpage import MODEL_DIRTY, double_click, open_lab, wait_for, wait_for_kernel
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -48,31 +49,13 @@ Sunny, 25 degrees
 """
 
 
-def _wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
-
-
-def _open_lab(page, lab_server) -> None:
-    page.goto(f"{lab_server.url}/lab?reset")
-    page.locator(".jp-DirListing-content").wait_for()
-
-
-def _double_click(page, name: str) -> None:
-    item = page.locator(".jp-DirListing-item", has=page.locator(f'text="{name}"'))
-    item.first.dblclick()
-
-
 def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canonical(
     page, lab_server
 ) -> None:
     path = lab_server.root / "chat.msg.md"
     path.write_text(CHAT)
-    _open_lab(page, lab_server)
-    _double_click(page, "chat.msg.md")
+    open_lab(page, lab_server)
+    double_click(page, "chat.msg.md")
 
     notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
     notebook.wait_for()
@@ -95,7 +78,7 @@ def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canon
     page.keyboard.type(" And a day at the Summer Palace.")
     page.keyboard.press("Control+s")
 
-    _wait_for(lambda: "Summer Palace" in path.read_text(), what="the edit on disk")
+    wait_for(lambda: "Summer Palace" in path.read_text(), what="the edit on disk")
     text = path.read_text()
     assert "Plan three days in Beijing. And a day at the Summer Palace." in text
     # Canonical: writing what was read gives the same bytes; nothing of the outputs lost.
@@ -108,36 +91,9 @@ def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canon
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "tool_outputs.msg.md"
 
-# Resolves once the current notebook's kernel is idle and JupyterLab has done what it does when
-# a kernel comes up: it writes the kernel's `language_info` and kernelspec into the notebook's
-# metadata (JupyterLab's own callbacks on these promises were registered first, so ran first).
-KERNEL_SETTLED = """async () => {
-    const panel = window.jupyterapp.shell.currentWidget;
-    await panel.context.ready;
-    await panel.sessionContext.ready;
-    const kernel = panel.sessionContext.session.kernel;
-    await kernel.info;
-    await kernel.spec;
-    return kernel.name;
-}"""
-KERNEL_IDLE = """() => {
-    const panel = window.jupyterapp.shell.currentWidget;
-    const kernel = panel && panel.sessionContext && panel.sessionContext.session
-        && panel.sessionContext.session.kernel;
-    return !!kernel && kernel.status === "idle";
-}"""
-MODEL_DIRTY = "() => window.jupyterapp.shell.currentWidget.context.model.dirty"
-
 
 def _dirty_tabs(page):
     return page.locator("#jp-main-dock-panel .lm-TabBar-tab.jp-mod-dirty")
-
-
-def _wait_for_the_kernel(page) -> None:
-    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
-    assert page.evaluate(KERNEL_SETTLED) == "percent-agent"
-    # What a notebook does when its kernel is up is done; give anything later a moment too.
-    page.wait_for_timeout(1000)
 
 
 def test_opening_a_message_file_leaves_it_unmodified(page, lab_server) -> None:
@@ -149,12 +105,12 @@ def test_opening_a_message_file_leaves_it_unmodified(page, lab_server) -> None:
     path = lab_server.root / "opened.msg.md"
     text = DATA.read_text(encoding="utf-8")
     path.write_text(text, encoding="utf-8")
-    _open_lab(page, lab_server)
-    _double_click(page, "opened.msg.md")
+    open_lab(page, lab_server)
+    double_click(page, "opened.msg.md")
     notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
     first_cell = notebook.locator(".jp-CodeCell").first
     expect(first_cell.locator(".jp-InputArea")).to_contain_text("How many lines has the report?")
-    _wait_for_the_kernel(page)
+    wait_for_kernel(page)
 
     assert page.evaluate(MODEL_DIRTY) is False
     tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="opened.msg.md")
@@ -169,7 +125,7 @@ def test_opening_a_message_file_leaves_it_unmodified(page, lab_server) -> None:
     expect(_dirty_tabs(page)).to_have_count(1)
     assert page.evaluate(MODEL_DIRTY) is True
     page.keyboard.press("Control+s")
-    _wait_for(lambda: "report? And the appendix?" in path.read_text(), what="the edit on disk")
+    wait_for(lambda: "report? And the appendix?" in path.read_text(), what="the edit on disk")
     expect(_dirty_tabs(page)).to_have_count(0)
     saved = path.read_text(encoding="utf-8")
     # Only the edit: the kernel's language_info stays out of the file.
@@ -178,20 +134,20 @@ def test_opening_a_message_file_leaves_it_unmodified(page, lab_server) -> None:
 
 
 def test_a_new_agent_chat_is_unmodified_once_its_kernel_is_up(page, lab_server) -> None:
-    _open_lab(page, lab_server)
+    open_lab(page, lab_server)
     page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
     page.locator(".jp-NotebookPanel:visible .jp-Notebook").wait_for()
-    _wait_for_the_kernel(page)
+    wait_for_kernel(page)
     assert page.evaluate(MODEL_DIRTY) is False
     expect(_dirty_tabs(page)).to_have_count(0)
     assert "language_info" not in (lab_server.root / "Untitled.msg.md").read_text()
 
 
 def test_new_agent_chat_from_the_launcher_creates_untitled_msg_md(page, lab_server) -> None:
-    _open_lab(page, lab_server)
+    open_lab(page, lab_server)
     page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
     created = lab_server.root / "Untitled.msg.md"
-    _wait_for(created.exists, what="Untitled.msg.md on disk")
+    wait_for(created.exists, what="Untitled.msg.md on disk")
     page.locator(".jp-NotebookPanel:visible .jp-Notebook").wait_for()
     # The new file is a message file the format core reads, set up for the agent kernel.
     nb = fmt.reads(created.read_text(), path=str(created))
@@ -200,8 +156,8 @@ def test_new_agent_chat_from_the_launcher_creates_untitled_msg_md(page, lab_serv
 
 def test_a_plain_markdown_file_still_opens_in_the_text_editor(page, lab_server) -> None:
     (lab_server.root / "notes.md").write_text("# Notes\n\nJust a document.\n")
-    _open_lab(page, lab_server)
-    _double_click(page, "notes.md")
+    open_lab(page, lab_server)
+    double_click(page, "notes.md")
     page.locator(".jp-FileEditor:visible").wait_for()
     expect(page.locator(".jp-FileEditor:visible")).to_contain_text("Just a document.")
     assert page.locator(".jp-NotebookPanel:visible").count() == 0
@@ -210,7 +166,7 @@ def test_a_plain_markdown_file_still_opens_in_the_text_editor(page, lab_server) 
 def test_icon_of_message_files_differs_from_plain_markdown(page, lab_server) -> None:
     (lab_server.root / "a.msg.md").write_text(CHAT)
     (lab_server.root / "b.md").write_text("# B\n")
-    _open_lab(page, lab_server)
+    open_lab(page, lab_server)
 
     def icon_html(name: str) -> str:
         item = page.locator(".jp-DirListing-item", has=page.locator(f'text="{name}"')).first
@@ -218,10 +174,3 @@ def test_icon_of_message_files_differs_from_plain_markdown(page, lab_server) -> 
         return item.locator(".jp-DirListing-itemIcon").inner_html()
 
     assert icon_html("a.msg.md") != icon_html("b.md")
-
-
-@pytest.fixture(autouse=True)
-def _clean_root(lab_server) -> None:
-    for entry in Path(lab_server.root).iterdir():
-        if entry.is_file():
-            entry.unlink()

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from .labpage import cell_with, open_notebook
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "tool_outputs.msg.md"
@@ -23,25 +25,12 @@ NAME = "tool_outputs.msg.md"
 
 def _open_notebook(page, lab_server):
     (lab_server.root / NAME).write_text(DATA.read_text())
-    page.goto(f"{lab_server.url}/lab?reset")
-    page.locator(".jp-DirListing-content").wait_for()
-    item = page.locator(".jp-DirListing-item", has=page.locator(f'text="{NAME}"'))
-    item.first.dblclick()
-    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
-    notebook.wait_for()
-    return notebook
-
-
-def _cell(notebook, text: str):
-    """The code cell whose input holds `text`, scrolled into view."""
-    cell = notebook.locator(".jp-CodeCell", has=notebook.page.get_by_text(text)).first
-    cell.scroll_into_view_if_needed()
-    return cell
+    return open_notebook(page, lab_server, NAME)
 
 
 def test_tool_call_and_result_render_as_collapsible_blocks(page, lab_server) -> None:
     notebook = _open_notebook(page, lab_server)
-    cell = _cell(notebook, "How many lines has the report?")
+    cell = cell_with(notebook, "How many lines has the report?")
     outputs = cell.locator(".jp-OutputArea")
     # The replies around the tool use still render as the agent's Markdown.
     expect(outputs.locator(".jp-PercentAgent-replyHeader").first).to_contain_text("counter")
@@ -78,7 +67,7 @@ def test_tool_call_and_result_render_as_collapsible_blocks(page, lab_server) -> 
 
 def test_a_failed_result_is_open_and_marked(page, lab_server) -> None:
     notebook = _open_notebook(page, lab_server)
-    cell = _cell(notebook, "And the appendix?")
+    cell = cell_with(notebook, "And the appendix?")
     result = cell.locator("details.jp-PercentAgent-toolResult")
     expect(result).to_have_attribute("data-status", "fail")
     expect(result).to_have_class(re.compile(r"\bjp-mod-failed\b"))
@@ -95,7 +84,7 @@ def test_a_failed_result_is_open_and_marked(page, lab_server) -> None:
 
 def test_other_plain_text_outputs_render_as_ordinary_text(page, lab_server) -> None:
     notebook = _open_notebook(page, lab_server)
-    cell = _cell(notebook, "plain stdout line")
+    cell = cell_with(notebook, "plain stdout line")
     outputs = cell.locator(".jp-OutputArea")
     stdout = outputs.locator(
         '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]'
@@ -110,28 +99,24 @@ def test_other_plain_text_outputs_render_as_ordinary_text(page, lab_server) -> N
     expect(outputs.locator("details")).to_have_count(0)
 
 
-@pytest.fixture(autouse=True)
-def _clean_root(lab_server) -> None:
-    for entry in Path(lab_server.root).iterdir():
-        if entry.is_file():
-            entry.unlink()
-
-
 def test_a_stopped_or_cut_off_reply_says_so_in_its_header(page, lab_server) -> None:
     notebook = _open_notebook(page, lab_server)
-    stopped = _cell(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyHeader")
+    stopped = cell_with(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyHeader")
     expect(stopped).to_have_text("counter · gpt-4o-mini · stopped")
     expect(stopped).to_have_class(re.compile(r"\bjp-mod-cut\b"))
-    cut = _cell(notebook, "Are you there?").locator(".jp-PercentAgent-replyHeader")
+    cut = cell_with(notebook, "Are you there?").locator(".jp-PercentAgent-replyHeader")
     expect(cut).to_have_text("counter · gpt-4o-mini · incomplete: the connection was lost")
-    whole = _cell(notebook, "How many lines has the report?").locator(
-        ".jp-PercentAgent-replyHeader").first
+    whole = (
+        cell_with(notebook, "How many lines has the report?")
+        .locator(".jp-PercentAgent-replyHeader")
+        .first
+    )
     expect(whole).to_have_text("counter · gpt-4o-mini")
     expect(whole).not_to_have_class(re.compile(r"\bjp-mod-cut\b"))
 
 
 def test_a_code_block_in_a_reply_has_jupyterlabs_markdown_margins(page, lab_server) -> None:
     notebook = _open_notebook(page, lab_server)
-    block = _cell(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyBody > pre")
+    block = cell_with(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyBody > pre")
     expect(block).to_have_css("margin-left", re.compile(r"^[1-9]"))
     expect(block).to_have_css("margin-top", re.compile(r"^[1-9]"))

@@ -1,0 +1,249 @@
+/**
+ * The bar over every message cell: which agent answers it and how it enters the history,
+ * seen at a glance and changed with one click; its stored summary, when it has one.
+ *
+ * It edits the cell's flat metadata keys `agent` and `history` (docs/format.md), the ones
+ * its footnote holds, so saving writes them into the file. An excluded cell is dimmed.
+ */
+
+import { Cell, ICellModel } from '@jupyterlab/cells';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { PanelLayout, Widget } from '@lumino/widgets';
+
+import { fileAgents, historyMode, HistoryMode, ICellView, IFileAgents } from './agents';
+
+const BAR_CLASS = 'jp-PercentAgent-cellBar';
+const EXCLUDED_CLASS = 'jp-PercentAgent-excluded';
+const MODES: HistoryMode[] = ['include', 'exclude', 'summary'];
+const MODE_TITLES: { [K in HistoryMode]: string } = {
+  include: 'Sent to the agent with later messages (the default)',
+  exclude: 'Never sent to the agent: the model does not see this message or its replies',
+  summary: 'Sent as a short summary, made by the agent the first time it is needed'
+};
+
+/** Cell types (`percent_agent.type`) that are part of the conversation's history. */
+const IN_HISTORY = new Set(['', 'code', 'tool_call', 'toolchain', 'async']);
+/** Cell types that ask an agent. */
+const ASKS_AGENT = new Set(['', 'async']);
+
+function cellType(model: ICellModel): string | null {
+  if (model.type !== 'code') {
+    return null;
+  }
+  if (model.getMetadata('definition') === 'agent') {
+    return 'agent';
+  }
+  const ns = model.getMetadata('percent_agent') as { type?: unknown } | undefined;
+  return typeof ns?.type === 'string' ? ns.type : '';
+}
+
+const agentsCache = new WeakMap<NotebookPanel, IFileAgents>();
+
+/** The agents `panel`'s file defines; read again after any change to the notebook. */
+function agentsOf(panel: NotebookPanel): IFileAgents {
+  const cached = agentsCache.get(panel);
+  if (cached) {
+    return cached;
+  }
+  const model = panel.model;
+  const views: ICellView[] =
+    model === null
+      ? []
+      : Array.from(model.cells, cell => ({
+          type: cell.type,
+          source: cell.sharedModel.getSource(),
+          metadata: cell.metadata as { [key: string]: unknown }
+        }));
+  const agents = fileAgents(views);
+  agentsCache.set(panel, agents);
+  return agents;
+}
+
+/** The bar of one cell. */
+export class CellBar extends Widget {
+  private readonly _cell: Cell;
+  private readonly _panel: NotebookPanel;
+  private readonly _select: HTMLSelectElement | null = null;
+  private readonly _modes = new Map<HistoryMode, HTMLButtonElement>();
+  private readonly _summaryButton: HTMLButtonElement;
+  private readonly _summary: HTMLDivElement;
+
+  constructor(panel: NotebookPanel, cell: Cell, type: string) {
+    super();
+    this._panel = panel;
+    this._cell = cell;
+    this.addClass(BAR_CLASS);
+    const row = document.createElement('div');
+    row.className = 'jp-PercentAgent-cellBarRow';
+    this.node.appendChild(row);
+
+    if (ASKS_AGENT.has(type)) {
+      const label = document.createElement('label');
+      label.className = 'jp-PercentAgent-agentPick';
+      label.appendChild(document.createTextNode('agent '));
+      const select = document.createElement('select');
+      select.className = 'jp-PercentAgent-agentSelect';
+      select.title = 'The agent that answers this message';
+      // The file's agents may have changed since: list them afresh when the menu opens.
+      select.addEventListener('mousedown', () => this._fillAgents());
+      select.addEventListener('focus', () => this._fillAgents());
+      select.addEventListener('change', () => this._setAgent(select.value));
+      label.appendChild(select);
+      row.appendChild(label);
+      this._select = select;
+    }
+
+    const modes = document.createElement('span');
+    modes.className = 'jp-PercentAgent-history';
+    modes.setAttribute('role', 'group');
+    modes.setAttribute('aria-label', 'history');
+    modes.appendChild(document.createTextNode('history '));
+    for (const mode of MODES) {
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'jp-PercentAgent-historyMode';
+      button.dataset['mode'] = mode;
+      button.textContent = mode;
+      button.title = MODE_TITLES[mode];
+      button.addEventListener('click', () => this._setHistory(mode));
+      modes.appendChild(button);
+      this._modes.set(mode, button);
+    }
+    row.appendChild(modes);
+
+    this._summaryButton = document.createElement('button');
+    this._summaryButton.type = 'button';
+    this._summaryButton.className = 'jp-PercentAgent-summaryToggle';
+    this._summaryButton.textContent = 'summary ▸';
+    this._summaryButton.title = 'Show the summary stored for this message';
+    this._summaryButton.addEventListener('click', () => this._toggleSummary());
+    row.appendChild(this._summaryButton);
+
+    this._summary = document.createElement('div');
+    this._summary.className = 'jp-PercentAgent-summary';
+    this._summary.hidden = true;
+    this.node.appendChild(this._summary);
+
+    cell.model.metadataChanged.connect(this._update, this);
+    this._update();
+  }
+
+  dispose(): void {
+    if (!this.isDisposed) {
+      this._cell.model?.metadataChanged.disconnect(this._update, this);
+    }
+    super.dispose();
+  }
+
+  private get _model(): ICellModel {
+    return this._cell.model;
+  }
+
+  private _fillAgents(): void {
+    const select = this._select;
+    if (select === null) {
+      return;
+    }
+    const { names, defaultAgent } = agentsOf(this._panel);
+    const current = this._model.getMetadata('agent');
+    const chosen = typeof current === 'string' ? current : '';
+    const options: [string, string][] = [
+      ['', defaultAgent ? `default (${defaultAgent})` : 'default']
+    ];
+    for (const name of names) {
+      options.push([name, name]);
+    }
+    if (chosen && !names.includes(chosen)) {
+      options.push([chosen, `${chosen} (not defined in this file)`]);
+    }
+    const same =
+      select.options.length === options.length &&
+      options.every(([value, label], i) => {
+        const option = select.options[i];
+        return option.value === value && option.textContent === label;
+      });
+    if (!same) {
+      select.textContent = '';
+      for (const [value, label] of options) {
+        const option = document.createElement('option');
+        option.value = value;
+        option.textContent = label;
+        select.appendChild(option);
+      }
+    }
+    select.value = chosen;
+  }
+
+  private _setAgent(name: string): void {
+    if (name) {
+      this._model.setMetadata('agent', name);
+    } else {
+      this._model.deleteMetadata('agent');
+    }
+  }
+
+  private _setHistory(mode: HistoryMode): void {
+    if (mode === 'include') {
+      // The default for a message: no attribute at all, as a fresh cell has.
+      this._model.deleteMetadata('history');
+    } else {
+      this._model.setMetadata('history', mode);
+    }
+  }
+
+  private _toggleSummary(): void {
+    this._summary.hidden = !this._summary.hidden;
+    this._summaryButton.textContent = this._summary.hidden ? 'summary ▸' : 'summary ▾';
+  }
+
+  private _update(): void {
+    if (this.isDisposed || this._model === null) {
+      return;
+    }
+    this._fillAgents();
+    const mode = historyMode(this._model.getMetadata('history'));
+    for (const [m, button] of this._modes) {
+      button.setAttribute('aria-pressed', String(m === mode));
+      button.classList.toggle('jp-mod-active', m === mode);
+    }
+    this._cell.toggleClass(EXCLUDED_CLASS, mode === 'exclude');
+    this.node.dataset['history'] = mode;
+    const summary = this._model.getMetadata('summary');
+    const has = typeof summary === 'string' && summary.trim() !== '';
+    this._summaryButton.hidden = !has;
+    // A summary is model-written text: shown as text, never as HTML.
+    this._summary.textContent = has ? (summary as string) : '';
+    if (!has) {
+      this._summary.hidden = true;
+    }
+  }
+}
+
+const decorated = new WeakMap<Cell, CellBar>();
+
+/** Give every message cell of `panel` its bar (cells added later too). */
+export function decorateCells(panel: NotebookPanel): void {
+  const run = (): void => {
+    if (panel.isDisposed) {
+      return;
+    }
+    for (const cell of panel.content.widgets) {
+      if (decorated.has(cell) || cell.isDisposed) {
+        continue;
+      }
+      const type = cellType(cell.model);
+      if (type === null || !IN_HISTORY.has(type)) {
+        continue;
+      }
+      const bar = new CellBar(panel, cell, type);
+      // Above the input, below the cell's (empty) header.
+      (cell.layout as PanelLayout).insertWidget(1, bar);
+      decorated.set(cell, bar);
+    }
+  };
+  panel.model?.contentChanged.connect(() => agentsCache.delete(panel));
+  run();
+  // JupyterLab makes the widgets of new cells in its own handler of the same signal.
+  panel.model?.cells.changed.connect(() => void Promise.resolve().then(run));
+  void panel.context.ready.then(run);
+}

@@ -1,0 +1,126 @@
+/**
+ * The notebook as the user sees it, sent with every execute request of a message notebook,
+ * so that the agent kernel can build the history from it rather than from the file on disk.
+ *
+ * The kernel reads the saved file and lays over it the running cell's live source (and what
+ * it ran itself): an agent picked in a cell's bar, a message excluded, text edited, none of
+ * it saved yet, does not reach it. JupyterLab already spreads the running cell's metadata
+ * into the request (`agent`, `history`, ... next to `cellId`) and lists the cells deleted
+ * since the last run (`deletedCells`); this adds the rest under `percent_agent_notebook`:
+ *
+ *     "metadata": {
+ *       "cellId": "q4", "agent": "critic", "deletedCells": [], ...,   // JupyterLab's own
+ *       "percent_agent_notebook": {
+ *         "version": 1,
+ *         "cells": [                          // every cell, in notebook order
+ *           {"id": "front-matter", "cell_type": "raw", "source": "---\n...\n---",
+ *            "unsaved": true},                 // source only when not as saved
+ *           {"id": "q1", "cell_type": "code", "agent": "helper"},
+ *           {"id": "q2", "cell_type": "code", "history": "exclude"},
+ *           {"id": "q3", "cell_type": "code", "history": "summary", "summary": "...",
+ *            "summary_hash": "..."},
+ *           {"id": "a1", "cell_type": "code", "definition": "agent", "name": "critic",
+ *            "source": "models: [gpt-4o-mini]", "unsaved": true}
+ *         ]
+ *       }
+ *     }
+ *
+ * A cell carries its `source` (and `unsaved: true`) only when it is new or was edited since
+ * the notebook was opened or last saved; its outputs never (the kernel keeps the ones it
+ * produced). The kernel ignores the key today; reading it is the kernel's side of the change.
+ */
+
+import { ICellModel } from '@jupyterlab/cells';
+import { Kernel } from '@jupyterlab/services';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { JSONObject } from '@lumino/coreutils';
+
+/** Not `percent_agent`: JupyterLab spreads the running cell's metadata (which has that
+ * key) into the same object. */
+export const LIVE_STATE_KEY = 'percent_agent_notebook';
+export const LIVE_STATE_VERSION = 1;
+
+/** The flat metadata keys that decide who answers and what the history holds. */
+const KEYS = ['agent', 'history', 'summary', 'summary_hash', 'definition', 'name'];
+
+/** Which cells are not as saved: edited or new since the last load or save. */
+class Edits {
+  private readonly _saved = new Map<string, string>();
+
+  constructor(private readonly _panel: NotebookPanel) {
+    void _panel.context.ready.then(() => this.snapshot());
+    _panel.context.saveState.connect((_, state) => {
+      if (state === 'completed') {
+        this.snapshot();
+      }
+    });
+  }
+
+  /** Remember every cell's source as it is now: what the file holds. */
+  snapshot(): void {
+    this._saved.clear();
+    for (const cell of this._panel.model?.cells ?? []) {
+      this._saved.set(cell.id, cell.sharedModel.getSource());
+    }
+  }
+
+  unsaved(cell: ICellModel): boolean {
+    return this._saved.get(cell.id) !== cell.sharedModel.getSource();
+  }
+}
+
+const edits = new WeakMap<NotebookPanel, Edits>();
+
+/** The live state of `panel` (see the module's docstring for its shape). */
+export function liveState(panel: NotebookPanel): JSONObject {
+  const tracked = edits.get(panel);
+  const cells: JSONObject[] = [];
+  for (const cell of panel.model?.cells ?? []) {
+    const entry: JSONObject = { id: cell.id, cell_type: cell.type };
+    for (const key of KEYS) {
+      const value = cell.getMetadata(key);
+      if (value !== undefined) {
+        entry[key] = value;
+      }
+    }
+    if (tracked === undefined || tracked.unsaved(cell)) {
+      entry['source'] = cell.sharedModel.getSource();
+      entry['unsaved'] = true;
+    }
+    cells.push(entry);
+  }
+  return { version: LIVE_STATE_VERSION, cells };
+}
+
+const wrapped = new WeakSet<Kernel.IKernelConnection>();
+
+/**
+ * Send `liveState(panel)` with every execute request of a cell of `panel`. JupyterLab has
+ * no hook to add to a request's metadata, so the kernel connection's `requestExecute` is
+ * wrapped (each connection once; a new kernel gets wrapped when it comes).
+ */
+export function sendLiveState(panel: NotebookPanel): void {
+  if (edits.has(panel)) {
+    return;
+  }
+  edits.set(panel, new Edits(panel));
+  const wrap = (): void => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel || wrapped.has(kernel)) {
+      return;
+    }
+    wrapped.add(kernel);
+    const original = kernel.requestExecute.bind(kernel);
+    kernel.requestExecute = (content, disposeOnDone, metadata) => {
+      // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
+      const withState =
+        metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed
+          ? { ...metadata, [LIVE_STATE_KEY]: liveState(panel) }
+          : metadata;
+      return original(content, disposeOnDone, withState);
+    };
+  };
+  panel.sessionContext.kernelChanged.connect(wrap);
+  panel.sessionContext.ready.then(wrap).catch(() => undefined);
+  wrap();
+}

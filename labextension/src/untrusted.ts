@@ -1,0 +1,354 @@
+/**
+ * Model output is untrusted: what its HTML may keep, which URLs it may load, and the
+ * click-to-load placeholders of remote media.
+ *
+ * Every piece of model HTML goes through JupyterLab's own sanitizer and then through
+ * `secureFragment`, in an inert `<template>` (nothing in it loads or runs), before it
+ * reaches the page:
+ *
+ * - elements that run or embed things are removed, even if a sanitizer let them through;
+ *   event handlers, command-linker attributes (a click would run a JupyterLab command),
+ *   `srcset`, `ping`, `formaction` and CSS that loads a URL are dropped; a form becomes a
+ *   plain block (it would navigate the page);
+ * - a media URL loads at once only when it is served by the Jupyter server itself (a
+ *   relative path, or this page's origin) or is a `data:` PNG, JPEG, GIF or WebP image.
+ *   Other http(s) media become a placeholder naming the host, loaded by a click (or always,
+ *   with the `loadRemoteMedia` setting); anything else is refused, with a note saying so.
+ */
+
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+
+export type MediaKind = 'image' | 'video' | 'audio';
+/** What a URL is used for: a media element, or a link the user may follow. */
+export type UrlUse = MediaKind | 'link';
+
+export type UrlVerdict =
+  /** Served by the Jupyter server: a relative path, or this page's origin. */
+  | { kind: 'local'; url: string }
+  /** A `data:` raster image (PNG, JPEG, GIF, WebP). */
+  | { kind: 'data'; url: string }
+  /** Another host: loads after a click, or with the `loadRemoteMedia` setting. */
+  | { kind: 'remote'; url: string; host: string }
+  | { kind: 'refused'; url: string; reason: string };
+
+const RASTER_DATA = /^data:image\/(png|jpeg|jpg|gif|webp)(;[^,]*)?,/i;
+const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
+
+/** A URL as browsers read it: no tabs or newlines in it, no control characters around it. */
+export function normalizeUrl(raw: string): string {
+  // eslint-disable-next-line no-control-regex
+  return raw.replace(/[\t\n\r]/g, '').replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
+}
+
+/**
+ * What `raw` is, as the browser would read it (tabs and newlines inside a URL and control
+ * characters around it are ignored by browsers, so they are here too).
+ */
+export function classifyUrl(raw: string, use: UrlUse): UrlVerdict {
+  const url = normalizeUrl(raw);
+  if (!url) {
+    return { kind: 'refused', url: raw, reason: 'the URL is empty' };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url, document.baseURI);
+  } catch {
+    return { kind: 'refused', url, reason: 'it is not a URL' };
+  }
+  const scheme = SCHEME.exec(url);
+  if (scheme === null || parsed.protocol === 'http:' || parsed.protocol === 'https:') {
+    if (parsed.origin === window.location.origin) {
+      return { kind: 'local', url };
+    }
+    if (parsed.protocol === 'http:' || parsed.protocol === 'https:') {
+      return { kind: 'remote', url: parsed.href, host: parsed.host };
+    }
+    return { kind: 'refused', url, reason: 'it is not an http(s) URL or a path' };
+  }
+  if (parsed.protocol === 'data:') {
+    if (use === 'image' && RASTER_DATA.test(url)) {
+      return { kind: 'data', url };
+    }
+    return {
+      kind: 'refused',
+      url,
+      reason: 'only PNG, JPEG, GIF and WebP images may be data: URLs'
+    };
+  }
+  return {
+    kind: 'refused',
+    url,
+    reason: `${parsed.protocol} URLs are not allowed`
+  };
+}
+
+/** Whether remote media load without a click (the `loadRemoteMedia` setting). */
+let loadRemote = false;
+/** Remote URLs the user clicked to load in this page: a re-render keeps them loaded. */
+const clicked = new Set<string>();
+
+export function setLoadRemoteMedia(value: boolean): void {
+  loadRemote = value;
+}
+
+function remoteAllowed(url: string): boolean {
+  return loadRemote || clicked.has(url);
+}
+
+const MEDIA_WORD: { [K in MediaKind]: string } = {
+  image: 'image',
+  video: 'video',
+  audio: 'audio'
+};
+
+/** A URL cut to a length a note can show. */
+function shown(url: string): string {
+  return url.length > 200 ? `${url.slice(0, 200)}…` : url;
+}
+
+/** The note that replaces media whose URL was refused. */
+export function refusedNote(
+  doc: Document,
+  use: UrlUse,
+  verdict: { url: string; reason: string }
+): HTMLElement {
+  const note = doc.createElement('span');
+  note.className = 'jp-PercentAgent-refused';
+  const what = use === 'link' ? 'Link' : MEDIA_WORD[use][0].toUpperCase() + MEDIA_WORD[use].slice(1);
+  note.appendChild(doc.createTextNode(`${what} URL refused (${verdict.reason}): `));
+  const code = doc.createElement('code');
+  code.textContent = shown(verdict.url);
+  note.appendChild(code);
+  return note;
+}
+
+/** The placeholder of remote media: a button naming the host that loads it. */
+export function remotePlaceholder(
+  doc: Document,
+  kind: MediaKind,
+  verdict: { url: string; host: string },
+  alt = ''
+): HTMLElement {
+  const box = doc.createElement('span');
+  box.className = 'jp-PercentAgent-remoteMedia';
+  box.dataset['kind'] = kind;
+  box.dataset['src'] = verdict.url;
+  if (alt) {
+    box.dataset['alt'] = alt;
+  }
+  const button = doc.createElement('button');
+  button.type = 'button';
+  button.className = 'jp-PercentAgent-remoteLoad';
+  button.title = `${alt ? `${alt}\n` : ''}Load ${verdict.url}`;
+  button.textContent = `Load ${MEDIA_WORD[kind]} from ${verdict.host}`;
+  box.appendChild(button);
+  return box;
+}
+
+/** The media element for `url` (already judged loadable). */
+export function mediaElement(doc: Document, kind: MediaKind, url: string, alt = ''): HTMLElement {
+  if (kind === 'image') {
+    const img = doc.createElement('img');
+    img.src = url;
+    img.alt = alt;
+    return img;
+  }
+  const media = doc.createElement(kind);
+  media.src = url;
+  media.controls = true;
+  media.preload = 'metadata';
+  return media;
+}
+
+/**
+ * `img`, `video` or `audio` for `url`, a placeholder for remote media not yet allowed,
+ * or the refusal note.
+ */
+export function mediaFor(doc: Document, kind: MediaKind, url: string, alt = ''): HTMLElement {
+  const verdict = classifyUrl(url, kind);
+  switch (verdict.kind) {
+    case 'local':
+    case 'data':
+      return mediaElement(doc, kind, verdict.url, alt);
+    case 'remote':
+      return remoteAllowed(verdict.url)
+        ? mediaElement(doc, kind, verdict.url, alt)
+        : remotePlaceholder(doc, kind, verdict, alt);
+    case 'refused':
+      return refusedNote(doc, kind, verdict);
+  }
+}
+
+// Elements that run, embed or redirect: never kept, whatever a sanitizer let through.
+const REMOVED = new Set([
+  'script',
+  'iframe',
+  'frame',
+  'frameset',
+  'object',
+  'embed',
+  'applet',
+  'svg',
+  'math',
+  'meta',
+  'link',
+  'style',
+  'base',
+  'noscript',
+  'template',
+  'portal'
+]);
+const DROPPED_ATTRIBUTES = new Set([
+  'srcset',
+  'ping',
+  'formaction',
+  'action',
+  'background',
+  'lowsrc',
+  'dynsrc',
+  'xlink:href'
+]);
+// CSS that can fetch: url(...), image-set(...), image(...), @import, escapes that hide them.
+const LOADING_CSS = /\\|url\s*\(|image-set|image\s*\(|cross-fade|element\s*\(|src\s*\(|@import/i;
+
+/** Make a sanitized fragment safe to show: see the module's docstring. */
+export function secureFragment(root: DocumentFragment | Element): void {
+  const doc = root.ownerDocument ?? document;
+  // A static list: elements are replaced while walking it.
+  for (const el of Array.from(root.querySelectorAll('*'))) {
+    const name = el.localName;
+    if (REMOVED.has(name)) {
+      el.remove();
+      continue;
+    }
+    for (const attr of Array.from(el.attributes)) {
+      const key = attr.name.toLowerCase();
+      if (
+        key.startsWith('on') ||
+        key.startsWith('data-commandlinker') ||
+        DROPPED_ATTRIBUTES.has(key) ||
+        (key === 'style' && LOADING_CSS.test(attr.value))
+      ) {
+        el.removeAttribute(attr.name);
+      }
+    }
+    if (name === 'a' || name === 'area') {
+      const href = el.getAttribute('href');
+      if (href !== null && classifyUrl(href, 'link').kind === 'refused') {
+        el.removeAttribute('href');
+      }
+    } else if (name === 'form') {
+      const block = doc.createElement('div');
+      block.append(...Array.from(el.childNodes));
+      el.replaceWith(block);
+    } else if (name === 'img' || (name === 'input' && el.getAttribute('type') === 'image')) {
+      gateMedia(el, 'image', el.getAttribute('src') ?? '', doc);
+    } else if (name === 'video' || name === 'audio') {
+      gateMediaElement(el, name, doc);
+    }
+  }
+}
+
+function gateMedia(el: Element, kind: MediaKind, src: string, doc: Document): void {
+  if (!src) {
+    return;
+  }
+  const alt = el.getAttribute('alt') ?? '';
+  const verdict = classifyUrl(src, kind);
+  if (verdict.kind === 'local' || verdict.kind === 'data') {
+    return;
+  }
+  if (verdict.kind === 'remote' && remoteAllowed(verdict.url)) {
+    return;
+  }
+  el.replaceWith(
+    verdict.kind === 'remote'
+      ? remotePlaceholder(doc, kind, verdict, alt)
+      : refusedNote(doc, kind, verdict)
+  );
+}
+
+/** A `<video>` or `<audio>`: its `src`, `poster` and `<source>`/`<track>` children. */
+function gateMediaElement(el: Element, kind: 'video' | 'audio', doc: Document): void {
+  const uses: [string, MediaKind][] = [];
+  for (const node of [el, ...Array.from(el.querySelectorAll('source, track'))]) {
+    const src = node.getAttribute('src');
+    if (src) {
+      uses.push([src, kind]);
+    }
+  }
+  const poster = el.getAttribute('poster');
+  if (poster) {
+    uses.push([poster, 'image']);
+  }
+  for (const [url, use] of uses) {
+    const verdict = classifyUrl(url, use);
+    if (verdict.kind === 'refused') {
+      el.replaceWith(refusedNote(doc, use, verdict));
+      return;
+    }
+    if (verdict.kind === 'remote' && !remoteAllowed(verdict.url)) {
+      el.replaceWith(remotePlaceholder(doc, kind, verdict));
+      return;
+    }
+  }
+}
+
+/** Sanitize model HTML with JupyterLab's sanitizer, then `secureFragment` it. */
+export function sanitizeModelHtml(sanitizer: IRenderMime.ISanitizer, dirty: string): string {
+  const template = document.createElement('template');
+  template.innerHTML = sanitizer.sanitize(dirty);
+  secureFragment(template.content);
+  return template.innerHTML;
+}
+
+/**
+ * A sanitizer for model output: JupyterLab's own (`inner`), then `secureFragment`.
+ * Given to JupyterLab's renderers with `trusted: false`, so every HTML string they set
+ * goes through it.
+ */
+export function modelSanitizer(inner: IRenderMime.ISanitizer): IRenderMime.ISanitizer {
+  if (modelSanitizers.has(inner)) {
+    return inner;
+  }
+  const outer: IRenderMime.ISanitizer = {
+    sanitize: (dirty: string) => sanitizeModelHtml(inner, dirty),
+    getAutolink: () => inner.getAutolink?.() ?? true,
+    allowNamedProperties: inner.allowNamedProperties ?? false,
+    allowCommandLinker: false
+  };
+  modelSanitizers.add(outer);
+  return outer;
+}
+
+const modelSanitizers = new WeakSet<IRenderMime.ISanitizer>();
+
+const armed = new WeakSet<HTMLElement>();
+
+/**
+ * Make the remote-media placeholders in `host` load their media on a click (once per
+ * host node; placeholders rendered into it later work too).
+ */
+export function armRemoteMedia(host: HTMLElement): void {
+  if (armed.has(host)) {
+    return;
+  }
+  armed.add(host);
+  host.addEventListener('click', event => {
+    const target = event.target as Element | null;
+    const button = target?.closest?.('.jp-PercentAgent-remoteLoad');
+    const box = button?.closest('.jp-PercentAgent-remoteMedia') as HTMLElement | null;
+    if (!box || !host.contains(box)) {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    const kind = box.dataset['kind'] as MediaKind | undefined;
+    const verdict = classifyUrl(box.dataset['src'] ?? '', kind ?? 'image');
+    if (kind === undefined || verdict.kind !== 'remote') {
+      return;
+    }
+    clicked.add(verdict.url);
+    box.replaceWith(mediaElement(document, kind, verdict.url, box.dataset['alt'] ?? ''));
+  });
+}
