@@ -777,3 +777,24 @@ def test_a_jupyterlab_uuid_finds_the_short_id_a_save_gave_its_cell(tmp_path: Pat
     _, nb_id, _ = KernelMemory().prepare(read_notebook(path),
                                          "0b6ef3bc-7c1f-4d9f-a4b2-2a3f1c0e9d11", "New")
     assert nb_id == "0b6ef3bc"
+
+
+def test_the_live_state_makes_the_file_the_notebook_on_screen(tmp_path: Path) -> None:
+    from jupyter_percent_agent.kernel._notebook import lay_live_state, read_notebook
+
+    path = tmp_path / "l.msg.md"
+    path.write_text('# %% a[^a]\n[^a]: [markdown] history="exclude"\n\nA\n\n'
+                    '# %% b[^b]\n[^b]: [markdown]\n\nB\n\n# %% c[^c]\n[^c]: [markdown]\n\nC\n')
+    state = {"version": 1, "cells": [
+        {"id": "c", "cell_type": "code"},                              # moved first
+        {"id": "a", "cell_type": "code", "agent": "critic"},           # history unset
+        {"id": "0b6ef3bc-7c1f-4d9f-a4b2-2a3f1c0e9d11", "cell_type": "code",
+         "source": "New", "unsaved": True},                            # new, unsaved
+    ]}                                                                 # b deleted
+    nb = lay_live_state(read_notebook(path), state)
+    assert [fmt.cell_id(c) for c in nb["cells"]] == ["c", "a", "0b6ef3bc"]
+    assert [fmt.message_text(c) for c in nb["cells"]] == ["C", "A", "New"]
+    attrs = fmt.cell_attrs(nb["cells"][1])
+    assert attrs.get("agent") == "critic" and "history" not in attrs
+    # a state the kernel does not understand leaves the file as it is
+    assert len(lay_live_state(read_notebook(path), {"version": 99})["cells"]) == 3

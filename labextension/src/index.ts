@@ -42,6 +42,7 @@ import {
   untrustNotebook
 } from './notebook';
 import { agentMarkdownFactory, agentTextFactory } from './renderer';
+import { watchTrustRefusals } from './trust';
 import { setLoadRemoteMedia } from './untrusted';
 import { UsageStatus } from './usage';
 
@@ -188,6 +189,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       usage.model = panel && isMessageNotebook(panel) ? panel.model : null;
       usageChanged.emit();
     };
+    watchTrustRefusals();
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
       guardNotebook(panel, () => {
         decorateCells(panel);

@@ -54,6 +54,7 @@ class LabServer:
     root: Path
     log: Path
     settings: Path
+    user_config: Path  # the server's (and its kernels') PERCENT_AGENT_CONFIG_DIR
 
     def log_tail(self, lines: int = 60) -> str:
         """The end of the server's log, for failure messages."""
@@ -164,6 +165,8 @@ def lab_server(
             "PERCENT_AGENT_TIMEOUT": "30",
             "PERCENT_AGENT_WARM": "0",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            # the user's config (trusted folders): its own, never the real user's
+            "PERCENT_AGENT_CONFIG_DIR": str(base / "user-config"),
         }
     )
     for name, sub in [
@@ -197,7 +200,8 @@ def lab_server(
         proc = subprocess.Popen(
             command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-    server = LabServer(url=url, root=root, log=log, settings=base / "settings")
+    server = LabServer(url=url, root=root, log=log, settings=base / "settings",
+                       user_config=base / "user-config")
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _ready(url):

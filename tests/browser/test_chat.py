@@ -332,3 +332,66 @@ def test_a_new_chat_and_every_cell_added_to_it_get_the_bar(page, lab_server) -> 
     expect(cells).to_have_count(2)
     expect(cells.nth(1).locator(".jp-PercentAgent-cellBar")).to_have_count(1)
     expect(cells.nth(1).locator("button[aria-pressed=true]")).to_have_text("include")
+
+
+SEEN = """---
+agents:
+  writer: {models: [writer-model]}
+  critic: {models: [critic-model]}
+default_agent: writer
+---
+
+# %% One[^m1]
+[^m1]: [markdown]
+
+First message.
+
+## %%%[^m1.1]
+[^m1.1]: [writer]
+
+First reply.
+
+# %% Two[^m2]
+[^m2]: [markdown]
+
+Second message.
+
+## %%%[^m2.1]
+[^m2.1]: [writer]
+
+Second reply.
+
+# %% Three[^m3]
+[^m3]: [markdown]
+
+Third message.
+"""
+
+
+def test_the_agent_sees_the_notebook_on_screen_not_the_saved_file(
+    page, lab_server, model
+) -> None:
+    """An unsaved exclusion, an unsaved edit of an earlier message and an unsaved agent choice
+    all reach the model: the kernel lays the live state the labextension sends over the
+    file. Nothing is saved until the user saves."""
+    path = lab_server.root / "seen.msg.md"
+    path.write_text(SEEN)
+    notebook = open_notebook(page, lab_server, "seen.msg.md")
+    wait_for_kernel(page)
+    bar_of(notebook, "First message.").get_by_role("button", name="exclude").click()
+    second = cell_with(notebook, "Second message.")
+    second.locator(".cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" Edited.")
+    bar_of(notebook, "Third message.").locator("select").select_option("critic")
+    model.script("Noted.")
+    run_cell(page, cell_with(notebook, "Third message."))
+    body = model.chat_requests[-1].body
+    assert body["model"].endswith("critic-model")
+    sent = [m["content"] for m in body["messages"]]
+    assert sent == ["Second message. Edited.", "Second reply.", "Third message."]
+    assert path.read_text() == SEEN  # nothing saved behind the user's back
+    save(page)
+    text = path.read_text()
+    assert '[^m1]: [markdown] history="exclude"' in text
+    assert "Second message. Edited." in text and 'agent="critic"' in text
