@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 _VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Input cells whose kind is their footnote type ([tool_call], [task]...).
+_TYPED_KINDS = ("code", "tool", "tool_call", "toolchain", "async", "task")
 
 
 def _ns(obj: Mapping) -> Mapping:
@@ -127,14 +129,14 @@ def set_front_matter(nb: dict, key: str, value: Any) -> None:
 
 def cell_kind(cell: Mapping) -> str:
     """``message``, ``code``, ``raw``, ``note``, ``agent``, ``tool``, ``tool_call``,
-    ``toolchain`` or ``async``."""
+    ``toolchain``, ``async`` or ``task``."""
     ct = cell.get("cell_type")
     if ct == "markdown":
         return "note"
     if ct == "raw":
         return "raw"
     t = _ns(cell).get("type")
-    if t in ("code", "tool", "tool_call", "toolchain", "async"):
+    if t in _TYPED_KINDS:
         return t
     if (cell.get("metadata") or {}).get("definition") == "agent":
         return "agent"
@@ -180,10 +182,13 @@ def message_text(cell: Mapping) -> str:
 
 
 def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None = None,
-                title: str | None = None) -> dict:
-    """A message cell (a code cell, so running it sends it to the agent)."""
+                title: str | None = None, kind: str = "message") -> dict:
+    """A message cell (a code cell, so running it sends it to the agent); ``kind`` makes
+    another input cell instead: ``"raw"``, or a typed one (``"tool_call"``, ``"task"``...)."""
+    if kind not in ("message", "raw") and kind not in _TYPED_KINDS:
+        raise ValueError(f"no input cell of kind {kind!r}")
     metadata: dict[str, Any] = dict(attrs or {})
-    ns: dict[str, Any] = {}
+    ns: dict[str, Any] = {} if kind in ("message", "raw") else {"type": kind}
     cid = cell_id or new_id()
     if not _VALID_ID.fullmatch(cid):
         ns["id"] = cid
@@ -192,6 +197,8 @@ def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None 
         ns["title"] = title.replace("\n", " ")
     if ns:
         metadata[NS] = ns
+    if kind == "raw":
+        return {"cell_type": "raw", "id": cid, "metadata": metadata, "source": text}
     return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
             "outputs": [], "execution_count": None}
 

@@ -24,7 +24,7 @@ from .lines import line_number, scan_all
 __all__ = ["INPUT_TYPES", "Document", "Record", "parse", "section_title"]
 
 INPUT_TYPES: Final = frozenset(
-    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
+    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async", "task"}
 )
 _FM_END: Final = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.M)
 # The heading and its footnote as the writer puts them, or with an empty line between them
@@ -38,8 +38,8 @@ _INLINE: Final = re.compile(r"(?:^|(?<=[ \t]))\[(?!\^)")
 _SECTION_KEY: Final = re.compile(r"^message_section:[ \t]*(.*?)[ \t]*$", re.M)
 _MESSAGES_KEY: Final = re.compile(r"^messages:[ \t]*(?:true|True|yes|on)[ \t]*$", re.M)
 _STRAY_FOOT: Final = re.compile(
-    r"^\[\^[^\]\s]+\]:[ \t]*\[(?:markdown|code|raw|tool|tool_call|toolchain|async|output|error"
-    r"|tool_result)[\]:(]",
+    r"^\[\^[^\]\s]+\]:[ \t]*\[(?:markdown|code|raw|tool|tool_call|toolchain|async|task"
+    r"|output|error|tool_result)[\]:(]",
     re.M,
 )
 
