@@ -7,7 +7,6 @@ import pytest
 from jupyter_percent_agent import format as fmt
 
 TASK_CELL = """## %% Write a blog[^t1]
-
 [^t1]: [task] task_id="blog/generate_blog" sop="sop"
 
 {"标题": "春天", "用户原始输入": "写一篇关于春天的博客"}
