@@ -340,9 +340,7 @@ def _outputs(r: _Reader, data: dict[str, Any]) -> dict[str, str]:
     for target, source in _mapping(r, data, "output").items():
         where = ("output", target)
         r.note(f"output.{target}", *where)
-        problem = paths.path_problem(target) or paths.path_problem(source)
-        if problem is None and paths.is_root(str(target)):
-            problem = "an output cannot replace the whole context ($); name a key, e.g. $.结果"
+        problem = paths.target_problem(target) or paths.path_problem(source)
         if problem:
             r.problem(f"output.{target}", problem, *where)
             continue
