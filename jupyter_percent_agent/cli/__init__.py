@@ -14,7 +14,9 @@ import click
 COMMANDS: dict[str, str] = {
     "chat": "jupyter_percent_agent.cli.chat:chat",
     "list": "jupyter_percent_agent.cli.list:list_",
+    "run": "jupyter_percent_agent.cli.run:run",
     "set-default": "jupyter_percent_agent.cli.set_default:set_default",
+    "sop": "jupyter_percent_agent.cli.sop:sop",
     "tools": "jupyter_percent_agent.cli.tools:tools",
 }
 

@@ -9,7 +9,6 @@ lazily: ``tce sop check`` stays light, and litellm is imported only when a model
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,8 @@ async def run_step(nb: Mapping[str, Any], cell_id: str, turn: Turn, *, base_dir:
     answers a message cell, a ``[tool_call]`` cell calls its tool (from ``toolbox/`` in
     ``base_dir`` and entry points). Fills ``turn`` as outputs arrive, so a cancelled step
     keeps what it had; model and tool failures end in ``turn.status == "error"``."""
+    import asyncio
+
     from jupyter_percent_agent.runtime import CellRun, RunOptions, run_cell
 
     run = CellRun(cell_id=cell_id)

@@ -150,6 +150,7 @@ class Runner:
 
     async def run(self) -> TaskResult:
         state = self.state
+        self.on_event("task_run", self.path)
         while state.stack:
             if state.steps >= self.max_steps:
                 return self._finish("failed", {
