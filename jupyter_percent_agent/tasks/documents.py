@@ -248,7 +248,7 @@ def parse_document(text: str, rel_path: str) -> tuple[TaskDocument | None, list[
             else:
                 tool_id = LLM
     doc = TaskDocument(
-        task_id=task_id if isinstance(task_id, str) else expected, path=rel_path,
+        task_id=expected, path=rel_path,
         task_type=task_type or "", description=r.text(data, "description", "") or "",
         agent=agent, tool_id=tool_id, parameters=tuple(params), inputs=inputs,
         outputs=outputs, plan_steps=tuple(steps), on_failure=on_failure, sections=secs,
