@@ -211,6 +211,18 @@ def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
     return code
 
 
+def _screen() -> tuple[int, int]:
+    """The terminal's columns and rows (one that says 0, as a fresh pty does: 80 x 24;
+    tqdm hides a bar below the last row, so 0 rows would hide it)."""
+    import os
+
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except OSError:
+        return 80, 24
+    return min(size.columns or 80, 120), size.lines or 24
+
+
 def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int,
           concurrency: int, cluster: str | None, as_json: bool, **options: Any) -> int:
     from tqdm import tqdm
@@ -226,7 +238,8 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
     folder = runs or default_runs_dir(sop)
     folder.mkdir(parents=True, exist_ok=True)
     results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md", ".jsonl")
-    bar = tqdm(total=len(jobs), unit="input", file=sys.stderr, dynamic_ncols=True,
+    columns, rows = _screen()
+    bar = tqdm(total=len(jobs), unit="input", file=sys.stderr, ncols=columns, nrows=rows,
                disable=not sys.stderr.isatty())
     counts = {"succeeded": 0, "failed": 0}
     with results_path.open("w", encoding="utf-8") as out:

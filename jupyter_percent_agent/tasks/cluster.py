@@ -15,7 +15,7 @@ from typing import Any
 from jupyter_percent_agent.tasks.batch import Job, OnResult, failed, run_remote
 from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS
 
-CONNECT_TIMEOUT = "20s"
+CONNECT_TIMEOUT = "10s"
 
 
 class ClusterError(RuntimeError):
@@ -44,7 +44,7 @@ def run_on_cluster(address: str, sop_root: Path, task_id: str, jobs: list[Job], 
     results: dict[int, dict[str, Any]] = {}
     try:
         waiting = iter(specs.values())
-        running = as_completed()
+        running = as_completed(loop=client.loop)
         owner: dict[str, int] = {}
 
         def submit() -> None:
