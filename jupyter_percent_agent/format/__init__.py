@@ -148,10 +148,13 @@ def read(path: str | os.PathLike) -> dict:
     return reads(text, path=os.fspath(path))
 
 
-def write(nb: Mapping, path: str | os.PathLike) -> None:
+def write(nb: Mapping, path: str | os.PathLike, *, durable: bool = True) -> None:
     """Write a message file atomically: a temp file in the same directory, fsync, rename.
 
     An existing file keeps its permission bits; a reader never sees a half-written file.
+    ``durable=False`` leaves out the two fsyncs (about 10 ms on a disk): still atomic, and
+    what was written survives the process being killed, but a power loss may bring back
+    the file as it was before (task runs write each step so and sync in the background).
     """
     path = os.fspath(path)
     text = writes(nb, path=path)
@@ -168,7 +171,8 @@ def write(nb: Mapping, path: str | os.PathLike) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -177,6 +181,8 @@ def write(nb: Mapping, path: str | os.PathLike) -> None:
         except FileNotFoundError:
             pass
         raise
+    if not durable:
+        return
     try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:

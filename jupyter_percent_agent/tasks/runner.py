@@ -145,10 +145,18 @@ class Runner:
         self.model = model
         self.on_event = on_event or _noop
         self._current: dict[str, Any] | None = None
+        self.saver = tr.Saver(path)
 
     # -- the loop ----------------------------------------------------------------------
 
     async def run(self) -> TaskResult:
+        """Run to the end; the transcript is on disk when this returns (or raises)."""
+        try:
+            return await self._loop()
+        finally:
+            await self.saver.flush()
+
+    async def _loop(self) -> TaskResult:
         state = self.state
         self.on_event("task_run", self.path)
         while state.stack:
@@ -159,16 +167,22 @@ class Runner:
                                "--max-steps, or look for a loop of error routes"})
             item = state.stack.pop()
             state.steps += 1
+            started = time.perf_counter()
             try:
-                error = await self._step(item)
+                info, error = await self._step(item)
             except asyncio.CancelledError:
                 state.steps -= 1
                 state.stack.append(item)
                 self._save("interrupted")
                 raise
             if error is not None:
-                return self._finish("failed", error)
-            self._save("running")
+                result = self._finish("failed", error)
+            else:
+                self._save("running")
+            info.seconds = time.perf_counter() - started  # the transcript's save included
+            self.on_event("task_step_done", info)
+            if error is not None:
+                return result
         return self._finish("succeeded", None)
 
     def _finish(self, status: str, error: dict[str, Any] | None) -> TaskResult:
@@ -178,22 +192,22 @@ class Runner:
                           self.state.steps, error)
 
     def save_now(self) -> None:
-        """Write the transcript as it is (before the first step: a run exists from its
-        start, and a kill during the first call leaves it resumable)."""
-        self._save("running")
+        """Write the transcript as it is, at once (before the first step: a run exists from
+        its start, and a kill during the first call leaves it resumable)."""
+        tr.set_state(self.nb, self.state.to_json(), status="running", steps=self.state.steps)
+        tr.save(self.nb, self.path)
 
     def _save(self, status: str) -> None:
         tr.set_state(self.nb, self.state.to_json(), status=status, steps=self.state.steps)
-        tr.save(self.nb, self.path)
+        self.saver.save(self.nb)
 
     # -- one step ----------------------------------------------------------------------
 
-    async def _step(self, item: Item) -> dict[str, Any] | None:
+    async def _step(self, item: Item) -> tuple[StepInfo, dict[str, Any] | None]:
         """Run ``item``; on failure decide what comes next. An error dict ends the run."""
         doc = self.sop[item.task_id]
         info = StepInfo(self.state.steps, doc.task_id, doc.task_type, item.attempt)
         self.on_event("task_step", info)
-        started = time.perf_counter()
         cell: dict[str, Any] | None = None
         failure: Failure | None = None
         self._current = None
@@ -215,9 +229,7 @@ class Runner:
             info.then, ending = await self._on_failure(item, doc, failure)
             if cell is not None:
                 self._record_failure(cell, failure, info.then)
-        info.seconds = time.perf_counter() - started
-        self.on_event("task_step_done", info)
-        return ending
+        return info, ending
 
     def _record_failure(self, cell: dict[str, Any], failure: Failure, then: str) -> None:
         """Say in the step's cell why it failed and what comes next: on its verdict when
