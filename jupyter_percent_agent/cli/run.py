@@ -65,7 +65,7 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
     if inputs and context:
         fail("--inputs and --context: each input line is an initial context; give one",
              EXIT_USAGE)
-    sop = _load(folder, task_id)
+    sop, task_id = _load(folder, task_id)
     runs = Path(runs_dir) if runs_dir else None
     steps = max_steps or DEFAULT_MAX_STEPS
     if inputs:
@@ -75,13 +75,21 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
     sys.exit(_one(sop, task_id, start, runs, steps, as_json, **options))
 
 
-def _load(folder: str, task_id: str) -> Any:
+def _load(folder: str, task_id: str) -> tuple[Any, str]:
+    """The checked SOP folder and the task to run: ``task_id``, or when no document has that
+    id, the plan the folder's index ranks first for it (``tce run "a request in words"``)."""
     from jupyter_percent_agent.tasks.api import check_task
+    from jupyter_percent_agent.tasks.candidates import best_plan
     from jupyter_percent_agent.tasks.sop import SopError, load_sop
 
     try:
         sop = load_sop(folder)
         sop.raise_problems()
+        if task_id not in sop:
+            chosen = best_plan(sop, task_id)
+            if chosen is not None:
+                click.echo(f"tce: no task {task_id!r}; the index picks {chosen}", err=True)
+                task_id = chosen
         check_task(sop, task_id)
     except FileNotFoundError:
         fail(f"{folder}: no such folder (name the SOP folder with --sop)", EXIT_USAGE)
@@ -90,7 +98,7 @@ def _load(folder: str, task_id: str) -> Any:
             click.echo(str(problem), err=True)
         n = len(exc.problems)
         fail(f"{folder}: {n} problem{'s' if n != 1 else ''}; nothing was run", EXIT_FILE)
-    return sop
+    return sop, task_id
 
 
 def _context(text: str | None) -> dict[str, Any]:

@@ -39,16 +39,32 @@ def toolbox_dir(base_dir: Path) -> Path:
     return base_dir / "toolbox"
 
 
-async def run_step(nb: Mapping[str, Any], cell_id: str, turn: Turn, *, base_dir: Path,
-                   model: str | None = None, on_event: OnEvent | None = None) -> Turn:
-    """Run cell ``cell_id`` of the transcript ``nb`` through the runtime's turn: its agent
-    answers a message cell, a ``[tool_call]`` cell calls its tool (from ``toolbox/`` in
-    ``base_dir`` and entry points). Fills ``turn`` as outputs arrive, so a cancelled step
-    keeps what it had; model and tool failures end in ``turn.status == "error"``."""
+def turn_notebook(agents: Mapping[str, Any], path: str = "turn.msg.md") -> dict[str, Any]:
+    """The notebook a step's turn runs in: the SOP folder's agents in its front matter and,
+    added by :func:`run_step`, the step's cell alone. A step is sent alone anyway (its cell
+    and every earlier one are ``history="exclude"``), and the runtime reads the front matter
+    and walks every earlier cell of the notebook it is given on each call: given the whole
+    transcript, that work grows with the run. Make it once per run."""
+    nb = fmt.reads("", path=path)
+    if agents:
+        fmt.set_front_matter(nb, "agents", {k: dict(v) for k, v in agents.items()})
+    return nb
+
+
+async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], turn: Turn, *,
+                   base_dir: Path, model: str | None = None,
+                   on_event: OnEvent | None = None) -> Turn:
+    """Run a step's ``cell`` (a cell of the transcript) through the runtime's turn, in
+    ``turn_nb`` (:func:`turn_notebook`): its agent answers a message cell, a
+    ``[tool_call]`` cell calls its tool (from ``toolbox/`` in ``base_dir`` and entry points).
+    Fills ``turn`` as outputs arrive, so a cancelled step keeps what it had; model and tool
+    failures end in ``turn.status == "error"``."""
     import asyncio
 
     from jupyter_percent_agent.runtime import CellRun, RunOptions, run_cell
 
+    cell_id = fmt.cell_id(cell)
+    nb = {**turn_nb, "cells": [*turn_nb.get("cells", []), cell]}
     run = CellRun(cell_id=cell_id)
     turn.outputs = run.outputs  # the same list: partial outputs survive a cancellation
     options = RunOptions(base_dir=base_dir, model=model)

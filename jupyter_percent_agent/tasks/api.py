@@ -85,7 +85,6 @@ async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
                   frames={0: [task_id]})
     runner = Runner(loaded, task_id, nb, path, state, max_steps=max_steps, model=model,
                     on_event=on_event)
-    runner.save_now()
     return await runner.run()
 
 

@@ -1,7 +1,10 @@
-"""Which documents a planner may choose from when a run replans.
+"""Which documents fit a need: the planner's choices when a run replans, the plan for
+``tce run "a request in words"``.
 
-The folder's index (``tasks/index``, when it is there) ranks documents by meaning; without it,
-every plan, error handler and execute step of the folder is a candidate, in ``task_id`` order.
+The folder's index (``tasks/index``, when it is there: ``search(folder, query, *, limit)``
+returning task_ids best first, or hits with a ``task_id``) ranks documents by meaning; without
+it, a replan offers every plan, error handler and execute step of the folder in ``task_id``
+order, and a request in words matches nothing.
 """
 
 from __future__ import annotations
@@ -45,3 +48,13 @@ def ranked_ids(sop: Sop, query: str, limit: int) -> list[str]:
         if isinstance(tid, str):
             out.append(tid)
     return out
+
+
+def best_plan(sop: Sop, request: str) -> str | None:
+    """The plan (or error handler) the index ranks first for a request in words; ``None``
+    without an index or a match."""
+    for tid in ranked_ids(sop, request, LIMIT):
+        doc = sop.documents.get(tid)
+        if doc is not None and doc.is_plan:
+            return tid
+    return None

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.tasks import adapter, paths, results, templates
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import TaskDocument
@@ -146,6 +145,7 @@ class Runner:
         self.on_event = on_event or _noop
         self._current: dict[str, Any] | None = None
         self.saver = tr.Saver(path)
+        self.turn_nb = adapter.turn_notebook(sop.agents)
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -159,9 +159,10 @@ class Runner:
     async def _loop(self) -> TaskResult:
         state = self.state
         self.on_event("task_run", self.path)
+        await self._save("running")  # the run exists from its start, resumable at once
         while state.stack:
             if state.steps >= self.max_steps:
-                return self._finish("failed", {
+                return await self._finish("failed", {
                     "task_id": state.stack[-1].task_id, "error_type": BUDGET,
                     "message": f"the step budget ({self.max_steps}) is spent: raise "
                                "--max-steps, or look for a loop of error routes"})
@@ -173,33 +174,27 @@ class Runner:
             except asyncio.CancelledError:
                 state.steps -= 1
                 state.stack.append(item)
-                self._save("interrupted")
+                await self._save("interrupted")
                 raise
             if error is not None:
-                result = self._finish("failed", error)
+                result = await self._finish("failed", error)
             else:
-                self._save("running")
+                await self._save("running")
             info.seconds = time.perf_counter() - started  # the transcript's save included
             self.on_event("task_step_done", info)
             if error is not None:
                 return result
-        return self._finish("succeeded", None)
+        return await self._finish("succeeded", None)
 
-    def _finish(self, status: str, error: dict[str, Any] | None) -> TaskResult:
+    async def _finish(self, status: str, error: dict[str, Any] | None) -> TaskResult:
         self.state.error = error
-        self._save(status)
+        await self._save(status)
         return TaskResult(status, self.task_id, self.state.context, self.path,
                           self.state.steps, error)
 
-    def save_now(self) -> None:
-        """Write the transcript as it is, at once (before the first step: a run exists from
-        its start, and a kill during the first call leaves it resumable)."""
-        tr.set_state(self.nb, self.state.to_json(), status="running", steps=self.state.steps)
-        tr.save(self.nb, self.path)
-
-    def _save(self, status: str) -> None:
+    async def _save(self, status: str) -> None:
         tr.set_state(self.nb, self.state.to_json(), status=status, steps=self.state.steps)
-        self.saver.save(self.nb)
+        await self.saver.save(self.nb)
 
     # -- one step ----------------------------------------------------------------------
 
@@ -314,9 +309,8 @@ class Runner:
         """Run a step's cell through the runtime; its outputs land in the cell, also when
         the call is cancelled or raises."""
         try:
-            await adapter.run_step(self.nb, fmt.cell_id(cell), turn,
-                                   base_dir=self.sop.base_dir, model=self.model,
-                                   on_event=self.on_event)
+            await adapter.run_step(self.turn_nb, cell, turn, base_dir=self.sop.base_dir,
+                                   model=self.model, on_event=self.on_event)
         finally:
             cell["outputs"] = list(turn.outputs)
 

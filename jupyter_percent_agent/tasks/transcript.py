@@ -183,47 +183,65 @@ def read_state(nb: Mapping[str, Any], path: Path) -> tuple[str, dict[str, Any]]:
     return str(fmt.cell_attrs(cell)[STATE_ATTR]), state
 
 
-class Saver:
-    """Writes a run's transcript after every step, atomically, without holding the run up.
+SYNC_EVERY = 1.0
+"""Seconds between two background fsyncs of one transcript (each costs a disk flush)."""
 
-    Each ``save`` writes at once with the format core's atomic ``write`` but without its
-    fsyncs (0.3 ms instead of about 10 ms on a disk): from then on the step survives the
-    process being killed (SIGKILL: the kernel has the file). Making it survive a power loss
-    too, the fsync, happens on a thread while the next step runs (later saves coalesce into
-    one sync). ``flush`` waits for that (a run's end, an interrupt). A sync that fails is
-    raised by the next ``save`` or ``flush``.
+
+class Saver:
+    """Writes a run's transcript after every step, atomically, without holding others up.
+
+    ``await save(nb)`` writes with the format core's atomic ``write`` on a thread (a rename
+    can wait on the disk's journal: other runs of the event loop go on meanwhile) and returns
+    once the file is in place: from then on the step survives the process being killed. The
+    fsync that makes it survive a power loss too (about 10 ms on a disk) is left out of that
+    write and done on a thread beside the run, at most once a ``SYNC_EVERY``; ``flush``
+    syncs what is left (a run's end, an interrupt). Writes land in the order they were
+    asked for; a failed one is raised by the next ``save`` or ``flush``.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._dirty = False
-        self._task: Any = None
-        self.write_seconds = 0.0  # on the run's path
+        self._writing: Any = None
+        self._syncing: Any = None
+        self._last = 0.0
+        self.write_seconds = 0.0  # waited for by the run
         self.sync_seconds = 0.0   # on a thread, beside the run (for benchmarks)
 
-    def save(self, nb: Mapping[str, Any]) -> None:
-        self._raise_failure()
+    async def save(self, nb: Mapping[str, Any]) -> None:
+        self._raise_failure(self._syncing)
+        if self._writing is not None and not self._writing.done():
+            await asyncio.shield(self._writing)  # in order
+        # the cells as they are now: a later change to the list does not reach this write
+        snapshot = {**nb, "cells": list(nb.get("cells") or [])}
         started = time.perf_counter()
-        fmt.write(nb, self.path, durable=False)
+        self._writing = asyncio.ensure_future(
+            asyncio.to_thread(fmt.write, snapshot, self.path, durable=False))
+        await asyncio.shield(self._writing)  # a write under way always finishes
         self.write_seconds += time.perf_counter() - started
         self._dirty = True
-        if self._task is None or self._task.done():
-            self._task = asyncio.ensure_future(self._sync())
+        if (self._syncing is None or self._syncing.done()) and \
+                time.monotonic() - self._last >= SYNC_EVERY:
+            self._syncing = asyncio.ensure_future(self._sync())
 
     async def _sync(self) -> None:
-        while self._dirty:
-            self._dirty = False
-            self.sync_seconds += await asyncio.to_thread(_fsync, self.path)
+        self._last = time.monotonic()
+        self._dirty = False
+        self.sync_seconds += await asyncio.to_thread(_fsync, self.path)
 
     async def flush(self) -> None:
-        while self._task is not None and not self._task.done():
-            await asyncio.shield(self._task)  # a sync under way always finishes
-        self._raise_failure()
+        """Wait until everything saved is on disk."""
+        for task in (self._writing, self._syncing):
+            while task is not None and not task.done():
+                await asyncio.shield(task)
+            self._raise_failure(task)
+        if self._dirty:
+            self._syncing = asyncio.ensure_future(self._sync())
+            await asyncio.shield(self._syncing)
+            self._raise_failure(self._syncing)
 
-    def _raise_failure(self) -> None:
-        task = self._task
+    def _raise_failure(self, task: Any) -> None:
         if task is not None and task.done() and not task.cancelled() and task.exception():
-            self._task = None
             raise task.exception()
 
 
