@@ -32,7 +32,7 @@ PEER = Path(__file__).resolve().parent / "_langgraph_peer.py"
 BIN = Path(sys.executable).parent
 INPUTS = 200
 CONCURRENCY = 32
-ROUNDS = 3
+ROUNDS = 5
 
 
 def answer(body: dict[str, Any]) -> str:

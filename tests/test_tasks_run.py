@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.tasks import load_sop, resume_task, run_task
-from jupyter_percent_agent.tasks.cell import run_task_cell
+from jupyter_percent_agent.tasks.cell import is_task_cell, run_task_cell
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data" / "sop"
@@ -457,6 +457,7 @@ def task_cell(blog: Path) -> dict[str, Any]:
 def test_a_task_cell_runs_the_workflow_and_streams_each_step(blog: Path,
                                                             model: OpenAIServer) -> None:
     events: list[tuple[str, Any]] = []
+    assert is_task_cell(task_cell(blog))
     run = asyncio.run(run_task_cell(task_cell(blog), base_dir=blog,
                                     on_event=lambda k, p: events.append((k, p))))
     assert run.status == "ok" and run.result.status == "succeeded"

@@ -260,8 +260,3 @@ def _fsync(path: Path) -> float:
         finally:
             os.close(fd)
     return time.perf_counter() - started
-
-
-def save(nb: Mapping[str, Any], path: Path) -> None:
-    """Write a transcript now (atomically)."""
-    fmt.write(nb, path)
