@@ -66,6 +66,10 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
         fail("--inputs and --context: each input line is an initial context; give one",
              EXIT_USAGE)
     sop, task_id = _load(folder, task_id)
+    if sop.calls_model(task_id):
+        from jupyter_percent_agent.tasks.adapter import import_models_soon
+
+        import_models_soon()
     runs = Path(runs_dir) if runs_dir else None
     steps = max_steps or DEFAULT_MAX_STEPS
     if inputs:

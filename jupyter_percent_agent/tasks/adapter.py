@@ -87,6 +87,22 @@ async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], turn: Turn,
     return turn
 
 
+def import_models_soon() -> None:
+    """Start importing litellm on a thread: a command about to run model steps gains the
+    time its own set-up takes (the first call waits for the import if it is not done)."""
+    import threading
+
+    def work() -> None:
+        try:
+            from jupyter_percent_agent.runtime.models import import_litellm
+
+            import_litellm()
+        except Exception:  # the first call will say what is wrong
+            pass
+
+    threading.Thread(target=work, name="import-litellm", daemon=True).start()
+
+
 def model_seconds(outputs: list[dict[str, Any]]) -> float:
     """Time spent in model calls, as the runtime measured them (replies' ``duration``)."""
     total = 0.0

@@ -56,6 +56,21 @@ class Sop:
     def used_by(self, task_id: str) -> list[tuple[str, str]]:
         return check.used_by(self.documents, task_id)
 
+    def calls_model(self, task_id: str) -> bool:
+        """Whether running ``task_id`` may call a model: an LLM step among the documents it
+        can reach (plan steps, error routes), or a replan."""
+        seen: set[str] = set()
+        todo = [task_id]
+        while todo:
+            doc = self.documents.get(todo.pop())
+            if doc is None or doc.task_id in seen:
+                continue
+            seen.add(doc.task_id)
+            if doc.is_llm or doc.on_failure.replan:
+                return True
+            todo.extend([*doc.plan_steps, *doc.on_failure.routes.values()])
+        return False
+
     def raise_problems(self) -> None:
         if self.problems:
             raise SopError(self.problems, self.root)
