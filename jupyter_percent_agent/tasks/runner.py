@@ -288,10 +288,7 @@ class Runner:
         if turn.status != "ok":
             kind = MODEL_ERROR if doc.is_llm else TOOL_ERROR
             return cell, Failure(kind, turn.error or "the call failed"), turn.model_seconds
-        try:
-            value = self._value(doc, turn.text)
-        except StepFailed as exc:
-            return cell, exc.failure, turn.model_seconds
+        value = self._value(doc, turn.text)
         if doc.task_type == "validate":
             verdict = results.llm_verdict(turn.text) if doc.is_llm else results.tool_verdict(value)
             out = tr.verdict_output(cell, verdict)
@@ -350,10 +347,7 @@ class Runner:
         """The LLM's prompt: the rendered ``prompt``, the inputs it does not mention (so a
         validator sees what it judges), the feedback of a retry, a validator's answer form."""
         prompt = templates.as_text(params["prompt"])
-        used = {ph.text for t in (*(p.value for p in doc.parameters if isinstance(p.value, str)),
-                                  doc.section("prompt") or "")
-                for ph in templates.scan(t)[0]}
-        unused = [v for v in values if v not in used]
+        unused = [v for v in values if v not in mentioned(doc)]
         if unused:
             prompt += INPUTS_HEADING + "\n\n".join(
                 f"{v}:\n{templates.as_text(values[v])}" for v in unused)
@@ -463,3 +457,19 @@ class Runner:
             return results.planner_steps(turn.text, {d.task_id for d in options}), None
         except ValueError as exc:
             return [], str(exc)
+
+
+def mentioned(doc: TaskDocument) -> set[str]:
+    """The input variables an LLM step's prompt mentions: in its ``prompt`` parameter and in
+    the sections that uses (or in the ``prompt`` section when it has no parameter)."""
+    texts = [p.value for p in doc.parameters if p.name == "prompt" and isinstance(p.value, str)]
+    if not texts:
+        texts = [doc.section("prompt") or ""]
+    names: set[str] = set()
+    for text in texts:
+        for ph in templates.scan(text)[0]:
+            if ph.section is not None:
+                texts.append(doc.section(ph.section) or "")
+            else:
+                names.add(ph.text)
+    return names
