@@ -89,16 +89,24 @@ async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], turn: Turn,
 
 def import_models_soon() -> None:
     """Start importing litellm on a thread: a command about to run model steps gains the
-    time its own set-up takes (the first call waits for the import if it is not done)."""
+    time its own set-up takes (the first call waits for the import if it is not done).
+
+    Then freeze what the process holds (``gc.freeze``): litellm's import leaves a large
+    graph of objects that never becomes garbage, and every full collection of the cyclic
+    collector walked it again; with many runs at once (their calls make objects fast) that
+    was a seventh of the CPU time. For a command, not a library: the caller decides."""
     import threading
 
     def work() -> None:
+        import gc
+
         try:
             from jupyter_percent_agent.runtime.models import import_litellm
 
             import_litellm()
         except Exception:  # the first call will say what is wrong
-            pass
+            return
+        gc.freeze()
 
     threading.Thread(target=work, name="import-litellm", daemon=True).start()
 
