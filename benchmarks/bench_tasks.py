@@ -195,7 +195,7 @@ def main() -> None:
              p, t / p, "<= 1.0", "yes" if t / p <= 1.0 else "NO"],
             ["  its CPU time (user + system; steadier on a shared machine)", tc, pc, tc / pc,
              "", ""],
-            ["  a second round in the same process (imports and connections warm)",
+            ["  run_inputs from Python, a second round (warm; a library leaves gc alone)",
              ours_warm, peer_warm, ours_warm / peer_warm, "", ""],
         ]
         print_table(f"tce run --inputs vs LangGraph StateGraph, seconds (median of {ROUNDS})",
