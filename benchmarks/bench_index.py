@@ -9,7 +9,7 @@ ours alone, reciprocal rank fusion instead of ours, the lexical weight's range, 
 that share no term with their target, and tool selection on the 40-tool toolbox.
 
 Speed, on 1,000 generated documents: build the index, update it after one edit, search in
-process (median), and a cold ``tce sop-index search`` command (median of fresh processes).
+process (median), and a cold ``tce sop search`` command (median of fresh processes).
 Targets: recall@3 >= 0.85 and above BM25; build <= 10 s; update <= 0.5 s; search <= 20 ms;
 cold command <= 0.5 s.
 
@@ -221,7 +221,7 @@ def speed() -> dict[str, float]:
         ix.close()
 
         cmd = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()",
-               "sop-index", "search", "审核报销单据", "--sop", str(folder), "-k", "3"]
+               "sop", "search", "审核报销单据", "--sop", str(folder), "-k", "3"]
         subprocess.run(cmd, check=True, capture_output=True)
         results["cold"] = median_seconds(
             lambda: subprocess.run(cmd, check=True, capture_output=True), repeat=7, warmup=1)
@@ -296,7 +296,7 @@ def main() -> None:
         ["search in process, median",
          f"{t['search'] * 1000:.1f} ms (bm25s {t['bm25s_search'] * 1000:.1f} ms)",
          f"<= {TARGETS['search'] * 1000:.0f} ms", t["search"] <= TARGETS["search"]],
-        ["cold `tce sop-index search`, median",
+        ["cold `tce sop search`, median",
          f"{t['cold']:.3f} s (python -c pass {t['python']:.3f} s)",
          f"<= {TARGETS['cold']} s", t["cold"] <= TARGETS["cold"]],
     ]

@@ -30,7 +30,7 @@ from jupyter_percent_agent.tasks.index import (
     embed_text,
     pick_plan,
 )
-from jupyter_percent_agent.tasks.index_docs import DocError, load_yaml, read_folder
+from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
 from jupyter_percent_agent.testing.openai_server import Reply
 
 DATA = Path(__file__).resolve().parent / "data" / "index"
@@ -128,13 +128,13 @@ def test_files_that_are_not_documents_are_neither_indexed_nor_reported(tmp_path:
 
 
 def test_yaml_anchors_and_aliases_are_refused() -> None:
+    doc = "---\ntask_id: a/b\ntask_type: plan\nx: &x [1, 2]\ny: *x\n---\n"
     with pytest.raises(DocError, match="anchors and aliases") as info:
-        load_yaml("a: &x [1, 2]\nb: *x\n")
-    assert info.value.line == 1
-    bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\n"
+        parse_doc(doc.encode(), "a/b.md")
+    assert info.value.line == 4
+    bomb = "---\na: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\n---\n"
     with pytest.raises(DocError):
-        load_yaml(bomb)
-    assert load_yaml("a: [1, 2]") == {"a": [1, 2]}
+        parse_doc(bomb.encode(), "a/b.md")
 
 
 def test_broken_documents_are_named_and_the_good_ones_indexed(tmp_path: Path) -> None:
@@ -154,18 +154,20 @@ def test_broken_documents_are_named_and_the_good_ones_indexed(tmp_path: Path) ->
         assert ix.search("meeting transcript", 3)[0].task_id == "ok/good"
     assert sorted(found) == ["bad/alias.md", "bad/latin1.md", "bad/mismatch.md",
                              "bad/no_front.md", "bad/type.md", "bad/yaml.md"]
-    assert "not the file's path ('bad/mismatch')" in found["bad/mismatch.md"].message
+    assert ("does not match the file's path (expected 'bad/mismatch'"
+            in found["bad/mismatch.md"].message)
     assert "'dance'" in found["bad/type.md"].message
     assert found["bad/yaml.md"].line == 3
     assert found["bad/type.md"].line == 3 and found["bad/mismatch.md"].line == 2
     assert "anchors and aliases" in found["bad/alias.md"].message
     assert "not UTF-8" in found["bad/latin1.md"].message
-    assert str(found["bad/no_front.md"]).startswith("bad/no_front.md:1: no YAML front matter")
+    assert str(found["bad/no_front.md"]).startswith(
+        "bad/no_front.md:1: task_id: no YAML front matter")
 
 
 def test_cli_index_names_the_bad_documents_and_indexes_the_rest(sop: Path) -> None:
     (sop / "blog" / "broken.md").write_text("---\ntask_id: blog/broken\n: :\n---\n")
-    code, out, err = tce("sop-index", "index", str(sop))
+    code, out, err = tce("sop", "index", str(sop))
     assert code == 0
     assert out.startswith("52 documents in ")
     assert "52 added" in out and "1 not indexed" in out
@@ -190,14 +192,14 @@ def test_search_ranks_paraphrases_by_meaning_recall_at_3(sop: Path) -> None:
 
 
 def test_the_briefs_example_finds_the_outline_validator(sop: Path) -> None:
-    code, out, _ = tce("sop-index", "search", "检查提纲是否合格", "--sop", str(sop), "-k", "3")
+    code, out, _ = tce("sop", "search", "检查提纲是否合格", "--sop", str(sop), "-k", "3")
     assert code == 0
     assert "blog/validate_outline  校验生成的大纲" in out
     assert len(out.splitlines()) == 3
 
 
 def test_search_json_is_a_list_of_task_id_score_description(sop: Path) -> None:
-    code, out, _ = tce("sop-index", "search", "pay the supplier's bill", "--sop", str(sop),
+    code, out, _ = tce("sop", "search", "pay the supplier's bill", "--sop", str(sop),
                        "-k", "2", "--json")
     assert code == 0
     hits = json.loads(out)
@@ -211,7 +213,7 @@ def test_search_keeps_only_the_task_types_asked_for(sop: Path) -> None:
     with Index.open(sop) as ix:
         hits = ix.search("大纲", 5, task_types=["plan", "error_handler"])
     assert hits and all(h.task_type in ("plan", "error_handler") for h in hits)
-    code, out, _ = tce("sop-index", "search", "大纲", "--sop", str(sop), "--type", "validate",
+    code, out, _ = tce("sop", "search", "大纲", "--sop", str(sop), "--type", "validate",
                        "--json")
     found = json.loads(out)
     assert code == 0 and found[0]["task_id"] == "blog/validate_outline"
@@ -221,9 +223,9 @@ def test_search_keeps_only_the_task_types_asked_for(sop: Path) -> None:
 def test_an_empty_query_is_a_usage_error(sop: Path) -> None:
     with Index.open(sop, embedder=None) as ix, pytest.raises(ValueError, match="empty"):
         ix.search("   ")
-    code, _, err = tce("sop-index", "search", " ", "--sop", str(sop))
+    code, _, err = tce("sop", "search", " ", "--sop", str(sop))
     assert code == 2 and err == "tce: the query is empty\n"
-    code, _, err = tce("sop-index", "search", "x", "--sop", str(sop / "nope"))
+    code, _, err = tce("sop", "search", "x", "--sop", str(sop / "nope"))
     assert code == 2 and "no such folder" in err
 
 
@@ -271,15 +273,15 @@ def test_update_reembeds_only_the_documents_that_changed(sop: Path) -> None:
 
 
 def test_every_search_command_sees_edited_documents(sop: Path) -> None:
-    assert tce("sop-index", "index", str(sop))[0] == 0
+    assert tce("sop", "index", str(sop))[0] == 0
     write_doc(sop, "garden/water_plants", "Water the tomato plants in the greenhouse")
-    code, out, _ = tce("sop-index", "search", "tomatoes greenhouse", "--sop", str(sop), "-k", "1")
+    code, out, _ = tce("sop", "search", "tomatoes greenhouse", "--sop", str(sop), "-k", "1")
     assert code == 0 and out.split()[1] == "garden/water_plants"
 
 
 def test_commands_indexing_one_folder_at_once_neither_fail_nor_rebuild(sop: Path) -> None:
     code = "from jupyter_percent_agent.cli import main; main()"
-    procs = [subprocess.Popen([sys.executable, "-c", code, "sop-index", "index", str(sop)],
+    procs = [subprocess.Popen([sys.executable, "-c", code, "sop", "index", str(sop)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     results = [p.communicate(timeout=120) for p in procs]
@@ -327,7 +329,7 @@ def test_a_configured_litellm_model_embeds_through_its_endpoint(sop: Path, opena
     monkeypatch.setenv("PERCENT_AGENT_EMBED_API_BASE", openai_server.url)
     monkeypatch.setenv("PERCENT_AGENT_EMBED_API_KEY", "sk-embed")
     monkeypatch.setenv("PERCENT_AGENT_API_KEY", "sk-chat-only")
-    code, out, err = tce("sop-index", "search", "bank statement ledger", "--sop", str(sop),
+    code, out, err = tce("sop", "search", "bank statement ledger", "--sop", str(sop),
                          "-k", "1")
     assert code == 0, err
     assert out.split()[1] == "finance/reconcile_bank_statement"
@@ -344,7 +346,7 @@ def test_the_chat_key_never_goes_to_a_separate_embedding_endpoint(sop: Path, ope
     monkeypatch.setenv("PERCENT_AGENT_API_BASE", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("PERCENT_AGENT_API_KEY", "sk-chat-secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
-    assert tce("sop-index", "index", str(sop))[0] == 0
+    assert tce("sop", "index", str(sop))[0] == 0
     sent = {r.headers.get("Authorization") for r in openai_server.embedding_requests}
     assert sent and "Bearer sk-chat-secret" not in sent
 
@@ -355,7 +357,7 @@ def test_a_failing_embedding_model_falls_back_to_words_with_one_warning(
     monkeypatch.setenv("PERCENT_AGENT_EMBED_MODEL", "openai/broken-embedder")
     monkeypatch.setenv("PERCENT_AGENT_EMBED_API_BASE", openai_server.url)
     monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
-    code, out, err = tce("sop-index", "search", "reconcile the bank statement", "--sop",
+    code, out, err = tce("sop", "search", "reconcile the bank statement", "--sop",
                          str(sop), "-k", "1")
     assert code == 0
     assert out.split()[1] == "finance/reconcile_bank_statement"
@@ -375,7 +377,7 @@ def test_the_search_command_works_offline_with_the_network_off(sop: Path) -> Non
         "from jupyter_percent_agent.cli import main\n"
         "main()\n"
     )
-    cmd = [sys.executable, "-c", guard, "sop-index", "search", "预订机票和住的地方",
+    cmd = [sys.executable, "-c", guard, "sop", "search", "预订机票和住的地方",
            "--sop", str(sop), "-k", "1", "--json"]
     if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0:
         cmd = ["unshare", "-rn", *cmd]  # no network interface but loopback, down
@@ -393,7 +395,7 @@ def test_the_search_command_imports_neither_litellm_nor_nbformat_nor_jupytext(
         sop: Path) -> None:
     code = "from jupyter_percent_agent.cli import main; main()"
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code, "sop-index", "search", "invoice",
+        [sys.executable, "-X", "importtime", "-c", code, "sop", "search", "invoice",
          "--sop", str(sop)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     imported = {line.split("|")[-1].strip().split(".")[0]

@@ -14,9 +14,9 @@ import click
 COMMANDS: dict[str, str] = {
     "chat": "jupyter_percent_agent.cli.chat:chat",
     "list": "jupyter_percent_agent.cli.list:list_",
+    "run": "jupyter_percent_agent.cli.run:run",
     "set-default": "jupyter_percent_agent.cli.set_default:set_default",
-    # Until `tce sop` exists: `tce sop-index index|search` (cli/sop_index.py).
-    "sop-index": "jupyter_percent_agent.cli.sop_index:sop_index",
+    "sop": "jupyter_percent_agent.cli.sop:sop",
     "tools": "jupyter_percent_agent.cli.tools:tools",
     "trust": "jupyter_percent_agent.cli.trust:trust_",
     "untrust": "jupyter_percent_agent.cli.trust:untrust",

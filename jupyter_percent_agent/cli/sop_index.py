@@ -102,12 +102,3 @@ def search(query: str, folder: Path, k: int, task_types: tuple[str, ...],
         return
     for hit in hits:
         click.echo(f"{hit.score:6.2f}  {hit.task_id}  {hit.description}")
-
-
-@click.group("sop-index")
-def sop_index() -> None:
-    """Index and search a SOP folder (to be folded into `tce sop`)."""
-
-
-sop_index.add_command(index)
-sop_index.add_command(search)

@@ -61,7 +61,7 @@ from .parse import (
     messages_setting,
     parse,
 )
-from .safe_yaml import load_yaml
+from .safe_yaml import load_yaml, load_yaml_with_lines
 from .text import escape_surrogates
 
 __all__ = [
@@ -81,6 +81,7 @@ __all__ = [
     "is_message_path",
     "is_message_text",
     "load_yaml",
+    "load_yaml_with_lines",
     "message_section",
     "message_text",
     "new_id",
@@ -187,9 +188,10 @@ def read(path: str | os.PathLike) -> dict:
     return reads(read_text(path), path=path)
 
 
-def write(nb: Mapping, path: str | os.PathLike) -> None:
+def write(nb: Mapping, path: str | os.PathLike, *, durable: bool = True) -> None:
     """Write a message file atomically (:func:`write_text`): a reader never sees a half-written
     file, a killed writer leaves no temporary file, an existing file keeps its permission
-    bits, and a symbolic link inside the folder stays a link (its target is written)."""
+    bits, and a symbolic link inside the folder stays a link (its target is written).
+    ``durable=False`` leaves out the fsyncs (task runs write each step so and sync later)."""
     path = os.fspath(path)
-    write_text(path, writes(nb, path=path))
+    write_text(path, writes(nb, path=path), durable=durable)

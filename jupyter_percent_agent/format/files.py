@@ -225,7 +225,7 @@ def _named_temp(folder: str, name: str, private: bool) -> tuple[int, str]:
         os.close(fd)
 
 
-def _fill(fd: int, data: bytes, mode: int | None) -> None:
+def _fill(fd: int, data: bytes, mode: int | None, durable: bool = True) -> None:
     """Set the permission bits (when the file had some), write ``data`` and fsync."""
     if mode is not None:
         os.fchmod(fd, mode)
@@ -233,17 +233,21 @@ def _fill(fd: int, data: bytes, mode: int | None) -> None:
     while view:
         done = os.write(fd, view)
         view = view[done:]
-    os.fsync(fd)
+    if durable:
+        os.fsync(fd)
 
 
-def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
+def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None,
+               durable: bool = True) -> None:
     """Replace the text of ``path`` atomically (UTF-8; lone surrogates escaped, never fatal).
 
     A symbolic link is written through to its target when :func:`safe_path` allows it (the
     link stays a link); a link out of its folder or a special file is refused with a
     :class:`FormatError`. An existing file keeps its permission bits; a new one gets ``mode``
     (e.g. 0o600 for a private file), else the umask's. Temporary files of writers that were
-    killed are swept (see the module's doc).
+    killed are swept (see the module's doc). ``durable=False`` leaves out the fsyncs: still
+    atomic, and it survives the process being killed, but a power loss may bring back the file
+    as it was.
     """
     path = os.fspath(path)
     target = safe_path(path)
@@ -263,14 +267,14 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     try:
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            _fill(fd, data, mode)
+            _fill(fd, data, mode, durable)
             tmp = _link_temp(fd, folder, name)
             if tmp is None:  # no /proc to link through: start again the named way
                 os.close(fd)
                 fd = None
         if fd is None:
             fd, tmp = _named_temp(folder, name, mode is not None)
-            _fill(fd, data, mode)
+            _fill(fd, data, mode, durable)
         os.replace(tmp, target)
         tmp = None
     finally:
@@ -279,7 +283,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
                 os.unlink(tmp)
         if fd is not None:
             os.close(fd)
-    _fsync_folder(folder)
+    if durable:
+        _fsync_folder(folder)
 
 
 def _fsync_folder(folder: str) -> None:

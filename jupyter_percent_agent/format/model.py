@@ -47,6 +47,10 @@ __all__ = [
     "tool_result_output",
 ]
 
+# Input cells whose kind is their footnote type ([tool_call], [task]...).
+_TYPED_KINDS = ("code", "tool", "tool_call", "toolchain", "async", "task")
+
+
 def _ns(obj: Mapping) -> Mapping:
     ns = (obj.get("metadata") or {}).get(NS)
     # type() first: an ABC isinstance check per call is the cost of listing a large file.
@@ -148,14 +152,14 @@ def set_front_matter(nb: dict, key: str, value: Any) -> None:
 
 def cell_kind(cell: Mapping) -> str:
     """``message``, ``code``, ``raw``, ``note``, ``agent``, ``tool``, ``tool_call``,
-    ``toolchain`` or ``async``."""
+    ``toolchain``, ``async`` or ``task``."""
     ct = cell.get("cell_type")
     if ct == "markdown":
         return "note"
     if ct != "code":  # raw, or a cell type from a later nbformat: never run
         return "raw"
     t = _ns(cell).get("type")
-    if t in ("code", "tool", "tool_call", "toolchain", "async"):
+    if t in _TYPED_KINDS:
         return t
     if (cell.get("metadata") or {}).get("definition") == "agent":
         return "agent"
@@ -201,11 +205,14 @@ def message_text(cell: Mapping) -> str:
 
 
 def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None = None,
-                title: str | None = None) -> dict:
-    """A message cell (a code cell, so running it sends it to the agent)."""
+                title: str | None = None, kind: str = "message") -> dict:
+    """A message cell (a code cell, so running it sends it to the agent); ``kind`` makes
+    another input cell instead: ``"raw"``, or a typed one (``"tool_call"``, ``"task"``...)."""
+    if kind not in ("message", "raw") and kind not in _TYPED_KINDS:
+        raise ValueError(f"no input cell of kind {kind!r}")
     text = escape_surrogates(text)
     metadata: dict[str, Any] = escape_surrogates_in(dict(attrs or {}))
-    ns: dict[str, Any] = {}
+    ns: dict[str, Any] = {} if kind in ("message", "raw") else {"type": kind}
     cid = cell_id or new_id()
     if not NBFORMAT_ID.fullmatch(cid):
         ns["id"] = cid
@@ -214,6 +221,8 @@ def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None 
         ns["title"] = escape_surrogates(title.replace("\n", " "))
     if ns:
         metadata[NS] = ns
+    if kind == "raw":
+        return {"cell_type": "raw", "id": cid, "metadata": metadata, "source": text}
     return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
             "outputs": [], "execution_count": None}
 

@@ -25,7 +25,7 @@ __all__ = ["INPUT_TYPES", "Document", "Record", "is_message_path", "is_message_t
            "message_section", "messages_setting", "parse"]
 
 INPUT_TYPES: Final = frozenset(
-    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async"}
+    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async", "task"}
 )
 _FM_END: Final = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
 # The heading and its footnote as the writer puts them, or with an empty line between them
@@ -46,8 +46,8 @@ _YAML_NULL: Final = frozenset({"", "~", "null", "Null", "NULL"})
 _SQ: Final = re.compile(r"'((?:[^']|'')*)'")
 _DQ_VALUE: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 _STRAY_FOOT: Final = re.compile(
-    r"^\[\^[^\]\s]+\]:[ \t]*\[(?:markdown|code|raw|tool|tool_call|toolchain|async|output|error"
-    r"|tool_result)[\]:(]",
+    r"^\[\^[^\]\s]+\]:[ \t]*\[(?:markdown|code|raw|tool|tool_call|toolchain|async|task"
+    r"|output|error|tool_result)[\]:(]",
     re.M,
 )
 

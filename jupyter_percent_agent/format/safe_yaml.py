@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from .errors import FormatError
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "load_yaml"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "load_yaml", "load_yaml_with_lines"]
 
 #: Longest YAML text read (characters); a front matter or an agent definition is a few KB.
 MAX_CHARS: Final = 1 << 20
@@ -90,6 +90,20 @@ def load_yaml(text: str, *, line: int = 1, what: str = "the text",
     ``MAX_DEPTH``, more than ``MAX_CHARS`` characters, a value PyYAML cannot build (an
     impossible date, an integer of more digits than Python converts).
     """
+    return _load(text, line, what, path, lines=None)
+
+
+def load_yaml_with_lines(text: str, *, line: int = 1, what: str = "the text",
+                         path: str | None = None) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """:func:`load_yaml`, and the line of every mapping key and list item in the value, by
+    where it is (``("tool", "parameters", 0)``), so that a checker can name a field's line.
+    A key given twice in one mapping (YAML keeps the last, silently) is refused too."""
+    lines: dict[tuple[Any, ...], int] = {}
+    return _load(text, line, what, path, lines=lines), lines
+
+
+def _load(text: str, line: int, what: str, path: str | None,
+          lines: dict[tuple[Any, ...], int] | None) -> Any:
     if len(text) > MAX_CHARS:
         raise FormatError(f"{what} is {len(text):,} characters long; YAML of more than "
                           f"{MAX_CHARS:,} characters is not read", line=line, path=path)
@@ -97,7 +111,13 @@ def load_yaml(text: str, *, line: int = 1, what: str = "the text",
 
     loader = _loader_class()(text)
     try:
-        return loader.get_single_data()
+        if lines is None:
+            return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _walk(node, (), lines, line)
+        return loader.construct_document(node)
     except _Refused as err:
         raise FormatError(f"{what} {err.message}", line=line + err.line, path=path) from None
     except yaml.YAMLError as err:
@@ -109,3 +129,22 @@ def load_yaml(text: str, *, line: int = 1, what: str = "the text",
                           path=path) from None
     finally:
         loader.dispose()
+
+
+def _walk(node: Any, where: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
+          first: int) -> None:
+    from yaml import MappingNode, ScalarNode, SequenceNode
+
+    if isinstance(node, MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, ScalarNode) else repr(key_node)
+            if key in seen:
+                raise _Refused(f"gives the key {key!r} twice", key_node.start_mark.line)
+            seen.add(key)
+            lines[(*where, key)] = first + key_node.start_mark.line
+            _walk(value_node, (*where, key), lines, first)
+    elif isinstance(node, SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[(*where, i)] = first + item.start_mark.line
+            _walk(item, (*where, i), lines, first)

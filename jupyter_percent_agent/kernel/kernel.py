@@ -48,6 +48,16 @@ PRELOAD_DELAY = 1.0
 the front end's first requests, stay free of it)."""
 
 
+async def _run_task(cell: Any, run: Any, options: Any) -> None:
+    """``[task]`` cells run their workflow (task documents), imported only when one runs."""
+    from jupyter_percent_agent.tasks.cell import run_in_turn
+
+    await run_in_turn(cell, run, options)
+
+
+TASK_RUNNERS = {"task": _run_task}
+"""The cell kinds the kernel runs beside the runtime's own."""
+
 UNTRUSTED = "UntrustedFolder"
 """The error name of a refusal that trusting the notebook's folder would lift."""
 
@@ -261,7 +271,8 @@ class AgentKernel(Kernel):
         display = _Display(self)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
-        options = RunOptions(base_dir=path.parent if path else Path.cwd(), current_text=code)
+        options = RunOptions(base_dir=path.parent if path else Path.cwd(), current_text=code,
+                             runners=TASK_RUNNERS)
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:

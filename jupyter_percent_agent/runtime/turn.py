@@ -10,7 +10,7 @@ what was complete (``Run.interrupt``). Front ends go through ``conversation.send
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,10 @@ from jupyter_percent_agent.runtime.transport import LocalTransport, Transport
 MODEL_FREE = frozenset({"code", "tool_call", "toolchain"})
 """Cell kinds that run without a model."""
 
+CellRunner = Callable[[Mapping[str, Any], Run, "RunOptions"], Awaitable[None]]
+"""Runs a cell of a kind the runtime does not know itself (a front end's plug-in: the kernel
+runs ``[task]`` cells with the task runner) into the ``Run``."""
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -42,6 +46,8 @@ class RunOptions:
     env: Mapping[str, str] | None = None
     max_steps: int | None = None
     current_text: str | None = None
+    runners: Mapping[str, CellRunner] = field(default_factory=dict)
+    """Cell kinds the front end runs itself (``{"task": ...}``), by kind."""
 
     @property
     def folder(self) -> Path:
@@ -74,7 +80,7 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     may not choose), ``SelectionError``, ``FormatError`` (front matter) before anything runs."""
     index, cell = find_cell(nb, cell_id)
     kind = fmt.cell_kind(cell)
-    if kind in MODEL_FREE:
+    if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
     agent = resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                           env=options.env)
@@ -100,6 +106,9 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     from jupyter_percent_agent.runtime.toolset import offered_tools, system_prompt_for, tools_for
 
     _, cell = find_cell(nb, decided.cell_id)
+    if decided.kind in options.runners:
+        await options.runners[decided.kind](cell, run, options)
+        return
     if decided.kind == "code":
         await run_code_cell(cell, run)
         return

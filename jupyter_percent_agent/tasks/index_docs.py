@@ -18,9 +18,6 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-TASK_TYPES = ("plan", "execute", "validate", "error_handler")
 
 
 @dataclass(frozen=True)
@@ -58,38 +55,10 @@ class DocError(ValueError):
         self.line = line
 
 
-_loader: Any = None
 
 
-def _no_alias_loader() -> Any:
-    """``yaml.SafeLoader`` that refuses anchors and aliases (billion laughs, shared nodes).
-    Made on first use: an index that finds nothing changed never imports yaml."""
-    global _loader
-    if _loader is None:
-        import yaml
-
-        class NoAliasLoader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                event = self.peek_event()
-                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                    raise yaml.MarkedYAMLError(problem="anchors and aliases are not allowed",
-                                               problem_mark=event.start_mark)
-                return super().compose_node(parent, index)
-
-        _loader = NoAliasLoader
-    return _loader
 
 
-def load_yaml(text: str) -> Any:
-    """Parse YAML safely, refusing anchors and aliases; :class:`DocError` says where."""
-    import yaml
-
-    try:
-        return yaml.load(text, Loader=_no_alias_loader())  # a SafeLoader: no arbitrary objects
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise DocError(f"YAML: {problem}", mark.line + 1 if mark else 0) from None
 
 
 def content_hash(data: bytes) -> str:
@@ -97,90 +66,41 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def split_front_matter(text: str) -> tuple[str, str, int]:
-    """``(yaml, body, body_line)`` of a document; :class:`DocError` without front matter."""
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
-        raise DocError("no YAML front matter (the file must start with a '---' line)", 1)
-    for i in range(1, len(lines)):
-        if lines[i].rstrip() in ("---", "..."):
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1:]), i + 2
-    raise DocError("front matter is not closed by a '---' line", 1)
 
 
-def field_line(front: str, key: str) -> int:
-    """The file line of a top-level front matter field (2 if it is not found)."""
-    for i, line in enumerate(front.split("\n")):
-        if line.startswith(f"{key}:") or line.startswith(f'"{key}":'):
-            return i + 2
-    return 2
 
 
-def split_sections(body: str) -> dict[str, str]:
-    """``## NAME`` sections of a body (text before the first heading under ``""``)."""
-    sections: dict[str, list[str]] = {}
-    name = ""
-    for line in body.split("\n"):
-        if line.startswith("## "):
-            name = line[3:].strip()
-            sections.setdefault(name, [])
-        else:
-            sections.setdefault(name, []).append(line)
-    out = {k: "\n".join(v).strip() for k, v in sections.items()}
-    return {k: v for k, v in out.items() if v or k}
 
 
-def _routes(meta: dict[str, Any]) -> tuple[str, ...]:
-    routes: list[str] = []
-    for step in meta.get("plan_steps") or []:
-        if isinstance(step, dict) and isinstance(step.get("task_id"), str):
-            routes.append(step["task_id"])
-    handling = meta.get("error_handling")
-    on_failure = handling.get("on_failure") if isinstance(handling, dict) else None
-    routing = on_failure.get("error_routing") if isinstance(on_failure, dict) else None
-    if isinstance(routing, dict):
-        routes.extend(v for v in routing.values() if isinstance(v, str))
-    return tuple(dict.fromkeys(routes))
 
 
 def parse_doc(data: bytes, rel_path: str) -> IndexedDoc:
-    """The record of one document from its bytes; :class:`DocError` if it cannot be indexed."""
+    """The record of one document from its bytes, read by the task document model
+    (``tasks.documents``); :class:`DocError` if it cannot be indexed: no front matter, YAML
+    the format core refuses, a ``task_id`` that is not its path, an unknown ``task_type``."""
+    from jupyter_percent_agent.tasks.documents import TASK_TYPES, parse_document
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DocError(f"not UTF-8 (byte {exc.start})") from None
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")
-    front, body, _ = split_front_matter(text)
-    try:
-        meta = load_yaml(front)
-    except DocError as exc:  # its line counts from the front matter's first line
-        raise DocError(str(exc), exc.line + 1 if exc.line else 0) from None
-    if not isinstance(meta, dict):
-        raise DocError("front matter is not a mapping of fields", 2)
-    expected = rel_path.removesuffix(".md")
-    task_id = meta.get("task_id")
-    if task_id is None:
-        raise DocError(f"no task_id (it should be {expected!r})", 2)
-    if task_id != expected:
-        raise DocError(f"task_id {task_id!r} is not the file's path ({expected!r})",
-                       field_line(front, "task_id"))
-    task_type = meta.get("task_type")
-    if task_type not in TASK_TYPES:
-        raise DocError(f"task_type {task_type!r} is not one of {', '.join(TASK_TYPES)}",
-                       field_line(front, "task_type"))
-    description = meta.get("description") or ""
-    if not isinstance(description, str):
-        raise DocError("description is not text", field_line(front, "description"))
-    tool = meta.get("tool")
-    tool_ids = (str(tool["tool_id"]),) if isinstance(tool, dict) and tool.get("tool_id") else ()
+    doc, problems = parse_document(text, rel_path)
+    fatal = [p for p in problems if p.field in ("front matter", "task_id", "task_type")]
+    if doc is None or fatal or doc.task_type not in TASK_TYPES:
+        first = (fatal or problems or [None])[0]
+        raise DocError(f"{first.field}: {first.message}" if first else "not a task document",
+                       (first.line or 0) if first else 0)
+    routes = [*doc.plan_steps, *doc.on_failure.routes.values()]
     return IndexedDoc(
-        task_id=expected,
+        task_id=doc.task_id,
         path=rel_path,
-        task_type=task_type,
-        description=unicodedata.normalize("NFC", description.strip()),
-        sections=split_sections(unicodedata.normalize("NFC", body)),
-        tool_ids=tool_ids,
-        routes=_routes(meta),
+        task_type=doc.task_type,
+        description=unicodedata.normalize("NFC", doc.description.strip()),
+        sections={unicodedata.normalize("NFC", k): unicodedata.normalize("NFC", v)
+                  for k, v in doc.sections.items()},
+        tool_ids=(doc.tool_id,) if doc.tool_id else (),
+        routes=tuple(dict.fromkeys(routes)),
         text_hash=content_hash(data),
     )
 

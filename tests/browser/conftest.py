@@ -260,7 +260,9 @@ def _fresh_start(request: pytest.FixtureRequest) -> None:
         return
     root = request.getfixturevalue("lab_server").root
     for entry in Path(root).iterdir():
-        if entry.is_file():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)  # a toolbox/ left by one test would change the next
+        else:
             entry.unlink()
 
 

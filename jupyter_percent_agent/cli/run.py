@@ -1,0 +1,317 @@
+"""``tce run``: run a task document's workflow, resume one, or run one per input line.
+
+Each step is shown on stderr as it ends (id, type, attempt, outcome); the final context goes
+to stdout (``--json``: one JSON object, or one line per input). litellm is imported only when a
+step calls a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jupyter_percent_agent.cli._common import EXIT_FILE, EXIT_INTERRUPTED, EXIT_USAGE, fail
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the workflow failed (a step failed past its error handling), or an input did
+
+EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says where and why), "
+          "2 usage, 3 problems in the SOP folder (nothing ran), 130 interrupted (resume with "
+          "--resume). See docs/tasks.md.")
+
+
+@click.command("run", epilog=EPILOG)
+@click.argument("task_id", required=False)
+@click.option("--sop", "folder", default="sop", show_default=True, help="The SOP folder.")
+@click.option("--context", "context", metavar="JSON|@FILE",
+              help="The initial context: a JSON object, or @FILE to read one.")
+@click.option("--inputs", "inputs", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
+              help="Run once per line (each line an initial context).")
+@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 1024),
+              help="With --inputs: runs at once.")
+@click.option("--cluster", metavar="tcp://HOST:8786",
+              help="With --inputs: run on this Dask scheduler (the dask extra).")
+@click.option("--resume", "resume", multiple=True, type=click.Path(dir_okay=False),
+              metavar="RUN.msg.md", help="Continue a killed run from its transcript.")
+@click.option("--runs", "runs_dir", type=click.Path(file_okay=False),
+              help="Where transcripts go (default: runs/ beside the SOP folder).")
+@click.option("--max-steps", default=None, type=click.IntRange(1), help="Step budget [100].")
+@click.option("--model", help="Use this model for every LLM step.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only (one object per run).")
+@click.option("--yes", "-y", is_flag=True,
+              help="For a request in words: take the best plan even when another is close.")
+def run(task_id: str | None, folder: str, context: str | None, inputs: str | None,
+        concurrency: int, cluster: str | None, resume: tuple[str, ...],
+        runs_dir: str | None, max_steps: int | None, model: str | None,
+        as_json: bool, yes: bool) -> None:
+    """Run TASK_ID (e.g. blog/generate_blog) of the SOP folder on an initial context,
+    writing its transcript (a message file) after every step. TASK_ID may be a request in
+    words ("写一篇关于城市交通的博客"): the folder's index picks the plan, and says why."""
+    from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS
+
+    options = {"model": model}
+    if resume:
+        if task_id or context or inputs:
+            fail("--resume takes transcripts only (the task and context are in them)",
+                 EXIT_USAGE)
+        sys.exit(_resume(resume, max_steps, model, as_json))
+    if not task_id:
+        fail("name the task to run (e.g. tce run blog/generate_blog --sop sop/), or "
+             "--resume a transcript", EXIT_USAGE)
+    if cluster and not inputs:
+        fail("--cluster runs --inputs on a Dask cluster; give --inputs FILE.jsonl", EXIT_USAGE)
+    if inputs and context:
+        fail("--inputs and --context: each input line is an initial context; give one",
+             EXIT_USAGE)
+    sop, task_id = _load(folder, task_id, yes)
+    if sop.calls_model(task_id):
+        from jupyter_percent_agent.tasks.adapter import import_models_soon
+
+        import_models_soon()
+    runs = Path(runs_dir) if runs_dir else None
+    steps = max_steps or DEFAULT_MAX_STEPS
+    if inputs:
+        sys.exit(_many(sop, task_id, inputs, runs, steps, concurrency, cluster, as_json,
+                       **options))
+    start = _context(context)
+    sys.exit(_one(sop, task_id, start, runs, steps, as_json, **options))
+
+
+def _pick(sop: Any, words: str, yes: bool) -> str | None:
+    """The plan the folder's index ranks first for a request in ``words``, said with its
+    score and the runner-up's; when the two are close, the user confirms (or ``--yes``)."""
+    from jupyter_percent_agent.tasks.index import pick_plan
+
+    choice = pick_plan(sop.root, words)
+    if choice.best is None:
+        return None
+    click.echo(f"tce: no task {words!r}; the index picks {choice.explain()}", err=True)
+    if choice.close and not yes:
+        if not sys.stdin.isatty():
+            fail(f"the best two plans are close: name one, or add --yes to take "
+                 f"{choice.best.task_id}", EXIT_USAGE)
+        if not click.confirm(f"Run {choice.best.task_id}?", default=True, err=True):
+            fail("nothing was run", EXIT_USAGE)
+    return choice.best.task_id
+
+
+def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
+    """The checked SOP folder and the task to run: ``task_id``, or when no document has that
+    id, the plan the folder's index ranks first for it (``tce run "a request in words"``)."""
+    from jupyter_percent_agent.tasks.api import check_task
+    from jupyter_percent_agent.tasks.sop import SopError, load_sop
+
+    try:
+        sop = load_sop(folder)
+        sop.raise_problems()
+        if task_id not in sop:
+            task_id = _pick(sop, task_id, yes) or task_id
+        check_task(sop, task_id)
+    except FileNotFoundError:
+        fail(f"{folder}: no such folder (name the SOP folder with --sop)", EXIT_USAGE)
+    except SopError as exc:
+        for problem in exc.problems:
+            click.echo(str(problem), err=True)
+        n = len(exc.problems)
+        fail(f"{folder}: {n} problem{'s' if n != 1 else ''}; nothing was run", EXIT_FILE)
+    return sop, task_id
+
+
+def _context(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    source = "--context"
+    if text.startswith("@"):
+        source = text[1:]
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            fail(f"{source}: {exc.strerror or exc}", EXIT_USAGE)
+    elif text == "-":
+        source, text = "standard input", sys.stdin.read()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        fail(f"{source} is not JSON: {exc}", EXIT_USAGE)
+    if not isinstance(value, dict):
+        fail(f"{source} must be a JSON object (the initial context)", EXIT_USAGE)
+    return value
+
+
+class Progress:
+    """Shows each step of one run on stderr as it starts and ends."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.path: Path | None = None
+
+    def __call__(self, event: Any) -> None:
+        from jupyter_percent_agent.runtime.events import Retry
+        from jupyter_percent_agent.tasks.events import RunStarted, StepFinished, StepStarted
+
+        if isinstance(event, RunStarted):
+            self.path = event.path
+            if not self.quiet:
+                click.echo(f"transcript: {event.path}", err=True)
+        elif self.quiet:
+            return
+        elif isinstance(event, StepStarted):
+            info = event.info
+            click.echo(f"[{info.step}] {info.task_id} ({info.task_type}, attempt "
+                       f"{info.attempt})", err=True)
+        elif isinstance(event, StepFinished):
+            info = event.info
+            line = f"    {info.outcome} ({info.seconds:.2f} s)"
+            if info.detail:
+                line += f": {_short(info.detail)}"
+            if info.then:
+                line += f" -> {info.then}"
+            click.echo(line, err=True)
+        elif isinstance(event, Retry):
+            click.echo(f"    [{event.reason}]", err=True)
+
+
+def _short(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _report(result: Any, as_json: bool) -> int:
+    if as_json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        click.echo(json.dumps(result.context, ensure_ascii=False, indent=2))
+        if result.status == "succeeded":
+            click.echo(f"succeeded in {result.steps} steps; transcript: {result.transcript}",
+                       err=True)
+        else:
+            err = result.error or {}
+            click.echo(f"tce: failed at {err.get('task_id')}: {err.get('error_type')}: "
+                       f"{err.get('message')} (transcript: {result.transcript})", err=True)
+    return EXIT_OK if result.status == "succeeded" else EXIT_FAILED
+
+
+def _interrupted(progress: Progress) -> int:
+    where = f" --resume {progress.path}" if progress.path else ""
+    click.echo(f"\n[interrupted: the transcript keeps every finished step; continue with "
+               f"tce run{where}]", err=True)
+    return EXIT_INTERRUPTED
+
+
+def _one(sop: Any, task_id: str, context: dict[str, Any], runs: Path | None, max_steps: int,
+         as_json: bool, **options: Any) -> int:
+    from jupyter_percent_agent.tasks.api import arun_task
+
+    progress = Progress(as_json)
+    try:
+        result = asyncio.run(arun_task(sop, task_id, context, runs_dir=runs,
+                                       max_steps=max_steps, on_event=progress, **options))
+    except KeyboardInterrupt:
+        return _interrupted(progress)
+    except OSError as exc:
+        fail(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", EXIT_USAGE)
+    return _report(result, as_json)
+
+
+def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
+            as_json: bool) -> int:
+    from jupyter_percent_agent.tasks.api import aresume_task
+    from jupyter_percent_agent.tasks.sop import SopError
+    from jupyter_percent_agent.tasks.transcript import TranscriptError
+
+    code = EXIT_OK
+    for path in paths:
+        progress = Progress(as_json)
+        progress.path = Path(path)
+        try:
+            result = asyncio.run(aresume_task(path, max_steps=max_steps, model=model,
+                                              on_event=progress))
+        except KeyboardInterrupt:
+            return _interrupted(progress)
+        except FileNotFoundError as exc:
+            fail(f"{exc.filename or path}: no such file", EXIT_USAGE)
+        except TranscriptError as exc:
+            fail(str(exc), EXIT_FILE)
+        except SopError as exc:
+            for problem in exc.problems:
+                click.echo(str(problem), err=True)
+            fail(f"{path}: its SOP folder has problems; nothing was run", EXIT_FILE)
+        code = max(code, _report(result, as_json))
+    return code
+
+
+def _screen() -> tuple[int, int]:
+    """The terminal's columns and rows (one that says 0, as a fresh pty does: 80 x 24;
+    tqdm hides a bar below the last row, so 0 rows would hide it)."""
+    import os
+
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except OSError:
+        return 80, 24
+    return min(size.columns or 80, 120), size.lines or 24
+
+
+def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int,
+          concurrency: int, cluster: str | None, as_json: bool, **options: Any) -> int:
+    from tqdm import tqdm
+
+    from jupyter_percent_agent.tasks import batch
+    from jupyter_percent_agent.tasks import transcript as tr
+    from jupyter_percent_agent.tasks.api import default_runs_dir
+
+    try:
+        jobs = batch.read_inputs(inputs)
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{inputs}: {exc}", EXIT_USAGE)
+    folder = runs or default_runs_dir(sop)
+    folder.mkdir(parents=True, exist_ok=True)
+    results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md", ".jsonl")
+    columns, rows = _screen()
+    bar = tqdm(total=len(jobs), unit="input", file=sys.stderr, ncols=columns, nrows=rows,
+               disable=not sys.stderr.isatty())
+    counts = {"succeeded": 0, "failed": 0}
+    with results_path.open("w", encoding="utf-8") as out:
+
+        def on_result(result: dict[str, Any]) -> None:
+            line = json.dumps(result, ensure_ascii=False)
+            out.write(line + "\n")
+            out.flush()
+            counts["succeeded" if result["status"] == "succeeded" else "failed"] += 1
+            if as_json:
+                click.echo(line)
+            if result["status"] != "succeeded":
+                err = result.get("error") or {}
+                bar.write(f"input {result['input']}: failed at {err.get('task_id')}: "
+                          f"{err.get('error_type')}: {_short(str(err.get('message')))}",
+                          file=sys.stderr)
+            bar.update(1)
+
+        try:
+            if cluster:
+                from jupyter_percent_agent.tasks.cluster import ClusterError, run_on_cluster
+
+                try:
+                    run_on_cluster(cluster, sop.root, task_id, jobs, runs_dir=folder,
+                                   concurrency=concurrency, max_steps=max_steps,
+                                   on_result=on_result, **options)
+                except ClusterError as exc:
+                    fail(str(exc), EXIT_USAGE)
+            else:
+                asyncio.run(batch.run_inputs(sop, task_id, jobs, concurrency=concurrency,
+                                             runs_dir=folder, max_steps=max_steps,
+                                             on_result=on_result, **options))
+        except KeyboardInterrupt:
+            bar.close()
+            click.echo(f"\n[interrupted: finished inputs are in {results_path}; resume the "
+                       f"others with tce run --resume {folder}/*.msg.md]", err=True)
+            return EXIT_INTERRUPTED
+    bar.close()
+    click.echo(f"{counts['succeeded']} succeeded, {counts['failed']} failed; results: "
+               f"{results_path}", err=True)
+    return EXIT_OK if counts["failed"] == 0 else EXIT_FAILED

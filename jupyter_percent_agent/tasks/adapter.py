@@ -1,0 +1,157 @@
+"""Every call from task runs into the runtime and the tools registry, in one place.
+
+The runner asks for three things: run one step cell of the transcript (a message cell for the
+LLM, a ``[tool_call]`` cell for a tool) through the runtime's turn, the names of the tools a SOP
+folder may call, and whether an agent's settings are valid (``runtime.run_turn``: the same
+turn ``tce chat`` and the kernel run, with its trust rules). It imports the runtime lazily:
+``tce sop check`` stays light, and litellm is imported only when a model is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+
+OnEvent = Callable[[Any], None]
+
+# Settings a SOP folder may not give its agents: a shared folder must not choose where the
+# user's key is sent (TRUST.md), nor carry a key.
+REFUSED_AGENT_KEYS = ("api_base", "api_key", "base_url", "api_key_env")
+
+
+@dataclass
+class Turn:
+    """What running one step cell produced. ``status``: "ok", "error", "interrupted"."""
+
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    text: str = ""
+    status: str = "ok"
+    error: str | None = None
+    error_type: str | None = None
+    model_seconds: float = 0.0
+
+
+def toolbox_dir(base_dir: Path) -> Path:
+    return base_dir / "toolbox"
+
+
+def turn_notebook(agents: Mapping[str, Any], path: str = "turn.msg.md") -> dict[str, Any]:
+    """The notebook a step's turn runs in: the SOP folder's agents in its front matter and,
+    added by :func:`run_step`, the step's cell alone. A step is sent alone anyway (its cell
+    and every earlier one are ``history="exclude"``), and the runtime reads the front matter
+    and walks every earlier cell of the notebook it is given on each call: given the whole
+    transcript, that work grows with the run. Make it once per run."""
+    nb = fmt.reads("", path=path)
+    if agents:
+        fmt.set_front_matter(nb, "agents", {k: dict(v) for k, v in agents.items()})
+    return nb
+
+
+async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], turn: Turn, *,
+                   base_dir: Path, model: str | None = None,
+                   on_event: OnEvent | None = None) -> Turn:
+    """Run a step's ``cell`` (a cell of the transcript) through the runtime's turn, in
+    ``turn_nb`` (:func:`turn_notebook`): its agent answers a message cell, a
+    ``[tool_call]`` cell calls its tool (from ``toolbox/`` in ``base_dir`` and entry points).
+    Fills ``turn`` as outputs arrive, so a cancelled step keeps what it had; model and tool
+    failures end in ``turn.status == "error"``."""
+    from jupyter_percent_agent.runtime import RunOptions, new_run, run_turn
+
+    cell_id = fmt.cell_id(cell)
+    nb = {**turn_nb, "cells": [*turn_nb.get("cells", []), cell]}
+    run = new_run(nb, cell_id, on_event or (lambda event: None))
+    try:
+        await run_turn(nb, cell_id, RunOptions(base_dir=base_dir, model=model), run=run)
+    finally:  # also when cancelled: what was complete is kept (run.status "interrupted")
+        turn.outputs = list(run.outputs)
+        turn.text = run.reply
+        turn.status = run.status
+        turn.error, turn.error_type = run.error, run.error_type
+        turn.model_seconds = model_seconds(turn.outputs)
+    return turn
+
+
+def import_models_soon() -> None:
+    """Start importing litellm on a thread: a command about to run model steps gains the
+    time its own set-up takes (the first call waits for the import if it is not done).
+
+    Then freeze what the process holds (``gc.freeze``): litellm's import leaves a large
+    graph of objects that never becomes garbage, and every full collection of the cyclic
+    collector walked it again; with many runs at once (their calls make objects fast) that
+    was a seventh of the CPU time. For a command, not a library: the caller decides."""
+    import threading
+
+    def work() -> None:
+        import gc
+
+        try:
+            from jupyter_percent_agent.runtime.models import import_litellm
+
+            import_litellm()
+        except Exception:  # the first call will say what is wrong
+            return
+        gc.freeze()
+
+    threading.Thread(target=work, name="import-litellm", daemon=True).start()
+
+
+def model_seconds(outputs: list[dict[str, Any]]) -> float:
+    """Time spent in model calls, as the runtime measured them (replies' ``duration``)."""
+    total = 0.0
+    for out in outputs:
+        if fmt.output_kind(out) == "reply":
+            duration = fmt.output_attrs(out).get("duration")
+            if isinstance(duration, int | float):
+                total += float(duration)
+    return total
+
+
+def agent_problem(name: str, props: Any) -> str | None:
+    """Why ``props`` are not valid settings for agent ``name`` (``None`` when they are)."""
+    from jupyter_percent_agent.runtime.agents import AgentError, agent_from_mapping
+
+    if props is None:
+        props = {}
+    if not isinstance(props, Mapping):
+        return "an agent's settings are a mapping (models, system_prompt, temperature, ...)"
+    refused = [k for k in REFUSED_AGENT_KEYS if k in props]
+    if refused:
+        return (f"{', '.join(refused)} may not be set in a SOP folder (a shared folder must "
+                "not choose where your key is sent); set PERCENT_AGENT_API_BASE in your "
+                "environment")
+    try:
+        agent_from_mapping(name, props, source="preset")
+    except AgentError as exc:
+        return str(exc)
+    except TypeError as exc:
+        return f"bad settings: {exc}"
+    return None
+
+
+def tool_names(base_dir: Path) -> tuple[set[str], list[tuple[str, str]]]:
+    """The names of the tools a step may call: those of ``toolbox/`` in ``base_dir`` (read
+    from their source, never imported: a check runs no code of the folder) and those of
+    installed packages' entry points. Also (file, problem) for tool files that do not load."""
+    from jupyter_percent_agent import tools
+
+    names: set[str] = set()
+    problems: list[tuple[str, str]] = []
+    folder = toolbox_dir(base_dir)
+    if folder.is_dir():
+        for file in sorted(folder.glob("*.py")):
+            if file.stem.startswith("_"):
+                continue
+            try:
+                source = file.read_text(encoding="utf-8")
+                names.update(tools.describe_source(source, module=file.stem))
+            except (tools.ToolLoadError, OSError, UnicodeDecodeError) as exc:
+                problems.append((str(file), str(exc)))
+    try:
+        names.update(tools.Registry.load(None, entry_points=True))
+    except tools.ToolLoadError as exc:
+        problems.append(("(installed tools)", str(exc)))
+    return names, problems

@@ -1,0 +1,126 @@
+"""Running a task from Python: start a run, or resume one from its transcript.
+
+``arun_task`` / ``run_task`` check the whole SOP folder first (a problem anywhere stops the
+run before any model is called), write a new transcript, and run the task to its end.
+``aresume_task`` / ``resume_task`` continue a run that was killed, from its last finished step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent.tasks import transcript as tr
+from jupyter_percent_agent.tasks.documents import Problem
+from jupyter_percent_agent.tasks.runner import (
+    DEFAULT_MAX_STEPS,
+    Item,
+    OnEvent,
+    Runner,
+    State,
+    TaskResult,
+)
+from jupyter_percent_agent.tasks.sop import Sop, SopError, load_sop
+
+RUNS = "runs"
+
+
+def as_sop(sop: Sop | str | os.PathLike[str]) -> Sop:
+    """A loaded and checked SOP folder; ``SopError`` listing every problem."""
+    loaded = sop if isinstance(sop, Sop) else load_sop(sop)
+    loaded.raise_problems()
+    return loaded
+
+
+def check_task(sop: Sop, task_id: str) -> None:
+    if task_id not in sop:
+        import difflib
+
+        close = difflib.get_close_matches(task_id, list(sop.documents), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise SopError([Problem(f"{task_id}.md", "task_id", None,
+                                f"no document {task_id!r} in {sop.root}{hint}")], sop.root)
+
+
+def initial_context(context: Any) -> dict[str, Any]:
+    """A JSON copy of the initial context (a JSON object)."""
+    if context is None:
+        return {}
+    if not isinstance(context, dict):
+        raise ValueError(f"the initial context must be a JSON object, not {type(context).__name__}")
+    try:
+        return json.loads(json.dumps(context, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the initial context is not JSON: {exc}") from None
+
+
+def default_runs_dir(sop: Sop) -> Path:
+    """``runs/`` beside the SOP folder."""
+    return sop.base_dir / RUNS
+
+
+async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
+                    context: dict[str, Any] | None = None, *,
+                    runs_dir: str | os.PathLike[str] | None = None,
+                    max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None,
+                    on_event: OnEvent | None = None, tag: str | None = None) -> TaskResult:
+    """Run ``task_id`` of ``sop`` (a folder or a loaded :class:`Sop`) on ``context``.
+
+    Writes ``runs/TASK-TIMESTAMP.msg.md`` beside the folder (or in ``runs_dir``) after every
+    step. Raises :class:`SopError` (every problem of the folder) before anything runs, and
+    ``ValueError`` for a context that is not a JSON object; a step that fails is not an
+    exception: the result says ``failed`` and why.
+    """
+    loaded = as_sop(sop)
+    check_task(loaded, task_id)
+    start = initial_context(context)
+    folder = Path(runs_dir) if runs_dir is not None else default_runs_dir(loaded)
+    path = tr.claim_path(folder, task_id, tag=tag)
+    nb = tr.new_transcript(path, task_id=task_id, sop_root=loaded.root, context=start,
+                           agents=loaded.agents, max_steps=max_steps)
+    state = State(context=json.loads(json.dumps(start)), stack=[Item(task_id)],
+                  frames={0: [task_id]})
+    runner = Runner(loaded, task_id, nb, path, state, max_steps=max_steps, model=model,
+                    on_event=on_event)
+    return await runner.run()
+
+
+def run_task(sop: Sop | str | os.PathLike[str], task_id: str,
+             context: dict[str, Any] | None = None, **options: Any) -> TaskResult:
+    """:func:`arun_task` for code that has no event loop running."""
+    return asyncio.run(arun_task(sop, task_id, context, **options))
+
+
+async def aresume_task(transcript: str | os.PathLike[str], *,
+                       sop: Sop | str | os.PathLike[str] | None = None,
+                       max_steps: int | None = None, model: str | None = None,
+                       on_event: OnEvent | None = None) -> TaskResult:
+    """Continue the run recorded in ``transcript`` from its last finished step. A run that
+    had ended (succeeded or failed) is returned as it was, nothing is called."""
+    from jupyter_percent_agent import format as fmt
+
+    path = Path(transcript)
+    try:
+        nb = fmt.read(path)
+    except fmt.FormatError as exc:
+        raise tr.TranscriptError(str(exc)) from None
+    header = tr.run_header(nb, path)
+    status, saved = tr.read_state(nb, path)
+    state = State.from_json(saved)
+    task_id = header["task"]
+    steps = max_steps or int(header.get("max_steps") or DEFAULT_MAX_STEPS)
+    if status in ("succeeded", "failed"):
+        return TaskResult(status, task_id, state.context, path, state.steps, state.error)
+    loaded = as_sop(sop if sop is not None else header["sop"])
+    check_task(loaded, task_id)
+    runner = Runner(loaded, task_id, nb, path, state, max_steps=steps, model=model,
+                    on_event=on_event)
+    return await runner.run()
+
+
+def resume_task(transcript: str | os.PathLike[str], **options: Any) -> TaskResult:
+    """:func:`aresume_task` for code that has no event loop running."""
+    return asyncio.run(aresume_task(transcript, **options))

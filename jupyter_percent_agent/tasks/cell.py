@@ -1,0 +1,216 @@
+"""A ``[task]`` cell: run a workflow from a notebook, for the agent kernel.
+
+A ``[task]`` cell names the task (``task_id``) and the SOP folder (``sop``, relative to the
+notebook's folder; default ``sop``); its body is the initial context as JSON. Running it runs the
+workflow like ``tce run`` (transcript in ``runs/`` beside the SOP folder, or the cell's
+``runs``) and produces the cell's outputs as they happen: each model reply and tool result, a
+line per step, and the final context. Cancelling the task (the kernel's interrupt) stops the
+run with a resumable transcript; running the cell again continues it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.runtime.events import (
+    Answering,
+    Chunk,
+    Delta,
+    OutputMade,
+    Reasoning,
+    Retry,
+    Status,
+)
+from jupyter_percent_agent.tasks import transcript as tr
+from jupyter_percent_agent.tasks.events import RunStarted, StepFinished, StepStarted
+
+OnEvent = Callable[[Any], None]
+TASK_KIND = "task"
+
+
+@dataclass
+class TaskCellRun:
+    """What running a ``[task]`` cell produced: ``outputs`` (for the cell), ``status``
+    ("ok", "error", "interrupted"), the run's ``result`` and its ``transcript``."""
+
+    cell_id: str
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "ok"
+    error: str | None = None
+    error_type: str | None = None
+    transcript: Path | None = None
+    result: Any = None
+
+
+def is_task_cell(cell: dict[str, Any]) -> bool:
+    return fmt.cell_kind(cell) == TASK_KIND
+
+
+def previous_transcript(cell: dict[str, Any], base_dir: Path) -> Path | None:
+    """The transcript of this cell's last run when that run was interrupted (running the cell
+    again continues it); ``None`` otherwise."""
+    for out in reversed(cell.get("outputs") or []):
+        attrs = fmt.output_attrs(out, cell)
+        if "task_status" in attrs:
+            path = attrs.get("transcript")
+            if attrs["task_status"] == "interrupted" and isinstance(path, str):
+                full = base_dir / path
+                return full if full.is_file() else None
+            return None
+    return None
+
+
+class _Outputs:
+    """Turns the runner's events into this cell's outputs (ids ``CELL.n``) and passes the
+    live model text through."""
+
+    def __init__(self, run: TaskCellRun, on_event: OnEvent, base_dir: Path) -> None:
+        self.run = run
+        self.on_event = on_event
+        self.base_dir = base_dir
+        self.step: Any = None
+
+    def _id(self) -> str:
+        return f"{self.run.cell_id}.{len(self.run.outputs) + 1}"
+
+    def emit(self, out: dict[str, Any]) -> None:
+        self.run.outputs.append(out)
+        self.on_event(OutputMade(out))
+
+    def line(self, text: str) -> None:
+        self.emit(fmt.stream_output("stdout", text + "\n", out_id=self._id()))
+
+    def __call__(self, event: Any) -> None:
+        match event:
+            case RunStarted(path=path):
+                self.run.transcript = path
+            case StepStarted(info=info):
+                self.step = info
+            case StepFinished(info=info):
+                text = f"[{info.step}] {info.task_id} ({info.task_type}, attempt " \
+                       f"{info.attempt}): {info.outcome}"
+                if info.detail:
+                    text += f": {info.detail}"
+                if info.then:
+                    text += f" -> {info.then}"
+                self.line(text)
+            case OutputMade(output=out):
+                self._copy(out)
+            case Delta() | Reasoning() | Retry() | Status() | Chunk() | Answering():
+                self.on_event(event)
+
+    def _copy(self, out: dict[str, Any]) -> None:
+        """A reply or tool result of a step, as an output of this cell."""
+        okind = fmt.output_kind(out)
+        attrs = fmt.output_attrs(out)
+        step = {"task_id": self.step.task_id, "attempt": self.step.attempt} if self.step else {}
+        if okind == "reply" and attrs.get("agent") != "verdict":
+            agent = str(attrs.pop("agent", "agent"))
+            self.emit(fmt.reply_output(fmt.output_text(out), agent=agent, out_id=self._id(),
+                                       attrs={**step, **attrs}))
+        elif okind == "tool_result":
+            status = str(attrs.pop("status", "success"))
+            self.emit(fmt.tool_result_output(fmt.output_text(out), out_id=self._id(),
+                                             status=status, attrs={**step, **attrs}))
+
+    def final(self, status: str, context: Any, extra: dict[str, Any]) -> None:
+        path = self.run.transcript
+        shown = str(path.relative_to(self.base_dir)) if path is not None and \
+            path.is_relative_to(self.base_dir) else str(path)
+        text = "```json\n" + json.dumps(context, ensure_ascii=False, indent=2) + "\n```"
+        self.emit(fmt.reply_output(text, agent="task", out_id=self._id(), attrs={
+            "task_status": status, "transcript": shown, **extra}))
+
+
+async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
+                        on_event: OnEvent | None = None, run: TaskCellRun | None = None,
+                        model: str | None = None) -> TaskCellRun:
+    """Run a ``[task]`` cell (``cell`` as in the notebook, its outputs those of earlier runs)
+    for the notebook in ``base_dir``. Streams through ``on_event`` (the runtime's typed
+    events: ``OutputMade`` with each new output of the cell, ``Delta`` with live model text);
+    returns what to record in the cell.
+    Problems (a bad context, a SOP folder with problems) end as an error output, never an
+    exception; cancel the task to interrupt (``run.outputs`` then says how to continue)."""
+    from jupyter_percent_agent.tasks.api import aresume_task, arun_task
+    from jupyter_percent_agent.tasks.sop import SopError
+
+    emit = on_event or (lambda event: None)
+    run = run or TaskCellRun(cell_id=fmt.cell_id(cell))
+    outputs = _Outputs(run, emit, base_dir)
+    attrs = fmt.cell_attrs(cell)
+    try:
+        resume = previous_transcript(cell, base_dir)
+        if resume is not None:
+            outputs.line(f"continuing {resume.relative_to(base_dir)}")
+            result = await aresume_task(resume, model=model, on_event=outputs)
+        else:
+            task_id, sop, context = _read(cell, attrs, base_dir)
+            runs = base_dir / str(attrs["runs"]) if attrs.get("runs") else None
+            max_steps = attrs.get("max_steps")
+            options: dict[str, Any] = {"max_steps": max_steps} if isinstance(max_steps, int) \
+                else {}
+            result = await arun_task(sop, task_id, context, runs_dir=runs, model=model,
+                                     on_event=outputs, **options)
+    except (SopError, ValueError, OSError, tr.TranscriptError) as exc:
+        run.status, run.error_type, run.error = "error", type(exc).__name__, str(exc)
+        outputs.emit(fmt.error_output(run.error_type, run.error, [], out_id=outputs._id()))
+        return run
+    except BaseException:  # cancelled (interrupt): the transcript is saved and resumable
+        run.status = "interrupted"
+        if run.transcript is not None:
+            outputs.final("interrupted", None, {})
+        raise
+    run.result = result
+    extra: dict[str, Any] = {"steps": result.steps}
+    if result.status != "succeeded":
+        err = result.error or {}
+        run.status, run.error_type = "error", str(err.get("error_type") or "TaskFailed")
+        run.error = f"{err.get('task_id')}: {err.get('message')}"
+        extra["error"] = run.error
+        outputs.emit(fmt.error_output(run.error_type, run.error, [], out_id=outputs._id()))
+    outputs.final(result.status, result.context, extra)
+    return run
+
+
+def _read(cell: dict[str, Any], attrs: dict[str, Any], base_dir: Path
+          ) -> tuple[str, Path, dict[str, Any]]:
+    task_id = attrs.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise ValueError('a [task] cell names its task: task_id="blog/generate_blog"')
+    sop = base_dir / str(attrs.get("sop") or "sop")
+    body = fmt.message_text(cell).strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rstrip().removesuffix("```")
+    try:
+        context = json.loads(body) if body.strip() else {}
+    except ValueError as exc:
+        raise ValueError(f"the [task] cell's body is the initial context as JSON: {exc}"
+                         ) from None
+    if not isinstance(context, dict):
+        raise ValueError("the [task] cell's body is the initial context: a JSON object")
+    return task_id, sop, context
+
+
+async def run_in_turn(cell: Any, run: Any, options: Any) -> None:
+    """The runtime's ``CellRunner`` for ``[task]`` cells (``RunOptions.runners``), which the
+    agent kernel plugs in: the workflow runs, each of its outputs is emitted into the turn's
+    ``Run`` as it comes, live model text is passed on, and a failed run fails the ``Run``."""
+    task_run = TaskCellRun(cell_id=run.cell_id)
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, OutputMade):
+            run.emit(event.output)
+        else:
+            run.tell(event)
+
+    await run_task_cell(dict(cell), base_dir=options.folder, on_event=on_event, run=task_run)
+    if task_run.status == "error":
+        run.fail(task_run.error_type or "TaskFailed", task_run.error or "the task failed")
+    elif task_run.result is not None:
+        run.answer(json.dumps(task_run.result.context, ensure_ascii=False))

@@ -1,0 +1,151 @@
+"""A SOP folder: its task documents, its agents (``_agents.yaml``), and everything wrong in it.
+
+``load_sop`` reads the whole folder and checks it at once (every problem, not the first), so a
+run can refuse to start before any model is called. Reading is the only I/O here; parsing and
+checking are in ``documents`` and ``check``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent.tasks import adapter, check
+from jupyter_percent_agent.tasks.documents import Problem, TaskDocument, parse_document
+from jupyter_percent_agent.tasks.safe_yaml import YamlError, load_with_lines
+
+AGENTS_FILE = "_agents.yaml"
+SKIPPED_NAMES = ("readme.md",)
+
+
+class SopError(ValueError):
+    """A SOP folder (or a task in it) that cannot run; ``problems`` lists every reason."""
+
+    def __init__(self, problems: list[Problem], root: Path | None = None) -> None:
+        self.problems = problems
+        self.root = root
+        head = f"{root}: " if root is not None else ""
+        n = len(problems)
+        super().__init__(f"{head}{n} problem{'s' if n != 1 else ''}:\n"
+                         + "\n".join(f"  {p}" for p in problems))
+
+
+@dataclass
+class Sop:
+    """The documents of a SOP folder by ``task_id``, its agents, tools and problems."""
+
+    root: Path
+    documents: dict[str, TaskDocument] = field(default_factory=dict)
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tools: frozenset[str] = frozenset()
+    problems: list[Problem] = field(default_factory=list)
+
+    def __getitem__(self, task_id: str) -> TaskDocument:
+        return self.documents[task_id]
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self.documents
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder the SOP folder is in: ``toolbox/`` and ``runs/`` are found there."""
+        return self.root.parent
+
+    def used_by(self, task_id: str) -> list[tuple[str, str]]:
+        return check.used_by(self.documents, task_id)
+
+    def calls_model(self, task_id: str) -> bool:
+        """Whether running ``task_id`` may call a model: an LLM step among the documents it
+        can reach (plan steps, error routes), or a replan."""
+        seen: set[str] = set()
+        todo = [task_id]
+        while todo:
+            doc = self.documents.get(todo.pop())
+            if doc is None or doc.task_id in seen:
+                continue
+            seen.add(doc.task_id)
+            if doc.is_llm or doc.on_failure.replan:
+                return True
+            todo.extend([*doc.plan_steps, *doc.on_failure.routes.values()])
+        return False
+
+    def raise_problems(self) -> None:
+        if self.problems:
+            raise SopError(self.problems, self.root)
+
+
+def document_files(root: Path) -> list[Path]:
+    """The task documents under ``root``: ``*.md`` files, less message files (``*.msg.md``),
+    READMEs and anything under a name starting with ``.`` or ``_``."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+        for name in sorted(filenames):
+            if (name.endswith(".md") and not name.endswith(".msg.md")
+                    and not name.startswith((".", "_")) and name.lower() not in SKIPPED_NAMES):
+                out.append(Path(dirpath) / name)
+    return out
+
+
+def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
+    """Read and check every document of ``folder``. Problems are collected in
+    ``sop.problems`` (nothing is raised for them); ``tools=False`` skips looking up tool
+    ids. ``FileNotFoundError`` when the folder does not exist."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder")
+    sop = Sop(root=root)
+    for path in document_files(root):
+        rel = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            sop.problems.append(Problem(rel, "", None, f"cannot be read: {exc}"))
+            continue
+        doc, problems = parse_document(text, rel)
+        sop.problems.extend(problems)
+        if doc is not None:
+            sop.documents[doc.task_id] = doc
+    sop.agents, agent_problems = read_agents(root)
+    sop.problems.extend(agent_problems)
+    docs = sop.documents
+    sop.problems.extend(check.reference_problems(docs))
+    sop.problems.extend(check.cycle_problems(docs))
+    sop.problems.extend(check.agent_problems(docs, sop.agents))
+    if tools and any(d.tool_id not in (None, "LLM") for d in docs.values()):
+        names, tool_problems = adapter.tool_names(sop.base_dir)
+        sop.tools = frozenset(names)
+        sop.problems.extend(Problem(os.path.relpath(p, root), "", None, m)
+                            for p, m in tool_problems)
+        sop.problems.extend(check.tool_problems(docs, sop.tools))
+    sop.problems.sort(key=lambda p: (p.path, p.line or 0, p.field))
+    return sop
+
+
+def read_agents(root: Path) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
+    """The agents of ``_agents.yaml`` (name -> settings) and what is wrong with them."""
+    path = root / AGENTS_FILE
+    if not path.is_file():
+        return {}, []
+    try:
+        data, lines = load_with_lines(path.read_text(encoding="utf-8"))
+    except YamlError as exc:
+        return {}, [Problem(AGENTS_FILE, "", exc.line, exc.message)]
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, [Problem(AGENTS_FILE, "", None, f"cannot be read: {exc}")]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [Problem(AGENTS_FILE, "", 1, "must map agent names to their settings")]
+    agents: dict[str, dict[str, Any]] = {}
+    problems = []
+    for name, props in data.items():
+        line = lines.get((name,))
+        reason = adapter.agent_problem(str(name), props)
+        if reason is not None:
+            problems.append(Problem(AGENTS_FILE, str(name), line, reason))
+        else:
+            agents[str(name)] = dict(props or {})
+    return agents, problems

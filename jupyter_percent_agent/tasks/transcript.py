@@ -1,0 +1,263 @@
+"""A run's transcript: a message file with one cell per step and the run's state last.
+
+The front matter holds the task, the SOP folder (relative to the transcript) and the initial
+context (``task_run:``), and the SOP folder's agents (``agents:``, so the runtime finds them and
+the file can be re-run in JupyterLab). Each step is a cell titled with its ``task_id``
+(attributes ``task_id``, ``task_type``, ``attempt``, ``step``; ``history="exclude"``): a message
+cell for the LLM (the rendered prompt as its body) or a ``[tool_call]`` cell (the parameters),
+whose outputs are the reply, tool results, verdict and errors. The last cell, ``[raw]`` titled
+``Context``, holds the context and what a resume needs, rewritten after every step. Every write
+is atomic (the format core's ``write``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+
+STATE_ATTR = "task_state"
+STATE_TITLE = "Context"
+RUN_KEY = "task_run"
+
+
+class TranscriptError(ValueError):
+    """A file that is not a task transcript, or whose state cannot be read."""
+
+
+def file_name(task_id: str, *, tag: str | None = None) -> str:
+    """``blog-generate_blog-20260712-153000-TAG.msg.md``."""
+    slug = re.sub(r"[^\w.-]+", "-", task_id.replace("/", "-")).strip("-") or "task"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{slug}-{stamp}-{tag or secrets.token_hex(2)}.msg.md"
+
+
+def claim_path(runs_dir: Path, task_id: str, *, tag: str | None = None) -> Path:
+    """A new, unused transcript path in ``runs_dir`` (created empty, so no two runs share it)."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    for n in range(100):
+        suffix = tag if n == 0 else f"{tag or 'run'}-{secrets.token_hex(2)}"
+        path = runs_dir / file_name(task_id, tag=suffix)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise OSError(f"cannot find a free transcript name in {runs_dir}")
+
+
+def new_transcript(path: Path, *, task_id: str, sop_root: Path, context: Any,
+                   agents: Mapping[str, Any], max_steps: int) -> dict[str, Any]:
+    """The notebook of a new run (not written yet)."""
+    nb = fmt.reads("", path=str(path))
+    sop = Path(os.path.relpath(sop_root.resolve(), path.parent.resolve())).as_posix()
+    fmt.set_front_matter(nb, RUN_KEY, {
+        "task": task_id, "sop": sop, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "max_steps": max_steps, "context": context})
+    if agents:
+        fmt.set_front_matter(nb, "agents", {k: dict(v) for k, v in agents.items()})
+    return nb
+
+
+def run_header(nb: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """``task_run`` of a transcript's front matter, with ``sop`` made a path."""
+    try:
+        header = fmt.front_matter(nb).get(RUN_KEY)
+    except fmt.FormatError as exc:
+        raise TranscriptError(f"{path}: {exc}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("task"), str):
+        raise TranscriptError(f"{path}: not a task transcript (no task_run: in its front "
+                              "matter)")
+    header = dict(header)
+    header["sop"] = (path.parent / str(header.get("sop") or ".")).resolve()
+    return header
+
+
+def step_cell(body: str, *, task_id: str, task_type: str, attempt: int, step: int,
+              agent: str | None = None, tool: str | None = None,
+              args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The cell of one step: a message for the LLM (``agent``), a ``[tool_call]`` for a tool."""
+    attrs: dict[str, Any] = {"task_id": task_id, "task_type": task_type, "attempt": attempt,
+                             "step": step, "history": "exclude"}
+    kind = "message"
+    if tool is not None:
+        kind = "tool_call"
+        attrs.update(tool=tool, args=dict(args or {}))
+    elif agent is not None:
+        attrs["agent"] = agent
+    return fmt.new_message(body, attrs=attrs, title=task_id, kind=kind)
+
+
+def next_output_id(cell: Mapping[str, Any]) -> str:
+    """``CELL.n`` for a new output of ``cell`` (tool-call ids ``CELL.NONCE`` do not count)."""
+    cid = fmt.cell_id(cell)
+    top = 0
+    for i, out in enumerate(cell.get("outputs") or [], start=1):
+        if fmt.output_kind(out) == "tool_call":
+            continue
+        oid = fmt.output_id(out) or ""
+        tail = oid[len(cid) + 1:] if oid.startswith(cid + ".") else ""
+        top = max(top, int(tail) if tail.isdigit() else i)
+    return f"{cid}.{top + 1}"
+
+
+def mark_interrupted(cell: dict[str, Any]) -> None:
+    """Mark a step cell whose call was cut short (its attributes are its flat metadata)."""
+    cell.setdefault("metadata", {})["interrupted"] = True
+
+
+def verdict_output(cell: Mapping[str, Any], verdict: Any) -> dict[str, Any]:
+    attrs = {"status": "pass" if verdict.ok else "fail"}
+    if not verdict.ok:
+        attrs["error_type"] = verdict.error_type
+    text = verdict.message or ("pass" if verdict.ok else verdict.error_type)
+    return fmt.reply_output(text, agent="verdict", out_id=next_output_id(cell), attrs=attrs)
+
+
+def is_verdict(out: Mapping[str, Any]) -> bool:
+    return fmt.output_kind(out) == "reply" and fmt.output_attrs(out).get("agent") == "verdict"
+
+
+def verdict_passed(out: Mapping[str, Any]) -> bool:
+    return fmt.output_attrs(out).get("status") == "pass"
+
+
+def verdict_error_type(out: Mapping[str, Any]) -> str | None:
+    return fmt.output_attrs(out).get("error_type")
+
+
+def set_output_attr(out: dict[str, Any], key: str, value: Any) -> None:
+    """Set one attribute of a display output (its attributes are its flat metadata)."""
+    out.setdefault("metadata", {})[key] = value
+
+
+def error_output(cell: Mapping[str, Any], error_type: str, message: str,
+                 then: str | None = None) -> dict[str, Any]:
+    return fmt.error_output(error_type, message, [], out_id=next_output_id(cell),
+                            attrs={"then": then} if then else None)
+
+
+def state_cell(state: Mapping[str, Any], *, status: str, steps: int) -> dict[str, Any]:
+    body = json.dumps(state, ensure_ascii=False, indent=2)
+    return fmt.new_message(body, attrs={STATE_ATTR: status, "steps": steps},
+                           title=STATE_TITLE, cell_id="context", kind="raw")
+
+
+def set_state(nb: dict[str, Any], state: Mapping[str, Any], *, status: str, steps: int) -> None:
+    """Put the run's state in the last cell (replacing the one there)."""
+    cells = nb.setdefault("cells", [])
+    if cells and STATE_ATTR in fmt.cell_attrs(cells[-1]):
+        cells.pop()
+    cells.append(state_cell(state, status=status, steps=steps))
+
+
+def append_step(nb: dict[str, Any], cell: dict[str, Any]) -> None:
+    """Add a step's cell before the state cell."""
+    cells = nb.setdefault("cells", [])
+    at = len(cells) - 1 if cells and STATE_ATTR in fmt.cell_attrs(cells[-1]) else len(cells)
+    cells.insert(at, cell)
+
+
+def read_state(nb: Mapping[str, Any], path: Path) -> tuple[str, dict[str, Any]]:
+    """(status, state) from the last cell of a transcript."""
+    cells = nb.get("cells") or []
+    if not cells or STATE_ATTR not in fmt.cell_attrs(cells[-1]):
+        raise TranscriptError(f"{path}: its last cell is not the run's state ([raw] "
+                              f'{STATE_ATTR}="...")')
+    cell = cells[-1]
+    try:
+        state = json.loads(fmt.message_text(cell))
+    except ValueError as exc:
+        raise TranscriptError(f"{path}: the run's state does not parse: {exc}") from None
+    if not isinstance(state, dict):
+        raise TranscriptError(f"{path}: the run's state is not a JSON object")
+    return str(fmt.cell_attrs(cell)[STATE_ATTR]), state
+
+
+SYNC_EVERY = 5.0
+"""Seconds between two background fsyncs of one transcript (each costs a disk flush; ext4
+commits its journal every 5 s by default, so a power loss loses no more than it would)."""
+
+
+class Saver:
+    """Writes a run's transcript after every step, atomically, without holding others up.
+
+    ``await save(nb)`` writes with the format core's atomic ``write`` on a thread (a rename
+    can wait on the disk's journal: other runs of the event loop go on meanwhile) and returns
+    once the file is in place: from then on the step survives the process being killed. The
+    fsync that makes it survive a power loss too (about 10 ms on a disk) is left out of that
+    write and done on a thread beside the run, at most once a ``SYNC_EVERY``; ``flush``
+    syncs what is left (a run's end, an interrupt). Writes land in the order they were
+    asked for; a failed one is raised by the next ``save`` or ``flush``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._dirty = False
+        self._writing: Any = None
+        self._syncing: Any = None
+        self._last = 0.0
+        self.write_seconds = 0.0  # waited for by the run
+        self.sync_seconds = 0.0   # on a thread, beside the run (for benchmarks)
+
+    async def save(self, nb: Mapping[str, Any]) -> None:
+        self._raise_failure(self._syncing)
+        if self._writing is not None and not self._writing.done():
+            await asyncio.shield(self._writing)  # in order
+        # the cells as they are now: a later change to the list does not reach this write
+        snapshot = {**nb, "cells": list(nb.get("cells") or [])}
+        started = time.perf_counter()
+        self._writing = asyncio.ensure_future(
+            asyncio.to_thread(fmt.write, snapshot, self.path, durable=False))
+        await asyncio.shield(self._writing)  # a write under way always finishes
+        self.write_seconds += time.perf_counter() - started
+        self._dirty = True
+        if (self._syncing is None or self._syncing.done()) and \
+                time.monotonic() - self._last >= SYNC_EVERY:
+            self._syncing = asyncio.ensure_future(self._sync())
+
+    async def _sync(self) -> None:
+        self._last = time.monotonic()
+        self._dirty = False
+        self.sync_seconds += await asyncio.to_thread(_fsync, self.path)
+
+    async def flush(self) -> None:
+        """Wait until everything saved is on disk."""
+        for task in (self._writing, self._syncing):
+            while task is not None and not task.done():
+                await asyncio.shield(task)
+            self._raise_failure(task)
+        if self._dirty:
+            self._syncing = asyncio.ensure_future(self._sync())
+            await asyncio.shield(self._syncing)
+            self._raise_failure(self._syncing)
+
+    def _raise_failure(self, task: Any) -> None:
+        if task is not None and task.done() and not task.cancelled() and task.exception():
+            raise task.exception()
+
+
+def _fsync(path: Path) -> float:
+    """fsync a file and its folder; seconds taken."""
+    started = time.perf_counter()
+    for target, flags in ((path, os.O_RDONLY), (path.parent, os.O_RDONLY)):
+        try:
+            fd = os.open(target, flags)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return time.perf_counter() - started

@@ -1,0 +1,610 @@
+"""Running task workflows: the seed's blog example end to end through litellm's real client and
+the local model server, failures and how they are handled, the transcript, resume after a real
+SIGKILL, and the ``[task]`` cell entry point the kernel calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.runtime.events import Delta, OutputMade
+from jupyter_percent_agent.tasks import load_sop, resume_task, run_task
+from jupyter_percent_agent.tasks.cell import is_task_cell, run_task_cell
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+
+DATA = Path(__file__).parent / "data" / "sop"
+START = {"标题": "春天", "用户原始输入": "写一篇关于春天的博客"}
+
+OUTLINE = "生成一个清晰的3-5小节大纲"
+ANALYZE = "请分析下面这个大纲"
+REFINE = "请改进大纲"
+PARAGRAPH = "生成一个至少300字的博客段落"
+CHECK_PARAGRAPH = "请检查以下段落"
+
+
+def last_user(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
+
+
+def blog_model(body: dict[str, Any]) -> str:
+    """The seed workflow's model: a short outline (the validator fails it, retries do not
+    help, the error route refines it), a short paragraph the first time and a long one when
+    told why, and an LLM validator that judges the paragraph it is shown."""
+    user = last_user(body)
+    if OUTLINE in user:
+        return '```json\n["引言", "正文"]\n```'
+    if ANALYZE in user:
+        return "大纲缺少历史和展望。"
+    if REFINE in user:
+        return '["引言", "历史", "现状", "展望"]'
+    if PARAGRAPH in user:
+        return "春天来了。" * (80 if "Feedback on the previous attempt" in user else 1)
+    if CHECK_PARAGRAPH in user:
+        paragraph = user.split("paragraph:\n", 1)[1].split("\n\n---", 1)[0]
+        if len(paragraph) < 100:
+            return f'status = "fail"\nerror_type = "过短"\nmessage = "段落只有 {len(paragraph)} 字"'
+        return '```toml\nstatus = "pass"\n```'
+    raise AssertionError(f"unexpected prompt: {user[:200]}")
+
+
+@pytest.fixture
+def blog(tmp_path: Path, trusted) -> Path:
+    """A copy of the seed's blog project: sop/, toolbox/ (trusted: its toolbox runs)."""
+    shutil.copytree(DATA / "seed_blog", tmp_path / "blog")
+    trusted(tmp_path / "blog")
+    return tmp_path / "blog"
+
+
+@pytest.fixture
+def model(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
+    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
+    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
+    openai_server.responder = blog_model
+    return openai_server
+
+
+def prompts(server: OpenAIServer, marker: str) -> list[str]:
+    return [last_user(r.body) for r in server.chat_requests if marker in last_user(r.body)]
+
+
+def steps_of(path: Path) -> list[tuple[str, str, int]]:
+    nb = fmt.read(path)
+    return [(a["task_id"], a["task_type"], a["attempt"]) for a in
+            (fmt.cell_attrs(c) for c in nb["cells"]) if "task_id" in a]
+
+
+def write_doc(root: Path, task_id: str, text: str) -> None:
+    path = root / f"{task_id}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\ntask_id: {task_id}\n" + text.lstrip())
+
+
+# -- the seed's blog workflow --------------------------------------------------------------
+
+def test_the_seed_blog_workflow_runs_end_to_end(blog: Path, model: OpenAIServer) -> None:
+    result = run_task(blog / "sop", "blog/generate_blog", START)
+    assert result.status == "succeeded", result.error
+    ctx = result.context
+    assert ctx["大纲"] == ["引言", "历史", "现状", "展望"]
+    assert len(ctx["段落"][0]) == 400
+    assert ctx["配图"].startswith("https://images.example/")
+    assert ctx["校验结果"] == {"status": "pass", "error_type": "", "message": ""}
+    assert steps_of(result.transcript) == [
+        ("blog/generate_blog", "plan", 1),
+        ("blog/generate_outline", "execute", 1), ("blog/validate_outline", "validate", 1),
+        ("blog/generate_outline", "execute", 2), ("blog/validate_outline", "validate", 2),
+        ("blog/generate_outline", "execute", 3), ("blog/validate_outline", "validate", 3),
+        ("blog/handle_outline_not_detailed", "plan", 1),
+        ("blog/analyze_outline", "execute", 1), ("blog/refine_outline", "execute", 1),
+        ("blog/validate_outline", "validate", 4),
+        ("blog/write_paragraphs", "plan", 1),
+        ("blog/write_paragraph", "execute", 1), ("blog/validate_paragraph", "validate", 1),
+        ("blog/write_paragraph", "execute", 2), ("blog/validate_paragraph", "validate", 2),
+        ("blog/generate_images", "execute", 1)]
+    assert result.steps == 17
+
+
+def test_retries_carry_the_verdicts_message_and_validators_see_their_inputs(
+        blog: Path, model: OpenAIServer) -> None:
+    run_task(blog / "sop", "blog/generate_blog", START)
+    first, *retries = prompts(model, OUTLINE)
+    assert "请为主题【春天】" in first and "Feedback" not in first
+    assert len(retries) == 2
+    assert all("Feedback on the previous attempt (fix this):\n大纲只有 2 个小节，至少需要 3 个"
+               in p for p in retries)
+    check = prompts(model, CHECK_PARAGRAPH)[0]
+    assert "Inputs:\nparagraph:\n春天来了。" in check  # not in its template: appended
+    assert 'status = "pass"' in check  # the verdict's answer form
+    # the document's agent answers (its system prompt); without one, the environment's
+    outline = next(r for r in model.chat_requests if OUTLINE in last_user(r.body))
+    assert outline.messages[0] == {"role": "system", "content": "你是一位认真的中文博客作者。"}
+    paragraph = next(r for r in model.chat_requests if PARAGRAPH in last_user(r.body))
+    assert [m["role"] for m in paragraph.messages] == ["user"]
+    # every step is sent alone: no earlier step leaks into a later prompt
+    assert all(len(r.messages) <= 2 for r in model.chat_requests)
+
+
+def test_the_transcript_is_a_message_file_with_a_cell_per_step_and_the_context_last(
+        blog: Path, model: OpenAIServer) -> None:
+    import nbformat
+
+    result = run_task(blog / "sop", "blog/generate_blog", START)
+    path = result.transcript
+    assert path.parent == blog / "runs" and path.name.endswith(".msg.md")
+    nb = fmt.read(path)
+    nbformat.validate(nbformat.from_dict(nb))  # what JupyterLab opens
+    header = fmt.front_matter(nb)["task_run"]
+    assert header["task"] == "blog/generate_blog" and header["sop"] == "../sop"
+    assert header["context"] == START
+    cells = [c for c in nb["cells"] if fmt.document_part(c) is None]
+    outline = cells[1]
+    assert fmt.cell_title(outline) == "blog/generate_outline"
+    attrs = fmt.cell_attrs(outline)
+    assert {k: attrs[k] for k in ("task_id", "task_type", "attempt", "history", "agent")} == {
+        "task_id": "blog/generate_outline", "task_type": "execute", "attempt": 1,
+        "history": "exclude", "agent": "writer"}
+    assert fmt.message_text(outline).startswith("请为主题【春天】生成一个清晰的3-5小节大纲")
+    assert [fmt.output_kind(o) for o in outline["outputs"]] == ["reply"]
+    validator = cells[2]
+    assert fmt.cell_kind(validator) == "tool_call"
+    assert fmt.cell_attrs(validator)["args"] == {"input": ["引言", "正文"]}
+    kinds = [(fmt.output_kind(o), fmt.output_attrs(o).get("status")) for o in validator["outputs"]]
+    assert kinds == [("tool_result", "success"), ("reply", "fail")]
+    verdict = fmt.output_attrs(validator["outputs"][1])
+    assert verdict["error_type"] == "不够详细"
+    assert verdict["then"] == "retry blog/generate_outline then validate again"
+    state = cells[-1]
+    assert fmt.cell_kind(state) == "raw" and fmt.cell_title(state) == "Context"
+    assert fmt.cell_attrs(state) == {"task_state": "succeeded", "steps": 17}
+    assert json.loads(fmt.message_text(state))["context"] == result.context
+    # written canonically: reading and writing gives the same text
+    assert fmt.writes(fmt.read(path), path=str(path)) == path.read_text()
+
+
+def test_tce_run_shows_each_step_and_prints_one_json_object(blog: Path,
+                                                           model: OpenAIServer) -> None:
+    ctx = blog / "ctx.json"
+    ctx.write_text(json.dumps(START, ensure_ascii=False))
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", f"@{ctx}"])
+    assert r.exit_code == 0, r.output
+    assert "[3] blog/validate_outline (validate, attempt 1)" in r.stderr
+    assert "    fail (" in r.stderr and "不够详细: 大纲只有 2 个小节" in r.stderr
+    assert "-> route to blog/handle_outline_not_detailed" in r.stderr
+    assert json.loads(r.stdout)["大纲"] == ["引言", "历史", "现状", "展望"]
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", json.dumps(START), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert set(out) >= {"status", "context", "transcript", "steps", "error"}
+    assert out["status"] == "succeeded" and out["steps"] == 17 and out["error"] is None
+    assert Path(out["transcript"]).is_file()
+
+
+# -- bad input -----------------------------------------------------------------------------
+
+def test_problems_in_the_folder_stop_the_run_before_any_model_call(
+        tmp_path: Path, model: OpenAIServer) -> None:
+    shutil.copytree(DATA / "bad", tmp_path / "bad")
+    write_doc(tmp_path / "bad" / "sop", "bad/fine", "task_type: execute\n---\n\n"
+              "## parameters.prompt\nhello\n")
+    r = CliRunner().invoke(main, ["run", "bad/fine", "--sop", str(tmp_path / "bad" / "sop")])
+    assert r.exit_code == 3
+    assert "bad/loop_a.md:5: plan_steps[0]: cycle of plan_steps" in r.stderr
+    assert "15 problems; nothing was run" in r.stderr
+    assert model.chat_requests == []
+    assert not (tmp_path / "bad" / "runs").exists()
+
+
+def test_a_missing_input_names_the_document_the_variable_and_the_path(
+        blog: Path, model: OpenAIServer) -> None:
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", '{"标题": "春天"}', "--json"])
+    assert r.exit_code == 1
+    err = json.loads(r.stdout)["error"]
+    assert err == {"task_id": "blog/generate_outline", "error_type": "missing_input",
+                   "message": "blog/generate_outline: input 'user_ask' reads $.用户原始输入, "
+                              "which is not in the context"}
+    assert model.chat_requests == []
+    path = Path(json.loads(r.stdout)["transcript"])
+    assert "[error] ename=\"missing_input\"" in path.read_text()
+
+
+def test_bad_context_is_a_usage_error(blog: Path, model: OpenAIServer) -> None:
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", "[1, 2]"])
+    assert r.exit_code == 2 and "must be a JSON object" in r.stderr
+
+
+SMALL = {
+    "t/main": "task_type: plan\nplan_steps:\n  - task_id: t/make\n  - task_id: t/check\n---\n",
+    "t/make": "task_type: execute\ninput:\n  topic: $.topic\noutput:\n  $.title: $.title\n"
+              "error_handling:\n  on_failure:\n    retry: 1\n---\n\n"
+              "## parameters.prompt\nMAKE a title for {topic} as JSON {{\"title\": ...}}\n",
+    "t/check": "task_type: validate\ninput:\n  title: $.title\n"
+               "error_handling:\n  on_failure:\n    retry: 0\n    replan: true\n"
+               "    error_routing:\n      invalid_verdict: t/fix\n---\n\n"
+               "## parameters.prompt\nCHECK the title\n",
+    "t/fix": "task_type: error_handler\nplan_steps:\n  - task_id: t/rename\n---\n",
+    "t/rename": "task_type: execute\noutput:\n  $.title: $\n---\n\n"
+                "## parameters.prompt\nRENAME it\n",
+    "t/polish": "task_type: execute\ndescription: polish the title\noutput:\n  $.title: $\n"
+                "---\n\n## parameters.prompt\nPOLISH it\n",
+}
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    for tid, text in SMALL.items():
+        write_doc(tmp_path / "sop", tid, text)
+    return tmp_path / "sop"
+
+
+def by_marker(answers: dict[str, list[str]]):
+    """A model answering each prompt by its marker word, in turn (the last answer repeats)."""
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any]) -> str:
+        user = last_user(body)
+        for marker, replies in answers.items():
+            if marker in user:
+                with lock:
+                    return replies.pop(0) if len(replies) > 1 else replies[0]
+        raise AssertionError(f"unexpected prompt: {user[:200]}")
+
+    return respond
+
+
+def test_a_reply_that_is_not_the_json_expected_fails_the_step_and_is_retried(
+        small: Path, model: OpenAIServer) -> None:
+    model.responder = by_marker({"MAKE": ["a title, I think", '{"title": "Spring"}'],
+                                 "CHECK": ['status = "pass"']})
+    result = run_task(small, "t/main", {"topic": "spring"})
+    assert result.status == "succeeded" and result.context["title"] == "Spring"
+    text = result.transcript.read_text()
+    assert 'ename="invalid_output"' in text
+    assert "t/make: output $.title reads $.title from the result, which has none" in text
+    assert "Feedback on the previous attempt" in prompts(model, "MAKE")[1]
+
+
+def test_a_verdict_that_does_not_parse_is_routed_as_invalid_verdict(
+        small: Path, model: OpenAIServer) -> None:
+    model.responder = by_marker({"MAKE": ['{"title": "Spring"}'],
+                                 "CHECK": ["looks fine to me!", 'status = "pass"'],
+                                 "RENAME": ["Spring, renamed"]})
+    result = run_task(small, "t/main", {"topic": "spring"})
+    assert result.status == "succeeded"
+    assert result.context["title"] == "Spring, renamed"
+    assert [s[0] for s in steps_of(result.transcript)] == [
+        "t/main", "t/make", "t/check", "t/fix", "t/rename", "t/check"]
+    assert 'error_type="invalid_verdict"' in result.transcript.read_text()
+
+
+def test_no_route_and_replan_asks_the_planner_for_steps_from_the_folder(
+        small: Path, model: OpenAIServer) -> None:
+    model.responder = by_marker({
+        "MAKE": ['{"title": "spring"}'],
+        "CHECK": ['status = "fail"\nerror_type = "lowercase"\nmessage = "capitalise it"',
+                  'status = "pass"'],
+        "Choose the steps": ['["t/polish"]'], "POLISH": ["Spring"]})
+    result = run_task(small, "t/main", {"topic": "spring"})
+    assert result.status == "succeeded", result.error
+    assert result.context["title"] == "Spring"
+    planner = prompts(model, "Choose the steps")[0]
+    assert "Error type: lowercase\nMessage: capitalise it" in planner
+    assert "- t/polish (execute): polish the title" in planner
+    assert "t/check (" not in planner  # validators are not offered
+    assert [s[:2] for s in steps_of(result.transcript)][-3:] == [
+        ("t/check", "replan"), ("t/polish", "execute"), ("t/check", "validate")]
+
+
+def test_a_failure_with_nowhere_to_go_names_the_document_error_type_and_message(
+        small: Path, model: OpenAIServer) -> None:
+    model.responder = by_marker({
+        "MAKE": ['{"title": "spring"}'],
+        "CHECK": ['status = "fail"\nerror_type = "lowercase"\nmessage = "capitalise it"'],
+        "Choose the steps": ["I cannot help"]})
+    r = CliRunner().invoke(main, ["run", "t/main", "--sop", str(small), "--context",
+                                  '{"topic": "x"}'])
+    assert r.exit_code == 1
+    assert "tce: failed at t/check: replan_failed: the planner did not answer with a JSON " \
+           "array of task_ids: I cannot help" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_the_step_budget_ends_a_loop_of_error_routes(small: Path, model: OpenAIServer) -> None:
+    model.responder = by_marker({"MAKE": ['{"title": "x"}'], "CHECK": ["never TOML"],
+                                 "RENAME": ["y"]})
+    result = run_task(small, "t/main", {"topic": "x"}, max_steps=12)
+    assert result.status == "failed" and result.steps == 12
+    assert result.error["error_type"] == "step_budget"
+    assert "step budget (12)" in result.error["message"]
+
+
+def test_a_tool_that_raises_is_a_failed_step_recorded_in_the_transcript(
+        blog: Path, model: OpenAIServer) -> None:
+    tools = blog / "toolbox" / "blog_tools.py"
+    tools.write_text(tools.read_text().replace(
+        '    digest = hashlib', '    raise RuntimeError("the image service is down")\n'
+        '    digest = hashlib'))
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", json.dumps(START), "--json"])
+    assert r.exit_code == 1
+    out = json.loads(r.stdout)
+    assert out["error"]["task_id"] == "blog/generate_images"
+    assert out["error"]["error_type"] == "tool_error"
+    assert "RuntimeError: the image service is down" in out["error"]["message"]
+    text = Path(out["transcript"]).read_text()
+    assert 'status="fail" tool="make_image"' in text and 'ename="tool_error"' in text
+    assert 'task_state="failed"' in text
+
+
+def test_a_model_that_fails_is_a_failed_step(small: Path, model: OpenAIServer) -> None:
+    model.responder = lambda body: Reply.http_error(500, "the model is down")
+    result = run_task(small, "t/main", {"topic": "x"})
+    assert result.status == "failed"
+    assert result.error["task_id"] == "t/make" and result.error["error_type"] == "model_error"
+    assert "the model is down" in result.error["message"]
+    assert len(model.chat_requests) == 2  # retry: 1
+
+
+def test_tce_run_imports_litellm_only_when_a_model_is_called(tmp_path: Path, trusted) -> None:
+    shutil.copytree(DATA / "seed_blog", tmp_path / "blog")
+    trusted(tmp_path / "blog")
+    sop = tmp_path / "blog" / "sop"
+    code = ("import sys\nsys.argv = ['tce', 'run', 'blog/generate_images', '--sop', "
+            f"{str(sop)!r}, '--context', '{{\"标题\": \"x\", \"大纲\": [\"a\"]}}', '--json']\n"
+            "from jupyter_percent_agent.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    print('EXIT', e.code)\n"
+            "print('HEAVY', sorted(m for m in ('litellm', 'nbformat', 'jupytext') "
+            "if m in sys.modules))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "EXIT 0" in p.stdout, p.stderr
+    assert "HEAVY []" in p.stdout
+
+
+# -- resume --------------------------------------------------------------------------------
+
+class Gate:
+    """Holds the model's answer to the first prompt with ``marker`` until released."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        if self.marker in last_user(body) and not self.release.is_set():
+            self.reached.set()
+            self.release.wait(60)
+        return blog_model(body)
+
+
+def test_resume_after_sigkill_runs_no_finished_step_again(blog: Path,
+                                                          model: OpenAIServer) -> None:
+    gate = Gate(PARAGRAPH)
+    model.responder = gate
+    env = {**os.environ, "PERCENT_AGENT_BACKOFF": "0"}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run",
+                             "blog/generate_blog", "--sop", str(blog / "sop"), "--context",
+                             json.dumps(START)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        reached = gate.reached.wait(60)
+        assert reached, proc.stderr.read1().decode() if proc.poll() is not None else "no call"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        gate.release.set()
+        if proc.poll() is None:
+            proc.kill()
+    (path,) = (blog / "runs").glob("*.msg.md")
+    before = steps_of(path)
+    assert before[-1] == ("blog/write_paragraphs", "plan", 1)  # the last finished step
+    assert 'task_state="running" steps=12' in path.read_text()
+    calls = {m: len(prompts(model, m)) for m in (OUTLINE, ANALYZE, REFINE, PARAGRAPH)}
+    assert calls == {OUTLINE: 3, ANALYZE: 1, REFINE: 1, PARAGRAPH: 1}
+    r = CliRunner().invoke(main, ["run", "--resume", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["status"] == "succeeded" and out["steps"] == 17
+    assert out["transcript"] == str(path)
+    assert {m: len(prompts(model, m)) for m in (OUTLINE, ANALYZE, REFINE)} == {
+        OUTLINE: 3, ANALYZE: 1, REFINE: 1}  # finished steps: no model called again
+    after = steps_of(path)
+    assert after[:12] == before and len(after) == 17
+    # a finished run resumed again calls nothing and says how it ended
+    n = len(model.chat_requests)
+    assert resume_task(path).status == "succeeded" and len(model.chat_requests) == n
+
+
+def test_resume_of_a_file_that_is_no_transcript_says_so(tmp_path: Path) -> None:
+    other = tmp_path / "chat.msg.md"
+    other.write_text("## %% hi[^a]\n[^a]: [markdown]\n\nhello\n")
+    r = CliRunner().invoke(main, ["run", "--resume", str(other)])
+    assert r.exit_code == 3 and "not a task transcript" in r.stderr
+
+
+# -- the [task] cell (the kernel's entry point) --------------------------------------------
+
+TASK_CELL = """## %% Write a blog[^t1]
+[^t1]: [task] task_id="blog/generate_blog" sop="sop"
+
+```json
+{"标题": "春天", "用户原始输入": "写一篇关于春天的博客"}
+```
+"""
+
+
+def task_cell(blog: Path) -> dict[str, Any]:
+    (blog / "chat.msg.md").write_text(TASK_CELL)
+    return fmt.read(blog / "chat.msg.md")["cells"][0]
+
+
+def test_a_task_cell_runs_the_workflow_and_streams_each_step(blog: Path,
+                                                            model: OpenAIServer) -> None:
+    events: list[Any] = []
+    assert is_task_cell(task_cell(blog))
+    run = asyncio.run(run_task_cell(task_cell(blog), base_dir=blog, on_event=events.append))
+    assert run.status == "ok" and run.result.status == "succeeded"
+    shown = [e.output for e in events if isinstance(e, OutputMade)]
+    assert shown == run.outputs
+    lines = [fmt.output_text(o) for o in run.outputs if fmt.output_kind(o) == "stream"]
+    assert lines[0] == "[1] blog/generate_blog (plan, attempt 1): ok\n"
+    assert lines[2].startswith("[3] blog/validate_outline (validate, attempt 1): fail: 不够详细")
+    assert any(isinstance(e, Delta) for e in events)  # live model text
+    replies = [o for o in run.outputs if fmt.output_kind(o) == "reply"]
+    final = fmt.output_attrs(replies[-1])
+    assert final["task_status"] == "succeeded" and final["steps"] == 17
+    assert final["transcript"].startswith("runs/blog-generate_blog-")
+    assert '"大纲": [' in fmt.output_text(replies[-1])
+    ids = [fmt.output_id(o) for o in run.outputs]
+    assert ids == [f"t1.{n}" for n in range(1, len(ids) + 1)]
+    # the outputs are this cell's: the notebook with them reads back the same
+    cell = task_cell(blog)
+    cell["outputs"] = run.outputs
+    nb = fmt.reads("", path="x.msg.md")
+    nb["cells"].append(cell)
+    (back,) = fmt.reads(fmt.writes(nb, path="x.msg.md"), path="x.msg.md")["cells"]
+    assert [fmt.output_text(o) for o in back["outputs"]] == \
+        [fmt.output_text(o) for o in run.outputs]
+
+
+def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_continues(
+        blog: Path, model: OpenAIServer) -> None:
+    gate = Gate(PARAGRAPH)
+    model.responder = gate
+    cell = task_cell(blog)
+
+    async def interrupted() -> Any:
+        from jupyter_percent_agent.tasks.cell import TaskCellRun
+
+        run = TaskCellRun(cell_id="t1")
+        task = asyncio.ensure_future(run_task_cell(cell, base_dir=blog, run=run))
+        while not gate.reached.is_set():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return run
+
+    try:
+        run = asyncio.run(interrupted())
+    finally:
+        gate.release.set()
+    assert run.status == "interrupted"
+    last = fmt.output_attrs(run.outputs[-1])
+    assert last["task_status"] == "interrupted"
+    path = blog / last["transcript"]
+    assert 'task_state="interrupted"' in path.read_text()
+    assert "interrupted=true" in path.read_text()  # the step cut short says so
+    outlines = len(prompts(model, OUTLINE))
+    cell["outputs"] = run.outputs
+    again = asyncio.run(run_task_cell(cell, base_dir=blog))
+    assert again.status == "ok" and again.result.status == "succeeded"
+    assert again.result.transcript == path
+    assert fmt.output_text(again.outputs[0]).startswith("continuing runs/")
+    assert len(prompts(model, OUTLINE)) == outlines
+
+
+def test_a_task_cell_with_a_bad_context_is_an_error_output(blog: Path,
+                                                          model: OpenAIServer) -> None:
+    (blog / "c.msg.md").write_text(TASK_CELL.replace('"春天",', '"春天"'))
+    cell = fmt.read(blog / "c.msg.md")["cells"][0]
+    run = asyncio.run(run_task_cell(cell, base_dir=blog))
+    assert run.status == "error" and run.error_type == "ValueError"
+    assert "initial context as JSON" in run.error
+    assert fmt.output_kind(run.outputs[-1]) == "error"
+    assert model.chat_requests == []
+
+
+def test_load_sop_is_the_public_entry_point(blog: Path) -> None:
+    sop = load_sop(blog / "sop")
+    assert sop.problems == [] and "blog/generate_blog" in sop
+    assert sop["blog/validate_outline"].on_failure.retry == 2
+    time.sleep(0)  # (no model needed)
+
+
+def test_an_untrusted_sop_folders_toolbox_is_refused_before_any_model_call(
+        tmp_path: Path, model: OpenAIServer) -> None:
+    """A SOP folder's toolbox follows the trust rules of a message file's: it is never
+    imported from a folder the user did not trust, and the run says how to allow it."""
+    shutil.copytree(DATA / "seed_blog", tmp_path / "blog")
+    marker = tmp_path / "blog" / "toolbox" / "_imported.marker"
+    for tool in (tmp_path / "blog" / "toolbox").glob("*.py"):
+        tool.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n"
+                        + tool.read_text())
+    result = run_task(tmp_path / "blog" / "sop", "blog/generate_images",
+                      {"标题": "x", "大纲": ["a"]}, runs_dir=tmp_path / "runs")
+    assert result.status == "failed"
+    assert f"tce trust {tmp_path / 'blog'}" in result.error["message"]
+    assert not marker.exists()
+
+
+def test_a_request_in_words_runs_the_plan_the_index_picks_and_says_why(
+        blog: Path, model: OpenAIServer) -> None:
+    r = CliRunner().invoke(main, ["run", "写一篇关于城市交通的博客", "--sop", str(blog / "sop"),
+                                  "--context", json.dumps(START, ensure_ascii=False),
+                                  "--yes", "--json"])
+    assert r.exit_code == 0, r.output
+    assert "the index picks blog/generate_blog" in r.stderr
+    assert "score" in r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["task_id"] == "blog/generate_blog"
+
+
+def test_the_agent_kernel_runs_a_task_cell(blog: Path, model: OpenAIServer,
+                                           tmp_path: Path) -> None:
+    """In JupyterLab a [task] cell runs through the agent kernel (a real kernel, over the
+    Jupyter protocol), each step streamed as an output of the cell."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+
+    shutil.copytree(kernelspec_dir(), tmp_path / "kernels" / KERNEL_NAME)
+    task_cell(blog)  # writes chat.msg.md
+    env = {**os.environ, "JPY_SESSION_NAME": str(blog / "chat.msg.md"),
+           "PERCENT_AGENT_PRELOAD": "0"}
+    specs = KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")])
+    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    km.start_kernel(env=env, cwd=str(blog))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        source = fmt.message_text(task_cell(blog))
+        msg_id = kc.execute(source)
+        outputs = []
+        while True:
+            msg = kc.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            if msg["msg_type"] in ("stream", "display_data", "error"):
+                outputs.append(msg)
+        reply = kc.get_shell_msg(timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        lines = "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
+        assert "[1] blog/generate_blog (plan, attempt 1): ok" in lines
+        final = [m for m in outputs if m["msg_type"] == "display_data"][-1]
+        assert final["content"]["metadata"]["task_status"] == "succeeded"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
