@@ -145,12 +145,16 @@ def model(lab_model: OpenAIServer) -> Iterator[OpenAIServer]:
     lab_model.reset()
 
 
-@pytest.fixture(scope="package")
-def lab_server(
-    tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
-) -> Iterator[LabServer]:
-    """`jupyter lab` serving a fresh temporary directory, stopped at the end."""
-    base = tmp_path_factory.mktemp("lab")
+def _rtc_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jupyter_server_ydoc") is not None
+
+
+@contextlib.contextmanager
+def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool) -> Iterator[LabServer]:
+    """`jupyter lab` serving ``base/root``, its kernels answering through the local model
+    server, with real-time collaboration (jupyter-collaboration) on or off."""
     root = base / "root"
     root.mkdir()
     port = _free_port()
@@ -195,6 +199,8 @@ def lab_server(
         # `window.jupyterapp`: tests read the document's state (its model's `dirty`) from it.
         "--LabApp.expose_app_in_browser=True",
     ]
+    if _rtc_installed() and not rtc:
+        command.append("--YDocExtension.disable_rtc=True")
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -218,6 +224,29 @@ def lab_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="package")
+def lab_server(
+    tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
+) -> Iterator[LabServer]:
+    """`jupyter lab` serving a fresh temporary directory, stopped at the end (no real-time
+    collaboration: a single user, as most people work)."""
+    with _lab(tmp_path_factory.mktemp("lab"), lab_model, rtc=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def collab_server(
+    tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
+) -> Iterator[LabServer]:
+    """`jupyter lab` with jupyter-collaboration's real-time collaboration on."""
+    if not _rtc_installed():
+        if os.environ.get("CI"):
+            pytest.fail("jupyter-collaboration is not installed: CI must install the test extras")
+        pytest.skip("jupyter-collaboration is not installed")
+    with _lab(tmp_path_factory.mktemp("collab"), lab_model, rtc=True) as server:
+        yield server
 
 
 # Package scope: Playwright's sync API owns this thread's event loop while it runs, so it
