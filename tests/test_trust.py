@@ -393,3 +393,28 @@ def test_a_file_cannot_raise_the_step_limit(tmp_path: Path, keys, openai_server,
     assert result.exit_code == 1, result.output
     assert len(openai_server.chat_requests) == trust.DEFAULT_MAX_STEPS == 8
     assert "no final answer after 8 steps" in result.output
+
+
+# -- finding 7: a lone surrogate lost the reply and every tool step ---------------------------
+
+def test_a_lone_surrogate_from_the_model_or_tool_code_never_loses_the_reply(
+        tmp_path: Path, keys, openai_server, monkeypatch) -> None:
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
+    path = tmp_path / "s.msg.md"
+    path.write_text(
+        "---\nagents:\n  a: {models: [m], tools: [odd]}\n---\n\n"
+        '# %% tool[^t]\n[^t]: [tool] name="odd" description="An odd string."\n\n'
+        '```python\ndef odd() -> str:\n    """Odd."""\n    return "x" + chr(55296)\n```\n')
+    openai_server.script(
+        'thought = "call"\n\n[tool_call]\nstatus = "success"\ntarget = "odd"\n'
+        "code = '''\n__result__ = odd()\n'''\n",
+        'answer = """Half a pair: \ud800, a whole one: \ud83d\ude00."""\n')
+    result = tce("chat", str(path), "-m", "go")
+    assert result.exit_code == 0, result.output
+    text = path.read_text(encoding="utf-8")  # it was written, and it is UTF-8
+    assert "\\ud800" in text and "😀" in text
+    assert "Half a pair" in text
+    nb = fmt.read(path)
+    message = [c for c in nb["cells"] if fmt.cell_kind(c) == "message"][-1]
+    kinds = [fmt.output_kind(o) for o in message["outputs"]]
+    assert kinds == ["reply", "tool_call", "tool_result", "reply"]  # every step kept

@@ -84,7 +84,7 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
                                       else "medium")
     return CallSpec(
         models=list(agent.models),
-        messages=messages,
+        messages=wire_messages(messages),
         params=params,
         api_base=route.api_base,
         api_key=route.api_key,
@@ -92,6 +92,15 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
         retries=int(env.get("PERCENT_AGENT_RETRIES", 2)),
         backoff=float(env.get("PERCENT_AGENT_BACKOFF", 1.0)),
     )
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as they can go over the wire: text with a lone surrogate (from a model's
+    stream or a tool's result) escaped, since an HTTP body must be UTF-8."""
+    from jupyter_percent_agent.format import escape_surrogates
+
+    return [{**m, "content": escape_surrogates(m["content"])}
+            if isinstance(m.get("content"), str) else m for m in messages]
 
 
 # Set (unless the user set them) in every process that imports litellm: its cost map from the
