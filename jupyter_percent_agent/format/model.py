@@ -17,8 +17,8 @@ from .notebook import (
     LANGS,
     NBFORMAT_ID,
     NS,
-    _is_front_matter,
-    _is_preamble,
+    is_front_matter_cell,
+    is_preamble_cell,
     join_source,
 )
 from .safe_yaml import load_yaml
@@ -87,7 +87,7 @@ def short_id(nb_id: str, taken: Container[str] = ()) -> str:
 
 def _front_cell(nb: Mapping) -> Mapping | None:
     cells = nb.get("cells") or []
-    if cells and _is_front_matter(cells[0]):
+    if cells and is_front_matter_cell(cells[0]):
         return cells[0]
     return None
 
@@ -170,9 +170,9 @@ def document_part(cell: Mapping) -> str | None:
     """``"front_matter"`` or ``"preamble"`` for the cells that hold the document around the
     conversation (the YAML header; a plain ``.md``'s text before its Discussion heading),
     ``None`` for a conversation cell."""
-    if _is_front_matter(cell):
+    if is_front_matter_cell(cell):
         return "front_matter"
-    if _is_preamble(cell):
+    if is_preamble_cell(cell):
         return "preamble"
     return None
 

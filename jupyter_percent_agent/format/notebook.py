@@ -657,11 +657,11 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     if type(minor) is int and minor > 5:  # a notebook from a later nbformat (4.6, ...)
         metadata[NS] = {"nbformat_minor": minor}
     fm_source = None
-    if cells and _is_front_matter(cells[0]):
+    if cells and is_front_matter_cell(cells[0]):
         fm_source = join_source(cells[0]["source"])
         cells = cells[1:]
     doc.front_matter = front_matter_block(fm_source, metadata)
-    if cells and _is_preamble(cells[0]):
+    if cells and is_preamble_cell(cells[0]):
         pns = cells[0]["metadata"][NS]
         doc.preamble = join_source(cells[0]["source"])
         doc.section = pns.get("section") or section
@@ -706,13 +706,13 @@ def _has_section(doc: Document) -> bool:
     return any(k == "s" for k, _, _ in scan(doc.preamble or "", section=doc.section))
 
 
-def _is_front_matter(cell: Mapping) -> bool:
+def is_front_matter_cell(cell: Mapping) -> bool:
     return (cell.get("cell_type") == "raw" and cell.get("id") == FRONT_MATTER_ID
             and not cell.get("metadata") and not cell.get("attachments")
             and _FM_CELL.fullmatch(join_source(cell.get("source", ""))) is not None)
 
 
-def _is_preamble(cell: Mapping) -> bool:
+def is_preamble_cell(cell: Mapping) -> bool:
     ns = (cell.get("metadata") or {}).get(NS)
     return (cell.get("cell_type") == "markdown" and isinstance(ns, Mapping)
             and ns.get("type") == "preamble")
@@ -720,7 +720,7 @@ def _is_preamble(cell: Mapping) -> bool:
 
 def is_conversation_cell(cell: Mapping) -> bool:
     """A cell of the conversation: neither the front matter nor the preamble around it."""
-    return not (_is_front_matter(cell) or _is_preamble(cell))
+    return not (is_front_matter_cell(cell) or is_preamble_cell(cell))
 
 
 def _unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
 # Runs the child without executing the package __init__ files (they may grow heavy imports);
-# from tools it imports only the pure result rules (_result).
+# from tools it imports only the pure result rules (results.py).
 _BOOT = """\
 import sys, types
 root, extra = sys.argv[1], sys.argv[2:]

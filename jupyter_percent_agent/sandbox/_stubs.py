@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 # The tools package's own result rules (the package __init__ is too heavy for a worker).
-from jupyter_percent_agent.tools._result import normalize_result, split_stream_chunk
+from jupyter_percent_agent.tools.results import normalize_result, split_stream_chunk
 
 from . import _limits
 from ._policy import compile_code

@@ -11,7 +11,6 @@ their source text alone (``describe_defined_tool``); they run in the sandbox. Se
 from ._docstring import ArgDoc, Docstring, DocstringError, parse_docstring
 from ._registry import ENTRY_POINT_GROUP, Registry, import_file, tools_of_module
 from ._render import render_tool, render_tools
-from ._result import STREAM_CHUNK, ToolResult, normalize_result, to_json
 from ._schema import arguments_problem, schema_problem
 from ._source import DefinedToolInfo, describe_defined_tool, describe_source, render_source_tools
 from ._tool import (
@@ -25,6 +24,7 @@ from ._tool import (
     call_tool,
     check_docstring,
 )
+from .results import STREAM_CHUNK, ToolResult, normalize_result, to_json
 
 __all__ = [
     "ENTRY_POINT_GROUP",

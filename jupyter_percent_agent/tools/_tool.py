@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._docstring import Docstring, DocstringError, parse_docstring
-from ._result import ToolResult, normalize_result, split_stream_chunk
+from .results import ToolResult, normalize_result, split_stream_chunk
 
 OnChunk = Callable[[str, Any], None]
 
