@@ -395,3 +395,30 @@ def test_the_agent_sees_the_notebook_on_screen_not_the_saved_file(
     text = path.read_text()
     assert '[^m1]: [markdown] history="exclude"' in text
     assert "Second message. Edited." in text and 'agent="critic"' in text
+
+
+def test_a_new_chat_saved_after_a_run_is_a_clean_file(page, lab_server, model) -> None:
+    """Short ids as tce makes them (not JupyterLab's 36-character UUIDs), no execution_count
+    on messages, no empty message for the cell JupyterLab adds below the one that ran."""
+    open_lab(page, lab_server)
+    page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
+    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
+    wait_for_kernel(page)
+    first = notebook.locator(".jp-CodeCell").first
+    first.locator(".cm-content").click()
+    page.keyboard.type("Plan three days in Beijing.")
+    model.script("Day one: the Forbidden City.")
+    run_cell(page, first)
+    expect(notebook.locator(".jp-CodeCell")).to_have_count(2)  # JupyterLab added one
+    save(page)
+    (path,) = lab_server.root.glob("*.msg.md")
+    text = path.read_text()
+    assert not re.search(r"\[\^[0-9a-f]{8}-[0-9a-f]{4}-", text), text  # no UUID ids
+    assert "execution_count" not in text
+    nb = fmt.read(path)
+    messages = [c for c in nb["cells"] if fmt.cell_kind(c) == "message"]
+    assert [fmt.message_text(c) for c in messages] == ["Plan three days in Beijing."]
+    assert len(fmt.cell_id(messages[0])) == 8
+    (reply,) = messages[0]["outputs"]
+    assert fmt.output_text(reply) == "Day one: the Forbidden City."
+    assert f"## %%%[^{fmt.cell_id(messages[0])}.1]" in text  # the reply's id follows
