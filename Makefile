@@ -19,8 +19,8 @@ lint:
 bench:  ## every benchmark, each against its named peer (run `make bench-peers` once first)
 	LLM_BIN=$${LLM_BIN:-$(CURDIR)/.venv-llm/bin/llm} $(BIN)/python -m benchmarks
 
-bench-peers:  ## the peers, for benchmarks only: smolagents and LangGraph in .venv, llm in its own venv (it needs openai 3)
-	$(BIN)/python -m pip install -q smolagents langgraph
+bench-peers:  ## the peers, for benchmarks only: smolagents, LangGraph and bm25s in .venv, llm in its own venv (it needs openai 3)
+	$(BIN)/python -m pip install -q smolagents langgraph bm25s
 	[ -x .venv-llm/bin/python ] || $(PYTHON) -m venv .venv-llm
 	.venv-llm/bin/python -m pip install -q llm
 
