@@ -27,7 +27,7 @@
  *
  * A cell carries its `source` (and `unsaved: true`) only when it is new or was edited since
  * the notebook was opened or last saved; its outputs never (the kernel keeps the ones it
- * produced). The kernel ignores the key today; reading it is the kernel's side of the change.
+ * produced). The kernel lays it over the saved file (`kernel/_notebook.py: lay_live_state`).
  */
 
 import { ICellModel } from '@jupyterlab/cells';
