@@ -331,3 +331,29 @@ def test_an_agent_calls_a_tool_defined_in_the_file(tmp_path: Path, env,
     assert "def weather(city: str)" in system and "获取天气信息" in system
     result_turn = openai_server.last_messages[-1]["content"]
     assert "北京 25°C 晴朗" in result_turn
+
+
+def test_turns_without_a_transport_share_one_import_of_litellm(
+        env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of task runs makes a turn per step and passes no transport: the import thread
+    is started once per process and later turns do not wait on it again (it was a thread and
+    a thread-pool wait per model call)."""
+    from jupyter_percent_agent.runtime import transport
+
+    monkeypatch.setattr(transport, "_default", None)
+    started: list[str] = []
+    real_start = transport.threading.Thread.start
+
+    def counting_start(self) -> None:
+        started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(transport.threading.Thread, "start", counting_start)
+    nb = fmt.reads("", path="t.msg.md")
+    for n in range(3):
+        cell = fmt.new_message(f"message {n}")
+        nb["cells"].append(cell)
+        run = asyncio.run(run_turn(nb, fmt.cell_id(cell)))
+        assert run.status == "ok", run.error
+    assert started.count("litellm-import") == 1
+    assert transport.default_transport() is transport.default_transport()

@@ -28,7 +28,7 @@ from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.history import conversation_cells
 from jupyter_percent_agent.runtime.ranges import Selection, parse_selection
 from jupyter_percent_agent.runtime.run import Run
-from jupyter_percent_agent.runtime.transport import LocalTransport, Transport
+from jupyter_percent_agent.runtime.transport import Transport, default_transport
 from jupyter_percent_agent.runtime.turn import Plan, RunOptions, new_run, plan, run_turn
 
 
@@ -50,7 +50,7 @@ async def send(conversation: Conversation, options: RunOptions, on_event: OnEven
     nb, decided = conversation.begin(options)
     run = new_run(nb, decided.cell_id, on_event)
     try:
-        await run_turn(nb, decided.cell_id, options, transport=transport or LocalTransport(),
+        await run_turn(nb, decided.cell_id, options, transport=transport or default_transport(),
                        decided=decided, run=run)
     finally:
         conversation.finish(run)

@@ -152,11 +152,16 @@ def _provider_model(litellm: Any, name: str, api_base: str | None) -> str:
     base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
     if not base:
         return name
-    try:
-        litellm.get_llm_provider(name)
-        return name
-    except Exception:
-        return "openai/" + name
+    if name not in _KNOWN_PROVIDER:  # litellm's answer raises for an unknown name: costly
+        try:
+            litellm.get_llm_provider(name)
+            _KNOWN_PROVIDER[name] = True
+        except Exception:
+            _KNOWN_PROVIDER[name] = False
+    return name if _KNOWN_PROVIDER[name] else "openai/" + name
+
+
+_KNOWN_PROVIDER: dict[str, bool] = {}
 
 
 def _is_openai(litellm: Any, routed: str) -> bool:

@@ -68,6 +68,8 @@ class LocalTransport:
 
     async def ready(self) -> None:
         """Wait until litellm is imported (starting the import if nobody did)."""
+        if self._done.is_set() and self._failed is None:  # every call after the first
+            return
         self.warm_up()
         await asyncio.shield(asyncio.get_running_loop().run_in_executor(None, self._done.wait))
 
@@ -81,6 +83,19 @@ class LocalTransport:
 
     def count(self, model: str, messages: list[dict[str, Any]]) -> list[int]:
         return models.count_tokens(model, messages)
+
+
+_default: LocalTransport | None = None
+
+
+def default_transport() -> LocalTransport:
+    """The transport of callers that pass none: one per process, so that litellm's import
+    is started (on one thread) and waited for once, not once per turn. A batch of task runs
+    makes a thousand turns."""
+    global _default
+    if _default is None:
+        _default = LocalTransport()
+    return _default
 
 
 class HelperTransport:

@@ -23,7 +23,7 @@ from jupyter_percent_agent.runtime.asyncfile import land, landed
 from jupyter_percent_agent.runtime.context import Selections, plan_history, selections
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.run import Run
-from jupyter_percent_agent.runtime.transport import LocalTransport, Transport
+from jupyter_percent_agent.runtime.transport import Transport, default_transport
 
 MODEL_FREE = frozenset({"code", "tool_call", "toolchain"})
 """Cell kinds that run without a model."""
@@ -168,7 +168,7 @@ async def run_turn(nb: Mapping[str, Any], cell_id: str, options: RunOptions | No
     decided = decided or plan(nb, cell_id, options)
     run = run or new_run(nb, cell_id, on_event)
     try:
-        await execute(nb, decided, run, options, transport or LocalTransport())
+        await execute(nb, decided, run, options, transport or default_transport())
     except asyncio.CancelledError:
         run.interrupt()
         raise
