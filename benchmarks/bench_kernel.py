@@ -141,7 +141,7 @@ def _bare_first_token(url: str, messages: list[dict[str, str]] | None = None) ->
     """The peer: litellm's own stream, in this process, to its first token."""
     import asyncio
 
-    from jupyter_percent_agent.runtime.models import import_litellm
+    from jupyter_percent_agent.litellm_setup import import_litellm
 
     litellm = import_litellm()
 

@@ -76,7 +76,7 @@ def test_helper_counts_tokens_like_litellm(helper) -> None:
 
 def test_the_socket_is_the_same_before_and_after_litellm_is_imported() -> None:
     """``tce`` looks for the helper before it imports litellm, which sets its defaults."""
-    from jupyter_percent_agent.runtime.models import LITELLM_ENV_DEFAULTS
+    from jupyter_percent_agent.litellm_setup import LITELLM_ENV_DEFAULTS
 
     user = {"OPENAI_API_KEY": "a"}
     assert warm.socket_path(user) == warm.socket_path({**user, **LITELLM_ENV_DEFAULTS})

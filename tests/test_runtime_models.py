@@ -7,9 +7,10 @@ import socket
 
 import pytest
 
+from jupyter_percent_agent.litellm_setup import one_line
 from jupyter_percent_agent.runtime.agents import Agent
 from jupyter_percent_agent.runtime.events import Delta, Event, Reasoning, Retry
-from jupyter_percent_agent.runtime.models import CallSpec, complete, one_line, spec_for
+from jupyter_percent_agent.runtime.models import CallSpec, complete, spec_for
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
@@ -69,7 +70,8 @@ def test_a_cost_the_server_reports_is_recorded(openai_server: OpenAIServer) -> N
 
 def test_cost_from_the_local_cost_map() -> None:
     """For the provider's own endpoint, litellm's local cost map prices the call."""
-    from jupyter_percent_agent.runtime.models import import_litellm, list_price
+    from jupyter_percent_agent.litellm_setup import import_litellm
+    from jupyter_percent_agent.runtime.models import list_price
 
     assert (list_price(import_litellm(), "gpt-4o-mini", 1000, 1000) or 0) > 0
 

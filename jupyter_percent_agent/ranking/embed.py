@@ -166,7 +166,7 @@ class LiteLLMEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
-        from jupyter_percent_agent.runtime.models import import_litellm, one_line
+        from jupyter_percent_agent.litellm_setup import import_litellm, one_line
 
         litellm = import_litellm()
         key = self._api_key

@@ -31,8 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.litellm_setup import LITELLM_ENV_DEFAULTS
 from jupyter_percent_agent.runtime.events import Delta, Event, OnEvent, Reasoning, Retry
-from jupyter_percent_agent.runtime.models import LITELLM_ENV_DEFAULTS, CallResult, CallSpec
+from jupyter_percent_agent.runtime.models import CallResult, CallSpec
 
 _VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "PS1", "PS2",
              "PYTEST_CURRENT_TEST", "PERCENT_AGENT_WARM_IDLE")

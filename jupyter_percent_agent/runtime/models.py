@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from jupyter_percent_agent.litellm_setup import import_litellm, one_line
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
 from jupyter_percent_agent.trust import NO_KEY, Route, route_for
@@ -103,23 +104,6 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if isinstance(m.get("content"), str) else m for m in messages]
 
 
-# Set (unless the user set them) in every process that imports litellm: its cost map from the
-# package, not fetched at import time. The warm helper's socket name hashes the environment as
-# it is once these are in place.
-LITELLM_ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-def import_litellm() -> Any:
-    """Import litellm quietly and offline."""
-    for key, value in LITELLM_ENV_DEFAULTS.items():
-        os.environ.setdefault(key, value)
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.drop_params = True
-    return litellm
-
-
 def prewarm(model: str | None = None) -> None:
     """Import litellm and what its first call loads besides (the HTTP client stack, the
     tokenizer of ``model``, by default the environment agent's first): about 4 s that a
@@ -169,15 +153,6 @@ def _is_openai(litellm: Any, routed: str) -> bool:
         return litellm.get_llm_provider(routed)[1] in ("openai", "openai_like", "custom_openai")
     except Exception:
         return False
-
-
-def one_line(exc: BaseException) -> str:
-    """litellm's reason for a failure, on one line."""
-    name = type(exc).__name__
-    text = " ".join(str(exc).split()).removeprefix("litellm.")
-    while text.startswith(f"{name}: {name}"):
-        text = text[len(name) + 2:]
-    return (text if text.startswith(name) else f"{name}: {text}")[:400]
 
 
 @dataclass

@@ -17,6 +17,7 @@ import asyncio
 import threading
 from typing import Any, Protocol
 
+from jupyter_percent_agent.litellm_setup import import_litellm
 from jupyter_percent_agent.runtime import helper, models
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.models import CallResult, CallSpec
@@ -60,7 +61,7 @@ class LocalTransport:
             if self.deep:
                 models.prewarm()
             else:
-                models.import_litellm()
+                import_litellm()
         except BaseException as exc:  # reported by the call that needs it
             self._failed = exc
         finally:

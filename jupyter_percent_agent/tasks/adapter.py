@@ -89,7 +89,7 @@ def import_models_soon() -> None:
         import gc
 
         try:
-            from jupyter_percent_agent.runtime.models import import_litellm
+            from jupyter_percent_agent.litellm_setup import import_litellm
 
             import_litellm()
         except Exception:  # the first call will say what is wrong
