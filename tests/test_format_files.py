@@ -150,6 +150,29 @@ def test_a_live_writers_temporary_file_is_not_swept(tmp_path: Path) -> None:
         writer.wait()
 
 
+def test_a_busy_file_does_not_list_its_folder_on_every_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task run writes its transcript after every step into a folder of a thousand others:
+    the sweep (a listing of the folder) runs on a process's first write of a file and again
+    after SWEEP_EVERY, not on every write. A leftover made meanwhile is swept then."""
+    from jupyter_percent_agent.format import files
+
+    listed: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(files.os, "scandir", lambda p: listed.append(p) or real_scandir(p))
+    clock = [1000.0]
+    monkeypatch.setattr(files.time, "monotonic", lambda: clock[0])
+    path = tmp_path / "run.msg.md"
+    for n in range(20):
+        write_text(path, f"step {n}")
+    assert len(listed) == 1
+    (tmp_path / ".run.msg.md.0123456789ab.tmp").write_text("left by a killed writer")
+    clock[0] += files.SWEEP_EVERY + 1
+    write_text(path, "later")
+    assert len(listed) == 2
+    assert leftovers(tmp_path, "run.msg.md") == []
+
+
 def test_write_makes_no_temporary_file_on_failure(tmp_path: Path) -> None:
     nb = fmt.reads(CHAT)
     nb["cells"][0]["source"] = 5  # not a message: writes() refuses it before any file exists

@@ -14,9 +14,11 @@ inside the file's folder only"):
   given the old file's permission bits and renamed over the file; the folder is fsynced too.
   On Linux the temporary file has no name until its text is complete (``O_TMPFILE``, then a
   link), so a writer killed mid-write leaves nothing behind; a name that a killed writer did
-  leave (elsewhere, or killed between the link and the rename) is swept by the next write of
-  the same file. A writer holds an ``flock`` on its temporary file from before it has a name
-  until the rename, so a sweeper removes only the files of writers that are gone.
+  leave (elsewhere, or killed between the link and the rename) is swept by the next process
+  that writes the same file (its first write of it, and again after ``SWEEP_EVERY``: a sweep
+  lists the folder, and a folder of 1,000 transcripts made it the most of a write's cost). A
+  writer holds an ``flock`` on its temporary file from before it has a name until the
+  rename, so a sweeper removes only the files of writers that are gone.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import fcntl
 import os
 import re
 import stat
+import time
 from typing import Final
 
 from .errors import FormatError
@@ -37,6 +40,8 @@ __all__ = ["read_text", "safe_path", "write_text"]
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
 _TMP_RANDOM: Final = 12  # hex digits of a temporary file's random part
+SWEEP_EVERY: Final = 60.0  # seconds between two sweeps for one file by one process
+_swept: dict[tuple[str, str], float] = {}  # (folder, name) -> when this process last swept
 
 
 def _pseudo(st: os.stat_result) -> bool:
@@ -131,6 +136,18 @@ def _mode_of(target: str) -> int | None:
 
 def _temp_name(name: str) -> str:
     return f".{name}.{os.urandom(_TMP_RANDOM // 2).hex()}.tmp"
+
+
+def _sweep_due(folder: str, name: str) -> bool:
+    """Whether this process should sweep for ``name`` now (see the module's doc)."""
+    now = time.monotonic()
+    last = _swept.get((folder, name))
+    if last is not None and now - last < SWEEP_EVERY:
+        return False
+    if len(_swept) >= 4096:  # a long-lived process writing many files: forget, sweep again
+        _swept.clear()
+    _swept[(folder, name)] = now
+    return True
 
 
 def _sweep(folder: str, name: str) -> None:
@@ -261,7 +278,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     mode = _mode_of(target)
     if mode is None:
         mode = new_mode
-    _sweep(folder, name)
+    if _sweep_due(folder, name):
+        _sweep(folder, name)
     tmp: str | None = None
     fd = _anonymous_temp(folder)
     try:
