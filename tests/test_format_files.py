@@ -106,12 +106,28 @@ def test_a_writer_killed_mid_write_leaves_no_temporary_file(tmp_path: Path) -> N
 def test_the_next_write_sweeps_what_killed_writers_left(tmp_path: Path) -> None:
     """Without O_TMPFILE (another filesystem, another OS) a killed writer leaves its named
     temporary file; the next write of the same file removes it."""
-    found: list[list[str]] = []
-    for _ in range(5):  # until a kill lands mid-write
-        found += _kill_writers(tmp_path, "named", rounds=3)
-        if any(found):
-            break
-    assert any(found), "the writers were never killed mid-write: nothing was tested"
+    path = tmp_path / "big.msg.md"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(40 << 20),
+                               "named"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        held: list[str] = []
+        for _ in range(200):  # stop it until it is caught holding its temporary file
+            writer.send_signal(signal.SIGSTOP)
+            time.sleep(0.01)  # the signal is delivered
+            held = leftovers(tmp_path, path.name)
+            if held:
+                break
+            writer.send_signal(signal.SIGCONT)
+            time.sleep(0.013)
+        assert held, "never caught the writer mid-write: nothing was tested"
+        writer.send_signal(signal.SIGKILL)  # killed while stopped: mid-write
+        writer.wait()
+    finally:
+        writer.kill()
+        writer.wait()
+    assert leftovers(tmp_path, path.name) == held
+    assert path.read_text() in ("a" * (40 << 20), "b" * (40 << 20))
     write_text(tmp_path / "big.msg.md", "after")
     assert leftovers(tmp_path, "big.msg.md") == []
     assert (tmp_path / "big.msg.md").read_text() == "after"
