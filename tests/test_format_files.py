@@ -102,68 +102,61 @@ def test_a_writer_killed_mid_write_leaves_no_temporary_file(tmp_path: Path) -> N
     assert leftovers(tmp_path, "big.msg.md") == []
 
 
+SIZE = 40 << 20  # a named writer's text: its temporary file lives long enough to be caught
+
+
+@pytest.fixture
+def named_writer(tmp_path: Path):
+    """A writer rewriting ``big.msg.md`` in a loop the named way (as without O_TMPFILE)."""
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path / "big.msg.md"),
+                               str(SIZE), "named"], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+    yield writer
+    writer.send_signal(signal.SIGCONT)
+    writer.kill()
+    writer.wait()
+
+
+def _stop_mid_write(writer: subprocess.Popen, folder: Path) -> list[str]:
+    """Stop ``writer`` (SIGSTOP) at a moment it holds its temporary file; that file's name."""
+    for _ in range(200):
+        writer.send_signal(signal.SIGSTOP)
+        time.sleep(0.01)  # the signal is delivered
+        held = leftovers(folder, "big.msg.md")
+        if held:
+            return held
+        writer.send_signal(signal.SIGCONT)
+        time.sleep(0.017)
+    raise AssertionError("never caught the writer mid-write: nothing was tested")
+
+
 @pytest.mark.slow
-def test_the_next_write_sweeps_what_killed_writers_left(tmp_path: Path) -> None:
+def test_the_next_write_sweeps_what_killed_writers_left(tmp_path: Path, named_writer) -> None:
     """Without O_TMPFILE (another filesystem, another OS) a killed writer leaves its named
     temporary file; the next write of the same file removes it."""
+    held = _stop_mid_write(named_writer, tmp_path)
+    named_writer.send_signal(signal.SIGKILL)  # killed while stopped: mid-write
+    named_writer.wait()
     path = tmp_path / "big.msg.md"
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(40 << 20),
-                               "named"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
-        held: list[str] = []
-        for _ in range(200):  # stop it until it is caught holding its temporary file
-            writer.send_signal(signal.SIGSTOP)
-            time.sleep(0.01)  # the signal is delivered
-            held = leftovers(tmp_path, path.name)
-            if held:
-                break
-            writer.send_signal(signal.SIGCONT)
-            time.sleep(0.013)
-        assert held, "never caught the writer mid-write: nothing was tested"
-        writer.send_signal(signal.SIGKILL)  # killed while stopped: mid-write
-        writer.wait()
-    finally:
-        writer.kill()
-        writer.wait()
     assert leftovers(tmp_path, path.name) == held
-    assert path.read_text() in ("a" * (40 << 20), "b" * (40 << 20))
-    write_text(tmp_path / "big.msg.md", "after")
-    assert leftovers(tmp_path, "big.msg.md") == []
-    assert (tmp_path / "big.msg.md").read_text() == "after"
+    assert path.read_text() in ("a" * SIZE, "b" * SIZE)
+    write_text(path, "after")
+    assert leftovers(tmp_path, path.name) == []
+    assert path.read_text() == "after"
 
 
 @pytest.mark.slow
-def test_a_live_writers_temporary_file_is_not_swept(tmp_path: Path) -> None:
+def test_a_live_writers_temporary_file_is_not_swept(tmp_path: Path, named_writer) -> None:
     """A writer stopped (SIGSTOP) mid-write holds its temporary file: the sweep leaves it, and
     the writer's own rename still succeeds once it goes on."""
-    path = tmp_path / "big.msg.md"
-    size = 40 << 20
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(size), "named"],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
-        held: list[str] = []
-        for _ in range(100):
-            writer.send_signal(signal.SIGSTOP)
-            time.sleep(0.01)  # the signal is delivered
-            held = leftovers(tmp_path, path.name)
-            if held:
-                break
-            writer.send_signal(signal.SIGCONT)
-            time.sleep(0.023)
-        assert held, "never caught the writer mid-write"
-        write_text(tmp_path / "big.msg.md", "meanwhile")
-        assert leftovers(tmp_path, path.name) == held
-        writer.send_signal(signal.SIGCONT)
-        deadline = time.monotonic() + 30
-        while (tmp_path / held[0]).exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not (tmp_path / held[0]).exists()  # renamed over the file by its writer
-    finally:
-        writer.send_signal(signal.SIGCONT)
-        writer.kill()
-        writer.wait()
+    held = _stop_mid_write(named_writer, tmp_path)
+    write_text(tmp_path / "big.msg.md", "meanwhile")
+    assert leftovers(tmp_path, "big.msg.md") == held
+    named_writer.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while (tmp_path / held[0]).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (tmp_path / held[0]).exists()  # renamed over the file by its writer
 
 
 def test_a_busy_file_does_not_list_its_folder_on_every_write(
