@@ -534,6 +534,44 @@ def test_a_task_cell_with_a_bad_context_is_an_error_output(blog: Path,
     assert model.chat_requests == []
 
 
+@pytest.mark.parametrize("attrs", [
+    'sop="sop" runs="../escaped/deeper"',
+    'sop="sop" runs="/tmp/escaped-by-a-task-cell"',
+    'sop="../elsewhere/sop"',
+    'sop="/etc"',
+])
+def test_a_task_cells_paths_stay_in_its_folder(blog: Path, model: OpenAIServer,
+                                               attrs: str) -> None:
+    """The folders a [task] cell names (its SOP folder, where transcripts go) are written in
+    a shared file: out of the file's folder they are refused before anything is read, run or
+    written (TRUST: paths resolve inside the file's folder)."""
+    shutil.copytree(blog / "sop", blog.parent / "elsewhere" / "sop")
+    (blog / "c.msg.md").write_text(TASK_CELL.replace('sop="sop"', attrs))
+    cell = fmt.read(blog / "c.msg.md")["cells"][0]
+    run = asyncio.run(run_task_cell(cell, base_dir=blog))
+    assert run.status == "error" and run.error_type == "TrustError"
+    assert run.error.startswith("refused: [task] ")
+    assert model.chat_requests == []
+    assert not (blog.parent / "escaped").exists()
+    assert not Path("/tmp/escaped-by-a-task-cell").exists()
+
+
+def test_a_task_cells_saved_transcript_out_of_its_folder_is_never_resumed(
+        blog: Path, model: OpenAIServer) -> None:
+    """An 'interrupted' output in a shared file may name any transcript: one out of the
+    file's folder is refused, not read and rewritten."""
+    outside = blog.parent / "victim.msg.md"
+    outside.write_text("# %% mine[^m]\n[^m]: [markdown]\n\nnot a run\n")
+    cell = task_cell(blog)
+    cell["outputs"] = [fmt.reply_output(
+        "interrupted", agent="task", out_id="t1.1",
+        attrs={"task_status": "interrupted", "transcript": "../victim.msg.md"})]
+    run = asyncio.run(run_task_cell(cell, base_dir=blog))
+    assert run.status == "error" and run.error_type == "TrustError"
+    assert outside.read_text() == "# %% mine[^m]\n[^m]: [markdown]\n\nnot a run\n"
+    assert model.chat_requests == []
+
+
 def test_load_sop_is_the_public_entry_point(blog: Path) -> None:
     sop = load_sop(blog / "sop")
     assert sop.problems == [] and "blog/generate_blog" in sop

@@ -11,12 +11,14 @@ run with a resumable transcript; running the cell again continues it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.events import (
     Answering,
     Chunk,
@@ -59,7 +61,7 @@ def previous_transcript(cell: dict[str, Any], base_dir: Path) -> Path | None:
         if "task_status" in attrs:
             path = attrs.get("transcript")
             if attrs["task_status"] == "interrupted" and isinstance(path, str):
-                full = base_dir / path
+                full = trust.resolve_inside(base_dir, path, what="[task] transcript")
                 return full if full.is_file() else None
             return None
     return None
@@ -139,6 +141,7 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     from jupyter_percent_agent.tasks.api import aresume_task, arun_task
     from jupyter_percent_agent.tasks.sop import SopError
 
+    base_dir = Path(os.path.realpath(base_dir))  # the paths the cell names resolve in it
     emit = on_event or (lambda event: None)
     run = run or TaskCellRun(cell_id=fmt.cell_id(cell))
     outputs = _Outputs(run, emit, base_dir)
@@ -150,7 +153,8 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
             result = await aresume_task(resume, model=model, on_event=outputs)
         else:
             task_id, sop, context = _read(cell, attrs, base_dir)
-            runs = base_dir / str(attrs["runs"]) if attrs.get("runs") else None
+            runs = trust.resolve_inside(base_dir, str(attrs["runs"]), what="[task] runs",
+                                        directory=True) if attrs.get("runs") else None
             max_steps = attrs.get("max_steps")
             options: dict[str, Any] = {"max_steps": max_steps} if isinstance(max_steps, int) \
                 else {}
@@ -182,7 +186,8 @@ def _read(cell: dict[str, Any], attrs: dict[str, Any], base_dir: Path
     task_id = attrs.get("task_id")
     if not isinstance(task_id, str) or not task_id:
         raise ValueError('a [task] cell names its task: task_id="blog/generate_blog"')
-    sop = base_dir / str(attrs.get("sop") or "sop")
+    sop = trust.resolve_inside(base_dir, str(attrs.get("sop") or "sop"), what="[task] sop",
+                               directory=True)
     body = fmt.message_text(cell).strip()
     if body.startswith("```"):
         body = body.split("\n", 1)[1] if "\n" in body else ""

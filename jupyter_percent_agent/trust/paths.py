@@ -20,11 +20,13 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "path") -> Path:
+def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "path",
+                   directory: bool = False) -> Path:
     """``link`` (written in a file in ``folder``) as a real path inside ``folder``.
 
-    The path need not exist (a file to be written); if it exists it must be a regular file.
-    Raises :class:`TrustError` (kind ``"path"``) otherwise.
+    The path need not exist (a file or folder to be written); if it exists it must be a
+    regular file (a folder with ``directory=True``). Raises :class:`TrustError` (kind
+    ``"path"``) otherwise.
     """
     text = str(link)
     if not text or "\0" in text:
@@ -41,7 +43,9 @@ def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "pa
         st = os.stat(real)
     except FileNotFoundError:
         return Path(real)
-    if not stat.S_ISREG(st.st_mode):
+    if directory and not stat.S_ISDIR(st.st_mode):
+        raise TrustError(f"{what} {text!r} is not a folder", kind="path")
+    if not directory and not stat.S_ISREG(st.st_mode):
         raise TrustError(f"{what} {text!r} is not a regular file", kind="path")
     return Path(real)
 
