@@ -16,26 +16,9 @@ from __future__ import annotations
 
 from .attrs import emit_meta
 from .lines import escape_body
-from .parse import Document, Record
+from .parse import Document
 
-__all__ = ["emit", "emit_record"]
-
-
-def emit_record(rec: Record, section: str | None = None) -> str:
-    """One cell, ending with a newline."""
-    head = "#" * rec.level + (" %%%" if rec.out else " %%")
-    if rec.title:
-        head += " " + rec.title
-    ref = rec.ref
-    meta = emit_meta(rec.type, rec.sub, rec.link, rec.attrs)
-    if meta:
-        meta = " " + meta
-    body = rec.body
-    if body:
-        if section is not None or "%%" in body:
-            body = escape_body(body, section)[0]
-        return f"{head}[^{ref}]\n[^{ref}]:{meta}\n\n{body}\n"
-    return f"{head}[^{ref}]\n[^{ref}]:{meta}\n"
+__all__ = ["emit"]
 
 
 def emit(doc: Document) -> str:
@@ -54,7 +37,7 @@ def emit(doc: Document) -> str:
     out: list[str] = []
     append = out.append
     for rec in doc.records:
-        # emit_record, inlined: this loop runs once per cell and output
+        # one cell (or output), ending with a newline; this loop runs once per record
         head = "#" * rec.level + (" %%%" if rec.out else " %%")
         if rec.title:
             head += " " + rec.title

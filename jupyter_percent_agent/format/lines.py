@@ -29,7 +29,6 @@ __all__ = [
 # A cell heading: 1-5 '#', a space, %% or %%% then space, tab, '[' or end of line. The bare
 # '%%% [type]' form (seed 000) is read too.
 HEAD: Final = r"#{1,5} %%%?(?=[ \t\[]|$)|%%%? \["
-FENCE: Final = r" {0,3}(?:`{3,}|~{3,})"
 
 
 @lru_cache(maxsize=64)

@@ -639,11 +639,6 @@ def cell_ref(cell: Mapping) -> str:
     return ns.get("id") or cell.get("id") or ""
 
 
-def cell_level(cell: Mapping, ctx: Context) -> int:
-    ns = cell.get("metadata", {}).get(NS) or {}
-    return ns.get("level", ctx.level)
-
-
 # --------------------------------------------------------------------------- writing
 
 

@@ -23,9 +23,6 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.agents import Agent
 
-TOOL_CELLS = "tools"
-"""The name of the pseudo-agent whose tools ``[tool_call]`` cells call."""
-
 ALL = (None, ["*"], ["all"])
 
 

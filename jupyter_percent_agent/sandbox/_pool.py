@@ -62,10 +62,6 @@ class WorkerPool:
             self._wake.notify_all()
         return proc if proc is not None else _process.spawn()
 
-    def idle_count(self) -> int:
-        with self._lock:
-            return len(self._idle)
-
     def wait_full(self, timeout: float = 10.0) -> bool:
         """Block until the pool holds its target number of workers (for benchmarks)."""
         with self._lock:
