@@ -144,6 +144,19 @@ def test_environment_variable_turns_the_hook_off() -> None:
     assert run_python(code, env={"JUPYTER_PERCENT_AGENT_NO_HOOK": "0"}) == "True"
 
 
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", " OFF ", "No", "1", "yes",
+                                   "true", "on", "anything"])
+def test_the_hook_reads_its_flag_by_the_packages_one_rule(
+        value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up hook keeps its own copy of the on/off rule (it may not import the
+    package); the copy had lost "off"."""
+    from jupyter_percent_agent._hook import _jupyter_percent_agent_hook as hook
+    from jupyter_percent_agent.envflags import env_flag
+
+    monkeypatch.setenv(hook.ENV_DISABLE, value)
+    assert hook.disabled() == env_flag(hook.ENV_DISABLE)
+
+
 # --- conversions --------------------------------------------------------------------------------
 
 

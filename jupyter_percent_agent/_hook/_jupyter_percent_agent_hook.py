@@ -20,8 +20,11 @@ WATCHED = frozenset(("jupytext.combine", "jupytext.formats", "jupytext.jupytext"
 
 
 def disabled():
-    """True when the environment turns the hook off (any value but "", "0", "false", "no")."""
-    return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no")
+    """True when the environment turns the hook off: the package's one on/off rule
+    (``envflags.env_flag``; this file may not import the package, so it repeats the rule and
+    a test holds the two equal): unset, "", "0", "false", "no", "off" are off."""
+    return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no",
+                                                                   "off")
 
 
 def _register(module):
