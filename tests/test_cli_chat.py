@@ -130,6 +130,17 @@ def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
     assert len(cells(doc)) == 2
 
 
+def test_a_message_file_named_in_capitals_is_a_message_file(tmp_path: Path, env,
+                                                             openai_server) -> None:
+    """NOTES.MSG.MD is a message file wherever the name is judged (format.is_message_path),
+    not a plain Markdown file that needs --force."""
+    path = tmp_path / "NOTES.MSG.MD"
+    path.write_text("")
+    openai_server.script("Yes.")
+    assert tce("chat", str(path), "-m", "Is this a chat?").exit_code == 0
+    assert "Discussion" not in path.read_text() and len(cells(path)) == 1
+
+
 def test_exclude_include_and_save(tmp_path: Path, env, openai_server) -> None:
     other = tmp_path / "other.msg.md"
     shutil.copy(DATA / "basic.msg.md", other)

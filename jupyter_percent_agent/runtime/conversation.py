@@ -81,12 +81,12 @@ class FileConversation:
         """Make sure the file can take messages (a ``.md`` needs a Discussion section)."""
         path = self.path
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.name.endswith(".msg.md"):
+        if fmt.is_message_path(path.name):
             return
         if not path.exists():
             fmt.write_text(path, "")
             store.enable_discussion(path)
-        elif not store.has_message_section(fmt.read_text(path)):
+        elif fmt.message_section(fmt.read_text(path)) is None:
             if not self.force:
                 raise PlainMarkdown(f"{path} is a plain Markdown file; use --force to add a "
                                     "Discussion section for messages")

@@ -85,11 +85,6 @@ _FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
 _MESSAGES_OFF = re.compile(r"^messages[ \t]*:.*\n?", re.M)
 
 
-def has_message_section(text: str) -> bool:
-    """Whether a plain ``.md`` holds messages (``format.message_section``, the one detector)."""
-    return fmt.message_section(text) is not None
-
-
 def enable_discussion(path: Path) -> None:
     """Give a plain ``.md`` a Discussion section for messages (``tce chat --force``): the
     front matter gets ``message_section: Discussion`` and the file ends with that heading."""
