@@ -30,7 +30,7 @@ def cell_rows(nb: dict) -> list[dict[str, Any]]:
     rows = []
     for i, cell in enumerate(hist.conversation_cells(nb), start=1):
         kind = fmt.cell_kind(cell)
-        meta = cell.get("metadata") or {}  # the attributes, flat (FORMAT.md, section 4)
+        meta = cell.get("metadata") or {}  # the attributes, flat (docs/format.md)
         agent = meta.get("name") if kind == "agent" else meta.get("agent")
         outputs = cell.get("outputs") or []
         if not agent and outputs:

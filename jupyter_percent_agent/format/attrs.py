@@ -1,6 +1,6 @@
 """Footnote metadata: parse and emit ``[TYPE:SUB](LINK) key=value ...``.
 
-Values (FORMAT.md section 2): ``"..."`` is a JSON string, ``'...'`` a literal string with no
+Values (docs/format.md, "Syntax"): ``"..."`` is a JSON string, ``'...'`` a literal string with no
 escapes, ``[...]``/``{...}`` JSON, and a bare word is an integer, a float, ``true``, ``false``,
 ``null`` or else a string. Emitting is canonical: strings double-quoted (single-quoted literal
 when that avoids escaping double quotes), numbers and booleans bare, arrays and objects as

@@ -1,4 +1,4 @@
-"""Records -> text: the writer. Canonical form only (FORMAT.md section 2).
+"""Records -> text: the writer. Canonical form only (docs/format.md, "Canonical form").
 
 A cell is written as::
 

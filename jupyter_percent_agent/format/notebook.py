@@ -1,4 +1,4 @@
-"""Records <-> nbformat 4.5 notebook dicts (FORMAT.md section 4).
+"""Records <-> nbformat 4.5 notebook dicts (docs/format.md, "The notebook").
 
 Mapping, in short (docs/format.md has the table):
 

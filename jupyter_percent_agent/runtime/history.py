@@ -210,7 +210,7 @@ def _earlier(cells: Sequence[Mapping[str, Any]], index: int, *, exclude: Iterabl
     for i, cell in enumerate(cells[: index - 1], start=1):
         if i in exclude:
             continue
-        # Attributes are the cell's flat metadata (FORMAT.md section 4): reading one key
+        # Attributes are the cell's flat metadata (docs/format.md, "The notebook"): reading one key
         # directly keeps a 5,000-cell history cheap; the full dict only when needed.
         kind = fmt.cell_kind(cell)
         attrs = None if kind == "message" else fmt.cell_attrs(cell)
