@@ -184,7 +184,9 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}", EXIT_USAGE)
     except Exception as exc:
-        if type(exc).__name__ in ("ToolLoadError", "ToolCallError"):
+        from jupyter_percent_agent.tools import ToolCallError, ToolLoadError  # loaded by now
+
+        if isinstance(exc, ToolLoadError | ToolCallError):
             fail(f"{type(exc).__name__}: {exc}", EXIT_TOOLS)
         raise
     if as_json:
