@@ -131,8 +131,9 @@ def test_call_non_json_result_is_a_tool_error() -> None:
 
 
 def test_default_toolbox_is_the_one_in_the_working_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted
 ) -> None:
+    trusted(tmp_path)  # a folder's own toolbox is used by default once it is trusted
     (tmp_path / "toolbox").mkdir()
     (tmp_path / "toolbox" / "local.py").write_text(
         'def here() -> str:\n    """Say where."""\n    return "local"\n'
@@ -178,3 +179,28 @@ def test_tools_errors_start_with_tce_like_every_other_command(tmp_path: Path) ->
     assert list_err.startswith("tce: ")
     assert tools_err.startswith("tce: unknown tool 'nope'")
     assert "Error:" not in tools_err
+
+
+def test_a_cloned_folders_toolbox_is_not_imported_by_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user_config_dir: Path,
+        trusted) -> None:
+    """`tce tools list` in a folder the user has not trusted does not import ./toolbox (its
+    top level would run as the user, keys and all); it says how to allow it. Trusted, or
+    named with --toolbox, it loads."""
+    (tmp_path / "toolbox").mkdir()
+    marker = tmp_path / "imported.marker"
+    (tmp_path / "toolbox" / "notes.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n\n"
+        "def ping() -> str:\n    \"\"\"Answer pong.\"\"\"\n    return 'pong'\n")
+    monkeypatch.chdir(tmp_path)
+    for args in (["list"], ["call", "ping"]):
+        code, out, err = tce("tools", *args, "--no-entry-points")
+        assert code == 6, err
+        assert f"tce trust {tmp_path}" in err and "--toolbox" in err
+        assert not marker.exists()
+    code, out, _ = tce("tools", "list", "--toolbox", "toolbox", "--no-entry-points", "--names")
+    assert code == 0 and out.split() == ["ping"] and marker.exists()
+    marker.unlink()
+    trusted(tmp_path)
+    code, out, _ = tce("tools", "call", "ping", "--no-entry-points")
+    assert code == 0 and json.loads(out)["data"] == "pong"

@@ -1,7 +1,8 @@
 """`tce tools`: list the tools of a toolbox and call one from the shell.
 
 Exit codes: 0 done, 1 the tool raised, 2 bad usage (bad JSON, unknown tool or module),
-3 a tool module failed to load (see docs/tools.md). Errors are one line on stderr, starting
+3 a tool module failed to load, 6 refused: ``./toolbox`` of a folder the user has not trusted
+(see docs/tools.md). Errors are one line on stderr, starting
 ``tce:`` as in every other command, never a traceback.
 """
 
@@ -14,7 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
-from jupyter_percent_agent.cli._common import fail
+from jupyter_percent_agent.cli._common import EXIT_TRUST, fail
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -24,7 +25,8 @@ _toolbox_option = click.option(
     "--toolbox",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder of tool modules (default: ./toolbox if it exists).",
+    help="Folder of tool modules (default: ./toolbox if it exists and this folder is "
+         "trusted).",
 )
 _module_option = click.option(
     "--module",
@@ -118,6 +120,13 @@ def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) ->
     from jupyter_percent_agent.tools import Registry, ToolLoadError
 
     if toolbox is None and Path("toolbox").is_dir():
+        # a cloned folder's code, found without being named: only where the user trusts it
+        from jupyter_percent_agent import trust
+
+        here = Path.cwd()
+        if not trust.is_trusted(here):
+            refusal = trust.refuse_toolbox(here, "tce tools")
+            _fail(f"{refusal} (or name it: --toolbox toolbox)", EXIT_TRUST)
         toolbox = Path("toolbox")
     try:
         return Registry.load(toolbox, modules=modules or None, entry_points=entry_points)
