@@ -133,6 +133,22 @@ def test_users_own_api_base_still_gets_the_users_key(tmp_path: Path, keys, opena
     assert auth == "Bearer " + SECRETS["PERCENT_AGENT_API_KEY"]
 
 
+def test_the_percent_agent_key_goes_only_with_the_users_own_api_base(
+        tmp_path: Path, keys) -> None:
+    """PERCENT_AGENT_API_KEY belongs to PERCENT_AGENT_API_BASE. With no base set, a file's
+    agent naming any provider (some take their host from the model's name) gets no key of
+    ours: litellm picks that provider's own variable, or none."""
+    from jupyter_percent_agent.runtime.agents import agent_from_mapping
+    from jupyter_percent_agent.runtime.models import spec_for
+
+    route = trust.route_for(None, folder=tmp_path, agent="a")
+    assert route.api_key is None and route.api_base is None
+    agent = agent_from_mapping("a", {"models": ["groq/llama-3.1-8b-instant"]},
+                               source="preset")
+    spec = spec_for(agent, [{"role": "user", "content": "hi"}])
+    assert spec.api_key is None and spec.api_base is None
+
+
 def test_tce_list_agents_shows_each_endpoint(tmp_path: Path, keys, openai_server) -> None:
     path = preset_file(tmp_path, openai_server.url)
     result = tce("list", f"{path}/agent")

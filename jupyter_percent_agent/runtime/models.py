@@ -251,7 +251,8 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         return Failure("Timeout", f"{server_recorded} {tail}", f"{server} {tail}")
     if "missing" in text and any(w in text for w in ("credential", "api key", "api_key")):
         names = _key_variables(litellm, routed)
-        which = " or ".join([*names, "PERCENT_AGENT_API_KEY"])
+        which = ("PERCENT_AGENT_API_KEY" if spec.api_base else
+                 " or ".join(names) or "the provider's API key variable")
         where = (f"{model} ({provider})" if provider and not model.startswith(provider + "/")
                  else model)
         line = f"no API key found for {where}: set {which}"

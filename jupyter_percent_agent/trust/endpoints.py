@@ -3,7 +3,7 @@
 Keys come from the user's environment and go only to the endpoint they belong to:
 
 - no ``api_base`` anywhere: the provider's own endpoint, with the provider's key (litellm's
-  own rules, e.g. ``OPENAI_API_KEY`` for OpenAI);
+  own rules, e.g. ``OPENAI_API_KEY`` for OpenAI), never ``PERCENT_AGENT_API_KEY``;
 - ``PERCENT_AGENT_API_BASE`` (the user's server, Ollama, vLLM, a LiteLLM proxy) gets
   ``PERCENT_AGENT_API_KEY``;
 - an ``api_base`` written in a file (an agent preset, a ``definition="agent"`` cell, a SOP
@@ -100,7 +100,10 @@ def route_for(file_base: str | None, *, folder: Path | None, agent: str,
     if not file_base:
         if user_base:
             return Route(user_base, user_key, "environment")
-        return Route(None, user_key, "provider")
+        # PERCENT_AGENT_API_KEY belongs to PERCENT_AGENT_API_BASE: with no base, a file's
+        # model (any provider, some of which take their host from the model's name) gets
+        # only its provider's own key, by litellm's rules
+        return Route(None, None, "provider")
     file_base = file_base.strip()
     if user_base and _key(file_base) is not None and _key(file_base) == _key(user_base):
         return Route(file_base, user_key or NO_KEY, "environment")
