@@ -114,10 +114,12 @@ def route_for(file_base: str | None, *, folder: Path | None, agent: str,
         return Route(file_base, key or NO_KEY, "allow-list")
     if folder is not None and is_trusted(folder, config):
         return Route(file_base, NO_KEY, "trusted folder")
+    folder = Path(os.path.abspath(folder)) if folder is not None else None
     where = f" in {folder}" if folder is not None else ""
+    trust_it = f"trust the folder (tce trust {folder}) or " if folder is not None else ""
     raise TrustError(
         f"agent {agent!r} asks for api_base {_public(file_base)}, and a file{where} may not "
         "choose where conversations (and keys) go",
-        "to allow it, trust the folder (tce trust FOLDER) or add the endpoint to your "
-        f"allow-list (tce trust --endpoint {_public(file_base)})",
+        f"to allow it, {trust_it}add the endpoint to your allow-list "
+        f"(tce trust --endpoint {_public(file_base)})",
         kind="api_base", folder=folder)
