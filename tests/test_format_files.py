@@ -305,3 +305,19 @@ def test_text_that_is_not_utf8_names_its_line(folder: Path) -> None:
     with pytest.raises(FormatError) as info:
         fmt.read(folder / "latin.msg.md")
     assert info.value.line == 4 and "not UTF-8" in str(info.value)
+
+
+def test_tce_reports_a_link_out_of_its_folder_as_a_refusal(folder: Path, private: Path) -> None:
+    """A message file linked out of its folder is refused for safety, not malformed: `tce`
+    says so in the refusal's form and exits 6 (EXIT_TRUST), reading nothing."""
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent.cli import main
+
+    (folder / "notes.msg.md").symlink_to(private)
+    for args in (["chat", str(folder / "notes.msg.md"), "-m", "hi"],
+                 ["list", str(folder / "notes.msg.md")]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 6, r.output
+        assert "refused: a symbolic link to a file outside its folder" in r.stderr
+        assert "PRIVATE KEY" not in r.output

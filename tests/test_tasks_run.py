@@ -536,7 +536,7 @@ def test_a_task_cell_with_a_bad_context_is_an_error_output(blog: Path,
 
 @pytest.mark.parametrize("attrs", [
     'sop="sop" runs="../escaped/deeper"',
-    'sop="sop" runs="/tmp/escaped-by-a-task-cell"',
+    'sop="sop" runs="ABSOLUTE"',
     'sop="../elsewhere/sop"',
     'sop="/etc"',
 ])
@@ -546,6 +546,8 @@ def test_a_task_cells_paths_stay_in_its_folder(blog: Path, model: OpenAIServer,
     a shared file: out of the file's folder they are refused before anything is read, run or
     written (TRUST: paths resolve inside the file's folder)."""
     shutil.copytree(blog / "sop", blog.parent / "elsewhere" / "sop")
+    absolute = blog.parent / "absolute-runs"
+    attrs = attrs.replace("ABSOLUTE", str(absolute))
     (blog / "c.msg.md").write_text(TASK_CELL.replace('sop="sop"', attrs))
     cell = fmt.read(blog / "c.msg.md")["cells"][0]
     run = asyncio.run(run_task_cell(cell, base_dir=blog))
@@ -553,7 +555,7 @@ def test_a_task_cells_paths_stay_in_its_folder(blog: Path, model: OpenAIServer,
     assert run.error.startswith("refused: [task] ")
     assert model.chat_requests == []
     assert not (blog.parent / "escaped").exists()
-    assert not Path("/tmp/escaped-by-a-task-cell").exists()
+    assert not absolute.exists()
 
 
 def test_a_task_cells_saved_transcript_out_of_its_folder_is_never_resumed(

@@ -45,6 +45,8 @@ def read_or_fail(path: Path) -> dict:
         return nb
     except FileNotFoundError:
         fail(f"{path}: no such file", EXIT_USAGE)
+    except fmt.RefusedFile as exc:
+        fail(str(exc), EXIT_TRUST)
     except fmt.FormatError as exc:
         reason = getattr(exc, "reason", None) or str(exc)
         where = f"{path}:{exc.line}: " if getattr(exc, "line", None) else f"{path}: "

@@ -173,6 +173,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         return EXIT_INTERRUPTED
     except (SelectionError, PlainMarkdown) as exc:
         fail(str(exc), EXIT_USAGE)
+    except fmt.RefusedFile as exc:
+        fail(str(exc), EXIT_TRUST)
     except fmt.FormatError as exc:
         fail(_format_error(path, exc), EXIT_FILE)
     except AgentError as exc:

@@ -7,6 +7,7 @@ import click
 from jupyter_percent_agent.cli._common import (
     EXIT_AGENT,
     EXIT_FILE,
+    EXIT_TRUST,
     fail,
     read_or_fail,
     resolve_item,
@@ -39,6 +40,8 @@ def set_default(item: str, agent: str) -> None:
             fmt.write(nb, path)
     except AgentError as exc:
         fail(str(exc), EXIT_AGENT)
+    except fmt.RefusedFile as exc:
+        fail(str(exc), EXIT_TRUST)
     except fmt.FormatError as exc:
         fail(f"{path}: {exc}", EXIT_FILE)
     click.echo(f"{path}: default agent is now {agent}")

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from .emit import emit
-from .errors import FormatError
+from .errors import FormatError, RefusedFile
 from .files import read_text, safe_path, write_text
 from .lines import unclosed_fence
 from .model import (
@@ -69,6 +69,7 @@ __all__ = [
     "NBFORMAT_ID",
     "NS",
     "FormatError",
+    "RefusedFile",
     "cell_attrs",
     "cell_id",
     "cell_kind",

@@ -1,4 +1,5 @@
-"""The one error the format core raises: bad input, naming the line it is on."""
+"""The one error the format core raises: bad input, naming the line it is on; and its kind for
+a file refused for safety (a link out of its folder, a FIFO, a device, /proc)."""
 
 from __future__ import annotations
 
@@ -27,4 +28,9 @@ class FormatError(ValueError):
         """The same error, naming ``path`` too."""
         if path is None or self.path is not None:
             return self
-        return FormatError(self.reason, line=self.line, path=path)
+        return type(self)(self.reason, line=self.line, path=path)
+
+
+class RefusedFile(FormatError):
+    """A path refused for safety, not for its text: a symbolic link leading out of its
+    folder, or not a regular file. Front ends report it as a refusal (``tce`` exit 6)."""

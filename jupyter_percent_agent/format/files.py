@@ -32,7 +32,7 @@ import stat
 import time
 from typing import Final
 
-from .errors import FormatError
+from .errors import FormatError, RefusedFile
 from .text import escape_surrogates
 
 __all__ = ["read_text", "safe_path", "write_text"]
@@ -76,8 +76,8 @@ def safe_path(path: str | os.PathLike[str]) -> str:
         folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
         target = os.path.realpath(path)
         if not _inside(target, folder):
-            raise FormatError("a symbolic link to a file outside its folder; refused (copy "
-                              "the file here instead)", path=path)
+            raise RefusedFile("refused: a symbolic link to a file outside its folder; to allow "
+                              "it: copy the file here instead", path=path)
     try:
         st = os.stat(target)
     except FileNotFoundError:
@@ -93,9 +93,9 @@ def _check_regular(st: os.stat_result, path: str) -> None:
         kind = ("a folder" if stat.S_ISDIR(st.st_mode) else
                 "a FIFO" if stat.S_ISFIFO(st.st_mode) else
                 "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
-        raise FormatError(f"not a regular file ({kind}); refused", path=path)
+        raise RefusedFile(f"refused: not a regular file ({kind})", path=path)
     if _pseudo(st):
-        raise FormatError("a file of /proc or /sys, not a message file; refused", path=path)
+        raise RefusedFile("refused: a file of /proc or /sys, not a message file", path=path)
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
