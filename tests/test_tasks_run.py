@@ -627,6 +627,21 @@ def test_a_workflow_whose_first_step_calls_the_model_is_refused_before_it_in_an_
     assert steps_of(result.transcript) == []
 
 
+def test_an_llm_step_whose_agent_has_toolbox_tools_is_refused_before_any_model_call(
+        untrusted_blog: Path, model: OpenAIServer) -> None:
+    """generate_outline is one LLM step and calls no tool itself, but its agent is given the
+    toolbox's tools: without trust that agent cannot answer, so no model is called."""
+    agents = untrusted_blog / "sop" / "_agents.yaml"
+    agents.write_text(agents.read_text().replace("writer:\n", "writer:\n  tools: [blog_tools]\n"))
+    result = run_task(untrusted_blog / "sop", "blog/generate_outline", START)
+    assert result.status == "failed" and result.error["error_type"] == "trust_error"
+    assert result.error["message"].startswith(
+        "refused: task 'blog/generate_outline' (agent 'writer' (tools: blog_tools)) would "
+        "import the toolbox/ code")
+    assert model.chat_requests == []
+    assert not (untrusted_blog / "toolbox" / "_imported.marker").exists()
+
+
 def test_tce_run_in_an_untrusted_folder_says_in_one_line_what_was_refused(
         untrusted_blog: Path, model: OpenAIServer) -> None:
     r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop",
