@@ -118,7 +118,7 @@ class TaskResult:
 @dataclass
 class Failure:
     """Why a step failed. A ``final`` failure ends the run at once: retrying or routing it
-    cannot help (the user's trust is missing, or the runner itself broke)."""
+    cannot help (the folder's trust is missing: only the user can give it)."""
 
     error_type: str
     message: str
