@@ -37,6 +37,7 @@ def test_check_of_the_seed_blog_folder_is_clean() -> None:
 
 EXPECTED = [
     ("bad/alias.md", "front matter", 4, "anchors and aliases"),
+    ("bad/bad_param_path.md", "tool.parameters.prompt", 8, "'$.[bad' does not parse (column 3)"),
     ("bad/bad_path.md", "input.title", 5, "does not parse (column 3)"),
     ("bad/bad_path.md", "output.$.大纲[*]", 7, "may name more than one place"),
     ("bad/bad_template.md", "tool.parameters.prompt", 7, "{parameters.missing} names no section"),

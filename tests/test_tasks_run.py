@@ -207,7 +207,7 @@ def test_problems_in_the_folder_stop_the_run_before_any_model_call(
     r = CliRunner().invoke(main, ["run", "bad/fine", "--sop", str(tmp_path / "bad" / "sop")])
     assert r.exit_code == 3
     assert "bad/loop_a.md:5: plan_steps[0]: cycle of plan_steps" in r.stderr
-    assert "15 problems; nothing was run" in r.stderr
+    assert "16 problems; nothing was run" in r.stderr
     assert model.chat_requests == []
     assert not (tmp_path / "bad" / "runs").exists()
 
@@ -595,6 +595,190 @@ def test_an_untrusted_sop_folders_toolbox_is_refused_before_any_model_call(
     assert result.status == "failed"
     assert f"tce trust {tmp_path / 'blog'}" in result.error["message"]
     assert not marker.exists()
+
+
+@pytest.fixture
+def untrusted_blog(tmp_path: Path) -> Path:
+    """The seed's blog project, not trusted, its toolbox leaving a mark if it is imported."""
+    shutil.copytree(DATA / "seed_blog", tmp_path / "blog")
+    marker = tmp_path / "blog" / "toolbox" / "_imported.marker"
+    for tool in (tmp_path / "blog" / "toolbox").glob("*.py"):
+        tool.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n"
+                        + tool.read_text())
+    return tmp_path / "blog"
+
+
+def assert_refused_before_any_model_call(blog: Path, model: OpenAIServer, error: Any) -> None:
+    assert error["error_type"] == "trust_error", error
+    assert error["message"].startswith("refused: task 'blog/generate_blog' (tools ")
+    assert "validate_script" in error["message"]
+    assert error["message"].endswith(f"; to allow it: tce trust {blog}")
+    assert model.chat_requests == []
+    assert not (blog / "toolbox" / "_imported.marker").exists()
+
+
+def test_a_workflow_whose_first_step_calls_the_model_is_refused_before_it_in_an_untrusted_folder(
+        untrusted_blog: Path, model: OpenAIServer) -> None:
+    """generate_blog starts with an LLM step; its validator is a toolbox tool. Without trust
+    the run used to call the model, then fail the validator and retry it (calling the model
+    again) and route it: now it stops before the first call and says how to allow it."""
+    result = run_task(untrusted_blog / "sop", "blog/generate_blog", START)
+    assert result.status == "failed"
+    assert_refused_before_any_model_call(untrusted_blog, model, result.error)
+    assert 'task_state="failed"' in result.transcript.read_text()
+    assert steps_of(result.transcript) == []
+
+
+def test_an_llm_step_whose_agent_has_toolbox_tools_is_refused_before_any_model_call(
+        untrusted_blog: Path, model: OpenAIServer) -> None:
+    """generate_outline is one LLM step and calls no tool itself, but its agent is given the
+    toolbox's tools: without trust that agent cannot answer, so no model is called."""
+    agents = untrusted_blog / "sop" / "_agents.yaml"
+    agents.write_text(agents.read_text().replace("writer:\n", "writer:\n  tools: [blog_tools]\n"))
+    result = run_task(untrusted_blog / "sop", "blog/generate_outline", START)
+    assert result.status == "failed" and result.error["error_type"] == "trust_error"
+    assert result.error["message"].startswith(
+        "refused: task 'blog/generate_outline' (agent 'writer' (tools: blog_tools)) would "
+        "import the toolbox/ code")
+    assert model.chat_requests == []
+    assert not (untrusted_blog / "toolbox" / "_imported.marker").exists()
+
+
+def test_tce_run_in_an_untrusted_folder_says_in_one_line_what_was_refused(
+        untrusted_blog: Path, model: OpenAIServer) -> None:
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop",
+                                  str(untrusted_blog / "sop"), "--context", json.dumps(START)])
+    assert r.exit_code == 1
+    started, line = r.stderr.strip().splitlines()
+    assert started.startswith("transcript: ")  # the progress, then the one line of failure
+    assert line.startswith("tce: failed at blog/generate_blog: trust_error: refused: ")
+    assert f"tce trust {untrusted_blog} (transcript: " in line
+    assert "Traceback" not in r.output
+    assert model.chat_requests == []
+
+
+def test_each_input_of_a_batch_in_an_untrusted_folder_is_refused_before_any_model_call(
+        untrusted_blog: Path, model: OpenAIServer, tmp_path: Path) -> None:
+    inputs = tmp_path / "topics.jsonl"
+    inputs.write_text(json.dumps(START) + "\n" + json.dumps({**START, "标题": "夏天"}) + "\n")
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop",
+                                  str(untrusted_blog / "sop"), "--inputs", str(inputs),
+                                  "--json"])
+    assert r.exit_code == 1, r.output
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(lines) == 2 and all(o["status"] == "failed" for o in lines)
+    for out in lines:
+        assert_refused_before_any_model_call(untrusted_blog, model, out["error"])
+
+
+def test_a_task_cell_in_an_untrusted_folder_calls_no_model(untrusted_blog: Path,
+                                                          model: OpenAIServer) -> None:
+    run = asyncio.run(run_task_cell(task_cell(untrusted_blog), base_dir=untrusted_blog))
+    assert run.result.status == "failed"
+    assert_refused_before_any_model_call(untrusted_blog, model, run.result.error)
+
+
+def test_resuming_a_run_whose_folder_is_no_longer_trusted_calls_no_model(
+        blog: Path, model: OpenAIServer) -> None:
+    from jupyter_percent_agent import trust
+    from jupyter_percent_agent.tasks import arun_task
+
+    gate = Gate(PARAGRAPH)
+    model.responder = gate
+
+    async def interrupted() -> None:
+        task = asyncio.ensure_future(arun_task(blog / "sop", "blog/generate_blog", START))
+        while not gate.reached.is_set():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(interrupted())
+    finally:
+        gate.release.set()
+    (path,) = (blog / "runs").glob("*.msg.md")
+    assert 'task_state="interrupted"' in path.read_text()
+    trust.untrust_folder(blog)
+    n = len(model.chat_requests)
+    result = resume_task(path)
+    assert result.status == "failed" and result.error["error_type"] == "trust_error"
+    assert f"tce trust {blog}" in result.error["message"]
+    assert len(model.chat_requests) == n
+    assert 'task_state="failed"' in path.read_text()
+
+
+def test_a_trust_error_in_the_middle_of_a_run_ends_it_without_retry_or_route(
+        untrusted_blog: Path, model: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should a step still meet the refusal (the check before the run sees documents, a
+    step's tools may come from elsewhere), the run fails there: asking again, or routing
+    the failure to a handler, cannot trust the folder."""
+    from jupyter_percent_agent.tasks import arun_task, load_sop
+    from jupyter_percent_agent.tasks import runner as runner_mod
+
+    # the check before the run misses it
+    monkeypatch.setattr(runner_mod.Runner, "_toolbox_refusal", lambda self: None)
+    result = asyncio.run(arun_task(load_sop(untrusted_blog / "sop"), "blog/generate_blog",
+                                   START))
+    assert result.status == "failed"
+    assert result.error["task_id"] == "blog/validate_outline"
+    assert result.error["error_type"] == "trust_error"
+    assert f"tce trust {untrusted_blog}" in result.error["message"]
+    assert len(prompts(model, OUTLINE)) == 1  # not retried
+    assert steps_of(result.transcript) == [
+        ("blog/generate_blog", "plan", 1), ("blog/generate_outline", "execute", 1),
+        ("blog/validate_outline", "validate", 1)]  # not routed
+    assert not (untrusted_blog / "toolbox" / "_imported.marker").exists()
+
+
+def test_a_parameter_path_the_checks_missed_fails_the_step_not_the_process(
+        tmp_path: Path, model: OpenAIServer) -> None:
+    """Defence in depth: a JSONPath that does not parse reaching a run (tce sop check now
+    reports it; here the check's problems are dropped) is a failed step with its reason in
+    the transcript, handled by error_handling, never a traceback nor a run left running."""
+    write_doc(tmp_path / "sop", "y/badparam", """
+task_type: execute
+tool:
+  tool_id: LLM
+  parameters:
+    - name: prompt
+      value: "$.[bad"
+error_handling:
+  on_failure:
+    retry: 1
+---
+""")
+    sop = load_sop(tmp_path / "sop")
+    assert [p.field for p in sop.problems] == ["tool.parameters.prompt"]
+    sop.problems = []
+    result = run_task(sop, "y/badparam", {})
+    assert result.status == "failed"
+    assert result.error["error_type"] == "runner_error"
+    assert "'$.[bad' does not parse (column 3)" in result.error["message"]
+    assert steps_of(result.transcript) == [("y/badparam", "execute", 1),
+                                           ("y/badparam", "execute", 2)]
+    text = result.transcript.read_text()
+    assert 'task_state="failed"' in text and 'ename="runner_error"' in text
+    assert model.chat_requests == []
+    assert resume_task(result.transcript).status == "failed"
+
+
+def test_an_exception_raised_by_a_step_fails_the_run_with_its_reason_in_the_transcript(
+        small: Path, model: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_percent_agent.tasks import runner as runner_mod
+
+    def broken(self: Any, doc: Any, values: Any) -> Any:
+        raise KeyError("a bug in the runner")
+
+    monkeypatch.setattr(runner_mod.Runner, "_parameters", broken)
+    result = run_task(small, "t/main", {"topic": "x"})
+    assert result.status == "failed"
+    assert result.error == {"task_id": "t/make", "error_type": "runner_error",
+                            "message": "t/make: KeyError: 'a bug in the runner'"}
+    text = result.transcript.read_text()
+    assert 'task_state="failed"' in text and "a bug in the runner" in text
+    assert model.chat_requests == []
 
 
 def test_a_request_in_words_runs_the_plan_the_index_picks_and_says_why(

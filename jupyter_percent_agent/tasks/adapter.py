@@ -9,7 +9,7 @@ turn ``tce chat`` and the kernel run, with its trust rules). It imports the runt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +134,48 @@ def agent_problem(name: str, props: Any) -> str | None:
     except TypeError as exc:
         return f"bad settings: {exc}"
     return None
+
+
+def toolbox_refusal(base_dir: Path, tool_ids: Collection[str],
+                    agents: Mapping[str, Mapping[str, Any]], what: str) -> Any:
+    """The ``TrustError`` steps would meet for the ``toolbox/`` in ``base_dir`` while it is
+    untrusted, told before any of them runs: tool steps calling ``tool_ids`` that only the
+    toolbox has, LLM steps answered by ``agents`` (name -> settings) given its tools. The
+    runtime's own loading decides (an untrusted toolbox is never imported); ``None`` when
+    the folder is trusted or nothing needs its toolbox. Loading problems are left to the
+    steps, which report them."""
+    from jupyter_percent_agent import trust
+
+    if not toolbox_dir(base_dir).is_dir() or trust.is_trusted(base_dir):
+        return None
+    from jupyter_percent_agent.runtime.agents import AgentError, agent_from_mapping
+    from jupyter_percent_agent.runtime.toolset import tool_cell_tools, tools_for
+    from jupyter_percent_agent.tools import ToolLoadError
+
+    needs = []
+    if tool_ids:
+        try:  # what a tool step may call from an untrusted folder: never its toolbox
+            allowed = tool_cell_tools([], base_dir, {"cells": []})
+            missing = sorted(t for t in tool_ids if t not in allowed)
+        except ToolLoadError:
+            missing = []
+        if missing:
+            needs.append("tools " + ", ".join(missing))
+    for name, props in sorted(agents.items()):
+        try:
+            agent = agent_from_mapping(name, props, source="preset")
+        except (AgentError, TypeError):
+            continue
+        try:
+            if agent.has_tools:
+                tools_for(agent, base_dir)
+        except trust.TrustError:
+            needs.append(f"agent {name!r} (tools: {', '.join(agent.tools or [])})")
+        except ToolLoadError:
+            continue
+    if not needs:
+        return None
+    return trust.refuse_toolbox(base_dir, f"{what} ({'; '.join(needs)})")
 
 
 def tool_names(base_dir: Path) -> tuple[set[str], list[tuple[str, str]]]:

@@ -295,7 +295,11 @@ def _tool(r: _Reader, data: dict[str, Any], secs: dict[str, str]
         if name in seen:
             r.problem(f"tool.parameters[{i}].name", f"parameter {name!r} is given twice", *where)
         seen.add(name)
-        params.append(Parameter(name, item["value"], line))
+        param = Parameter(name, item["value"], line)
+        problem = paths.path_problem(param.value) if param.is_path else None
+        if problem:  # read as a JSONPath when the step runs: it must parse
+            r.problem(f"tool.parameters.{name}", problem, *where, "value")
+        params.append(param)
     if tool_id == "LLM":
         names = [p.name for p in params]
         for p in params:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.events import OutputMade
 from jupyter_percent_agent.tasks import adapter, paths, results, templates
 from jupyter_percent_agent.tasks import transcript as tr
@@ -36,6 +37,7 @@ INVALID_OUTPUT = "invalid_output"
 MODEL_ERROR = "model_error"
 TOOL_ERROR = "tool_error"
 RUNNER_ERROR = "runner_error"
+TRUST_ERROR = "trust_error"
 BUDGET = "step_budget"
 REPLAN_FAILED = "replan_failed"
 
@@ -115,8 +117,12 @@ class TaskResult:
 
 @dataclass
 class Failure:
+    """Why a step failed. A ``final`` failure ends the run at once: retrying or routing it
+    cannot help (the folder's trust is missing: only the user can give it)."""
+
     error_type: str
     message: str
+    final: bool = False
 
 
 class StepFailed(Exception):
@@ -160,6 +166,11 @@ class Runner:
         state = self.state
         self.on_event(RunStarted(self.path))
         await self._save("running")  # the run exists from its start, resumable at once
+        refusal = self._toolbox_refusal()
+        if refusal is not None:  # before any model call: a later tool step would be refused
+            return await self._finish("failed", {"task_id": self.task_id,
+                                                 "error_type": TRUST_ERROR,
+                                                 "message": str(refusal)})
         while state.stack:
             if state.steps >= self.max_steps:
                 return await self._finish("failed", {
@@ -176,6 +187,8 @@ class Runner:
                 state.stack.append(item)
                 await self._save("interrupted")
                 raise
+            except Exception as exc:  # a bug, or a document the checks let through
+                info, error = self._crashed(item, exc)
             if error is not None:
                 result = await self._finish("failed", error)
             else:
@@ -185,6 +198,19 @@ class Runner:
             if error is not None:
                 return result
         return await self._finish("succeeded", None)
+
+    def _toolbox_refusal(self) -> trust.TrustError | None:
+        """The refusal a step of this run would meet for the untrusted toolbox/ beside the
+        SOP folder (a tool only the toolbox has, an agent given its tools), found before the
+        first step: a run that cannot finish calls no model."""
+        docs = self.sop.reachable(self.task_id)
+        tools = {d.tool_id for d in docs if d.tool_id is not None and not d.is_llm}
+        agents = {d.agent or "default" for d in docs if d.is_llm}
+        if any(d.on_failure.replan for d in docs):
+            agents.add(PLANNER_AGENT)
+        return adapter.toolbox_refusal(
+            self.sop.base_dir, tools, {a: self.sop.agents[a] for a in agents
+                                       if a in self.sop.agents}, f"task {self.task_id!r}")
 
     async def _finish(self, status: str, error: dict[str, Any] | None) -> TaskResult:
         self.state.error = error
@@ -200,12 +226,12 @@ class Runner:
 
     async def _step(self, item: Item) -> tuple[StepInfo, dict[str, Any] | None]:
         """Run ``item``; on failure decide what comes next. An error dict ends the run."""
+        self._current = None
         doc = self.sop[item.task_id]
         info = StepInfo(self.state.steps, doc.task_id, doc.task_type, item.attempt)
         self.on_event(StepStarted(info))
         cell: dict[str, Any] | None = None
         failure: Failure | None = None
-        self._current = None
         try:
             if doc.is_plan:
                 cell = self._plan(item, doc)
@@ -221,10 +247,28 @@ class Runner:
         ending = None
         if failure is not None:
             info.detail = f"{failure.error_type}: {failure.message}"
-            info.then, ending = await self._on_failure(item, doc, failure)
+            if failure.final:
+                info.then, ending = "fail", {"task_id": doc.task_id,
+                                             "error_type": failure.error_type,
+                                             "message": failure.message}
+            else:
+                info.then, ending = await self._on_failure(item, doc, failure)
             if cell is not None:
                 self._record_failure(cell, failure, info.then)
         return info, ending
+
+    def _crashed(self, item: Item, exc: Exception) -> tuple[StepInfo, dict[str, Any]]:
+        """A step that raised: the run fails there with the reason in the transcript (on the
+        step's cell when it has one), never a traceback and never a run left "running"."""
+        doc = self.sop.documents.get(item.task_id)
+        failure = Failure(RUNNER_ERROR, f"{item.task_id}: {type(exc).__name__}: {exc}")
+        info = StepInfo(self.state.steps, item.task_id, doc.task_type if doc else "",
+                        item.attempt, outcome="error", then="fail",
+                        detail=f"{failure.error_type}: {failure.message}")
+        if self._current is not None:
+            self._record_failure(self._current, failure, "fail")
+        return info, {"task_id": item.task_id, "error_type": failure.error_type,
+                      "message": failure.message}
 
     def _record_failure(self, cell: dict[str, Any], failure: Failure, then: str) -> None:
         """Say in the step's cell why it failed and what comes next: on its verdict when
@@ -266,11 +310,13 @@ class Runner:
         try:
             values = self._inputs(doc)
             params = self._parameters(doc, values)
-        except StepFailed as exc:
+        except (StepFailed, paths.PathError) as exc:
+            failure = exc.failure if isinstance(exc, StepFailed) else \
+                Failure(RUNNER_ERROR, f"{doc.task_id}: {exc}")
             cell = self._add_cell(tr.step_cell(
                 "", task_id=doc.task_id, task_type=doc.task_type, attempt=item.attempt,
                 step=self.state.steps))
-            return cell, exc.failure, 0.0
+            return cell, failure, 0.0
         if doc.is_llm:
             prompt = self._prompt(doc, params, values, item.feedback)
             cell = self._add_cell(tr.step_cell(
@@ -283,8 +329,13 @@ class Runner:
         turn = adapter.Turn()
         try:
             await self._run_cell(cell, turn)
+        except trust.TrustError as exc:  # asking again will not trust the folder
+            return cell, Failure(TRUST_ERROR, str(exc), final=True), turn.model_seconds
         except Exception as exc:  # a bug or a broken installation: recorded, not raised
             return cell, Failure(RUNNER_ERROR, f"{type(exc).__name__}: {exc}"), 0.0
+        if turn.error_type == "TrustError":
+            return cell, Failure(TRUST_ERROR, turn.error or "refused",
+                                 final=True), turn.model_seconds
         if turn.status != "ok":
             kind = MODEL_ERROR if doc.is_llm else TOOL_ERROR
             return cell, Failure(kind, turn.error or "the call failed"), turn.model_seconds

@@ -56,20 +56,26 @@ class Sop:
     def used_by(self, task_id: str) -> list[tuple[str, str]]:
         return check.used_by(self.documents, task_id)
 
-    def calls_model(self, task_id: str) -> bool:
-        """Whether running ``task_id`` may call a model: an LLM step among the documents it
-        can reach (plan steps, error routes), or a replan."""
-        seen: set[str] = set()
+    def reachable(self, task_id: str) -> list[TaskDocument]:
+        """The documents running ``task_id`` may run: it, its plan steps and error routes,
+        followed; every document of the folder when one of them may replan (the planner
+        chooses from the folder)."""
+        seen: dict[str, TaskDocument] = {}
         todo = [task_id]
         while todo:
             doc = self.documents.get(todo.pop())
             if doc is None or doc.task_id in seen:
                 continue
-            seen.add(doc.task_id)
-            if doc.is_llm or doc.on_failure.replan:
-                return True
+            if doc.on_failure.replan:
+                return list(self.documents.values())
+            seen[doc.task_id] = doc
             todo.extend([*doc.plan_steps, *doc.on_failure.routes.values()])
-        return False
+        return list(seen.values())
+
+    def calls_model(self, task_id: str) -> bool:
+        """Whether running ``task_id`` may call a model: an LLM step among the documents it
+        can reach (plan steps, error routes), or a replan."""
+        return any(d.is_llm or d.on_failure.replan for d in self.reachable(task_id))
 
     def raise_problems(self) -> None:
         if self.problems:
