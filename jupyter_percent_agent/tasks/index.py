@@ -194,15 +194,25 @@ def sealed_reads() -> tuple[tuple[bytes, str], ...]:
 
 
 def seal_of(conn: sqlite3.Connection, key: bytes) -> bytes:
-    """The HMAC-SHA256 under ``key`` of everything the index answers from. Each row is
-    written as its Python ``repr`` (a literal of ints, strings, bytes and None: one text
-    per row, no two rows alike), each table under its name."""
+    """The HMAC-SHA256 under ``key`` of everything the index answers from: each table under
+    its name, each value as its type, its length and its bytes (one text per state, no two
+    states alike)."""
     mac = hmac.new(key, digestmod=hashlib.sha256)
+    update = mac.update
     for name, query in sealed_reads():
-        mac.update(b"\0table " + name + b"\0")
+        update(b"\0table %d:%s\0" % (len(name), name))
         for row in conn.execute(query):
-            mac.update(repr(row).encode("utf-8", "backslashreplace"))
-            mac.update(b"\n")
+            for value in row:
+                if isinstance(value, bytes):
+                    update(b"B%d:" % len(value))
+                    update(value)
+                elif isinstance(value, str):
+                    data = value.encode("utf-8", "surrogatepass")
+                    update(b"T%d:" % len(data))
+                    update(data)
+                else:  # int, float, None
+                    update(b"%r;" % (value,))
+            update(b"\n")
     return mac.digest()
 
 
