@@ -24,11 +24,13 @@ from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder, WordLlamaEmbedd
 from jupyter_percent_agent.ranking.text import STOPWORDS, terms
 from jupyter_percent_agent.tasks.index import (
     INDEX_NAME,
+    UNSEALED,
     Index,
     IndexWarning,
     candidates,
     embed_text,
     pick_plan,
+    seal,
 )
 from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
 from jupyter_percent_agent.testing.openai_server import Reply
@@ -467,6 +469,138 @@ def test_an_index_of_another_schema_version_is_rebuilt(sop: Path) -> None:
     with sqlite3.connect(sop / INDEX_NAME) as conn:
         conn.execute("PRAGMA user_version = 99")
     _assert_rebuilt(sop, "another version")
+
+
+INJECT = ("UPDATE docs SET description = 'INJECTED', task_type = 'zzz',"
+          " tool_ids = 'not json'")
+
+
+def _tamper(sop: Path, *statements: str) -> None:
+    conn = sqlite3.connect(sop / INDEX_NAME)
+    with conn:
+        for sql in statements:
+            conn.execute(sql)
+    conn.close()
+
+
+def test_rows_rewritten_in_the_file_are_rebuilt_even_after_every_document_is_touched(
+        sop: Path) -> None:
+    Index.open(sop).close()
+    _tamper(sop, INJECT)
+    for doc in sop.rglob("*.md"):
+        os.utime(doc)  # the stored content hashes still match: only the seal tells
+    code, out, err = tce("sop", "search", "配图", "--sop", str(sop))
+    assert code == 0 and "INJECTED" not in out
+    assert "blog/generate_images  为博客各小节生成配图" in out
+    assert "not sealed by this user; rebuilt" in err
+    _tamper(sop, INJECT)
+    code, out, _ = tce("sop", "search", "大纲", "--sop", str(sop), "--type", "validate",
+                       "--json")
+    assert code == 0 and json.loads(out)[0]["task_id"] == "blog/validate_outline"
+    _tamper(sop, INJECT)
+    with pytest.warns(IndexWarning, match=UNSEALED), Index.open(sop, embedder=None) as ix:
+        assert ix.get("blog/validate_outline")["tool_ids"] == ["LLM"]
+        assert pick_plan(ix, "写一篇关于城市交通的博客").best.task_id == "blog/generate_blog"
+
+
+def test_a_shipped_index_copied_with_its_folder_is_rebuilt(sop: Path, tmp_path: Path) -> None:
+    Index.open(sop, embedder=None).close()
+    _tamper(sop, INJECT)
+    clone = tmp_path / "clone"
+    shutil.copytree(sop, clone)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Index.open(clone, embedder=None) as ix:
+            assert {h.description for h in ix.search("配图", 5)}.isdisjoint({"INJECTED"})
+    assert any("not sealed by this user; rebuilt" in str(w.message) for w in caught)
+
+
+def test_an_untouched_index_written_by_another_user_is_rebuilt(
+        sop: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Index.open(sop, embedder=None).close()
+    monkeypatch.setenv("PERCENT_AGENT_CONFIG_DIR", str(tmp_path / "another-user"))
+    _assert_rebuilt(sop, "not sealed by this user")
+    monkeypatch.undo()
+    _assert_rebuilt(sop, "not sealed by this user")  # and the first user's seal is gone
+
+
+def test_an_index_this_user_wrote_is_reused_after_edits_not_rebuilt(sop: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexWarning)
+        Index.open(sop).close()
+        write_doc(sop, "new/doc", "A document added after the index was built")
+        (sop / "blog" / "generate_images.md").unlink()
+        with Index.open(sop) as ix:
+            assert "new/doc" in ix.task_ids()
+        with Index.open(sop) as ix:
+            assert not ix.update().touched
+
+
+@pytest.mark.parametrize("statement", [
+    # a vector copied from another document: search by meaning would find the wrong one
+    "UPDATE vectors SET vec = (SELECT vec FROM vectors ORDER BY doc DESC LIMIT 1)",
+    # FTS5's own tables, kept consistent through the virtual table: BM25 would rank it first
+    "UPDATE terms SET head = 'invoice invoice invoice' WHERE rowid = 1",
+    "UPDATE files SET problem = 'planted', line = 3",
+    "DELETE FROM seal",
+], ids=["vector", "terms", "files", "seal"])
+def test_any_table_the_index_answers_from_is_sealed(sop: Path, statement: str) -> None:
+    Index.open(sop).close()
+    _tamper(sop, statement)
+    _assert_rebuilt(sop, "not sealed by this user")
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE docs SET tool_ids = 'not json'",
+    "UPDATE docs SET routes = '{\"a\": 1}'",
+    "UPDATE docs SET tool_ids = '[1, 2]'",
+    "UPDATE docs SET task_type = 'zzz'",
+    "UPDATE docs SET description = x'00ff'",
+], ids=["not-json", "not-a-list", "not-strings", "unknown-type", "blob"])
+def test_a_damaged_row_under_a_good_seal_never_reaches_a_caller(sop: Path,
+                                                                statement: str) -> None:
+    """Rows are checked in shape as they are read, whatever wrote them (here: resealed)."""
+    Index.open(sop, embedder=None).close()
+    _tamper(sop, statement)
+    conn = sqlite3.connect(sop / INDEX_NAME, isolation_level=None)
+    seal(conn)
+    conn.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Index.open(sop, embedder=None, update=False) as ix:
+            record = ix.get("blog/validate_outline")
+            assert record["tool_ids"] == ["LLM"]
+            assert record["routes"] == ["blog/handle_outline_not_detailed"]
+            assert ix.using_tool("fx_rates") == ["finance/convert_currency"]
+            hits = ix.search("大纲", 5, task_types=["validate"])
+            assert hits[0].task_id == "blog/validate_outline"
+            assert all(isinstance(h.description, str) for h in hits)
+    assert any("damaged row" in str(w.message) and str(w.message).endswith("rebuilt")
+               for w in caught)
+
+
+def test_the_user_key_is_private_and_made_once(user_config_dir: Path) -> None:
+    from jupyter_percent_agent.trust.secret import user_secret
+
+    key = user_secret()
+    path = user_config_dir / "secret.key"
+    assert len(key) == 32 and path.read_bytes() == key
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert user_secret() == key
+
+
+def test_a_key_others_can_read_is_refused_and_the_index_kept_in_memory(
+        sop: Path, user_config_dir: Path) -> None:
+    key = user_config_dir / "secret.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o644)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Index.open(sop, embedder=None) as ix:
+            assert ix.path is None
+            assert ix.search("invoice", 1)[0].task_id == "finance/process_invoice"
+    assert any("kept in memory" in str(w.message) and "secret.key" in str(w.message)
+               for w in caught)
 
 
 def test_a_folder_that_cannot_hold_the_file_keeps_the_index_in_memory(sop: Path) -> None:

@@ -7,10 +7,16 @@ embedding under the embedding model's id (vectors of different models are never 
 changed are parsed and embedded again (a file whose size and modification time are unchanged
 is not even read).
 
-The file is the folder's, and the folder is untrusted: a file that is not exactly this
-program's index (another application's database, another schema version, an extra table,
-view or trigger, a corrupt page) is deleted and rebuilt, never used. Triggers and views are
-not run while the schema is checked (``PRAGMA trusted_schema = OFF``).
+The file is the folder's, and the folder is untrusted (shared through git, copied, edited by
+anyone): a file that is not exactly this program's index (another application's database,
+another schema version, an extra table, view or trigger, a corrupt page) is deleted and
+rebuilt, never used. Triggers and views are not run while the schema is checked (``PRAGMA
+trusted_schema = OFF``). Nor is a well-formed file trusted unless this user's own process
+wrote it: every write seals the file with an HMAC-SHA256, under this user's secret key
+(:mod:`jupyter_percent_agent.trust.secret`), over every row of every table the index answers
+from (vectors and FTS5's own tables included), and a file whose seal does not check (no seal,
+rows edited, another user's or a shipped index) is rebuilt like a corrupt one. Rows are also
+checked in shape as they are read, so a damaged one never reaches a caller.
 
 Search fuses a BM25 ranking over the lexical terms with a cosine ranking over embeddings
 (see :mod:`.index_rank`); when the embedding model fails the index says so once and ranks by
@@ -20,6 +26,8 @@ terms alone.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import sqlite3
@@ -34,7 +42,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jupyter_percent_agent.ranking.embed import Embedder, EmbeddingError, shared_embedder
 from jupyter_percent_agent.ranking.fusion import LEXICAL_WEIGHT, combine
 from jupyter_percent_agent.ranking.text import TERMS_TABLE, bm25_scores, columns
+from jupyter_percent_agent.trust.secret import purpose_key
 
+from .documents import TASK_TYPES
 from .index_docs import DocError, DocProblem, IndexedDoc, content_hash, doc_paths, parse_doc
 
 if TYPE_CHECKING:
@@ -44,7 +54,9 @@ T = TypeVar("T")
 
 INDEX_NAME = ".sop-index.sqlite"
 APPLICATION_ID = 0x54434549  # "TCEI", in the SQLite header: this program's index
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SEAL_PURPOSE = "sop-index"  # the user's key is derived for this one use
+UNSEALED = "not sealed by this user"
 RACY_SECONDS = 2.0  # a file modified this recently may change again within its mtime tick
 
 _SCHEMA = """
@@ -58,6 +70,7 @@ CREATE TABLE docs(
 CREATE TABLE vectors(
     doc INTEGER NOT NULL, model TEXT NOT NULL, text_hash TEXT NOT NULL, vec BLOB NOT NULL,
     PRIMARY KEY(doc, model));
+CREATE TABLE seal(mac BLOB NOT NULL);
 """
 
 
@@ -156,6 +169,80 @@ def expected_schema() -> frozenset[tuple[str, str, str, str]]:
     return _expected_schema
 
 
+_sealed_reads: tuple[tuple[bytes, str], ...] | None = None
+
+
+def sealed_reads() -> tuple[tuple[bytes, str], ...]:
+    """``(table name, query)`` reading every row of every table the index answers from
+    (FTS5's shadow tables included: BM25 reads them), each in primary-key order."""
+    global _sealed_reads
+    if _sealed_reads is None:
+        conn = sqlite3.connect(":memory:")
+        _create(conn)
+        reads = []
+        for name, sql in conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"):
+            if name == "seal" or sql.upper().startswith("CREATE VIRTUAL"):
+                continue
+            keys = sorted((pk, col) for _, col, _, _, _, pk in
+                          conn.execute(f"PRAGMA table_info({name})") if pk)
+            order = ", ".join(f'"{col}"' for _, col in keys) or "rowid"
+            reads.append((name.encode(), f'SELECT * FROM "{name}" ORDER BY {order}'))
+        conn.close()
+        _sealed_reads = tuple(reads)
+    return _sealed_reads
+
+
+def seal_of(conn: sqlite3.Connection, key: bytes) -> bytes:
+    """The HMAC-SHA256 under ``key`` of everything the index answers from: each table under
+    its name, each value as its type, its length and its bytes (one text per state, no two
+    states alike)."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    update = mac.update
+    for name, query in sealed_reads():
+        update(b"\0table %d:%s\0" % (len(name), name))
+        for row in conn.execute(query):
+            for value in row:
+                if isinstance(value, bytes):
+                    update(b"B%d:" % len(value))
+                    update(value)
+                elif isinstance(value, str):
+                    data = value.encode("utf-8", "surrogatepass")
+                    update(b"T%d:" % len(data))
+                    update(data)
+                else:  # int, float, None
+                    update(b"%r;" % (value,))
+            update(b"\n")
+    return mac.digest()
+
+
+def seal(conn: sqlite3.Connection, key: bytes | None = None) -> None:
+    """Seal the index as it now stands, inside the caller's write transaction (``key``: by
+    default this user's, for :data:`SEAL_PURPOSE`)."""
+    # FTS5 keeps new terms in memory and writes them (and its averages record) to its
+    # tables only when a savepoint or the transaction ends: end one first, so that what is
+    # sealed is what the commit leaves.
+    conn.execute("SAVEPOINT seal")
+    conn.execute("RELEASE seal")
+    mac = seal_of(conn, key if key is not None else purpose_key(SEAL_PURPOSE))
+    conn.execute("DELETE FROM seal")
+    conn.execute("INSERT INTO seal VALUES (?)", (mac,))
+
+
+def is_sealed(conn: sqlite3.Connection, key: bytes) -> bool:
+    """Whether the index holds exactly one seal, and it is ``key``'s over its rows now."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")  # one snapshot for the seal and the rows
+    try:
+        stored = conn.execute("SELECT mac FROM seal").fetchall()
+        return (len(stored) == 1 and isinstance(stored[0][0], bytes)
+                and hmac.compare_digest(stored[0][0], seal_of(conn, key)))
+    finally:
+        if own:
+            conn.execute("COMMIT")
+
+
 def _connect(path: str, *, uri: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(path, uri=uri, timeout=10.0, isolation_level=None,
                            check_same_thread=False)
@@ -163,8 +250,9 @@ def _connect(path: str, *, uri: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def why_untrusted(conn: sqlite3.Connection) -> str:
-    """Why an opened file is not a usable index ("" when it is)."""
+def why_untrusted(conn: sqlite3.Connection, key: bytes) -> str:
+    """Why an opened file is not a usable index ("" when it is); ``key``: this user's,
+    which must have sealed it."""
     try:
         if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
             return "not an index of this program"
@@ -175,6 +263,8 @@ def why_untrusted(conn: sqlite3.Connection) -> str:
         if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             return "corrupt"
         conn.execute("SELECT count(*) FROM terms").fetchone()
+        if not is_sealed(conn, key):
+            return UNSEALED
     except sqlite3.DatabaseError as exc:
         return f"unreadable ({exc})"
     return ""
@@ -190,6 +280,35 @@ def is_damage(exc: sqlite3.DatabaseError) -> bool:
                 and ("locked" in text or "busy" in text))
 
 
+# -- rows, checked in shape as they are read ---------------------------------------------------
+
+def _damaged(what: str) -> sqlite3.DatabaseError:
+    return sqlite3.DatabaseError(f"damaged row: {what}")
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise _damaged(f"{what} is not text")
+    return value
+
+
+def _task_type(value: object) -> str:
+    if value not in TASK_TYPES:
+        raise _damaged("unknown task_type")
+    return str(value)
+
+
+def _names(value: object, what: str) -> list[str]:
+    """A stored JSON list of strings (tool ids, routes)."""
+    try:
+        names = json.loads(_text(value, what))
+    except ValueError:
+        raise _damaged(f"{what} is not JSON") from None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _damaged(f"{what} is not a list of names")
+    return names
+
+
 def _remove(path: Path) -> None:
     for p in (path, path.with_name(path.name + "-journal"), path.with_name(path.name + "-wal"),
               path.with_name(path.name + "-shm")):
@@ -203,8 +322,9 @@ class Index:
     """The index of one SOP folder; use :meth:`open`. One thread at a time."""
 
     def __init__(self, folder: Path, conn: sqlite3.Connection, path: Path | None,
-                 embedder: Embedder | None) -> None:
+                 embedder: Embedder | None, key: bytes | None = None) -> None:
         self.folder = folder
+        self._key = key  # None: kept in memory, nothing to seal
         self.path = path  # None: kept in memory (the folder is not writable)
         self.embedder = embedder
         self.problems: list[DocProblem] = []
@@ -214,6 +334,7 @@ class Index:
         self._matrix_ids: list[str] = []
         self._types: dict[str, str] | None = None
         self._embedder_failed = embedder is None
+        self._version = self._data_version()
         self.lexical_weight = LEXICAL_WEIGHT
 
     # -- opening ---------------------------------------------------------------------------
@@ -230,25 +351,32 @@ class Index:
         if embedder is DEFAULT:
             embedder = shared_embedder()
         path = folder / INDEX_NAME
-        conn, rebuilt = cls._open_file(path)
-        index = cls(folder, conn, path if conn is not None else None, embedder)
+        try:
+            key: bytes | None = purpose_key(SEAL_PURPOSE)
+        except OSError as exc:  # TrustError too: a key others could know proves nothing
+            key, no_key = None, str(exc)
+        conn, rebuilt = cls._open_file(path, key) if key is not None else (None, "")
         if conn is None:
-            index._conn = _connect(":memory:")
-            _create(index._conn)
-            index._warn(f"{folder}: folder not writable, the index is kept in memory only")
-        elif rebuilt:
+            conn = _connect(":memory:")
+            _create(conn)
+            index = cls(folder, conn, None, embedder)
+            why = "folder not writable" if key is not None else f"no key to seal it ({no_key})"
+            index._warn(f"{folder}: {why}, the index is kept in memory only")
+        else:
+            index = cls(folder, conn, path, embedder, key)
+        if rebuilt:
             index._warn(f"{path}: {rebuilt}; rebuilt")
         if update:
             index.update()
         return index
 
     @staticmethod
-    def _open_file(path: Path, *, distrust: bool = False
+    def _open_file(path: Path, key: bytes, *, distrust: bool = False
                    ) -> tuple[sqlite3.Connection | None, str]:
-        """A trusted connection to the index file, and why it was rebuilt ("" if it was
-        not); ``None`` if the folder cannot hold one. A missing file is created, an
-        untrusted one (or any, with ``distrust``) replaced, each atomically: processes that
-        open the same folder at once end up sharing one file."""
+        """A trusted connection to the index file (sealed under ``key``), and why it was
+        rebuilt ("" if it was not); ``None`` if the folder cannot hold one. A missing file is
+        created, an untrusted one (or any, with ``distrust``) replaced, each atomically:
+        processes that open the same folder at once end up sharing one file."""
         for _ in range(3):
             reason = "damaged" if distrust else ""
             if not distrust and path.exists():
@@ -257,7 +385,7 @@ class Index:
                 except sqlite3.DatabaseError as exc:
                     reason = f"unreadable ({exc})"
                 else:
-                    reason = why_untrusted(conn)
+                    reason = why_untrusted(conn, key)
                     if not reason:
                         return conn, ""
                     conn.close()
@@ -266,6 +394,7 @@ class Index:
                 _remove(tmp)
                 conn = _connect(str(tmp))
                 _create(conn)
+                seal(conn, key)
                 conn.close()
                 if reason:
                     os.replace(tmp, path)
@@ -306,28 +435,29 @@ class Index:
         when they changed or have no vector of the current model. Problems (documents left
         out) are in :attr:`problems` afterwards.
         """
-        return self._retry(self._update)
+        return self._retry(self._update, refill=False)
 
     def _reopen(self, reason: str, *, distrust: bool = False) -> None:
         """After a damage error: use the file now in place if it is sound (another process
         may have rebuilt it), else (or with ``distrust``) rebuild it."""
         self._conn.close()
-        conn, rebuilt = (None, "") if self.path is None else self._open_file(
-            self.path, distrust=distrust)
+        conn, rebuilt = (None, "") if self.path is None or self._key is None else (
+            self._open_file(self.path, self._key, distrust=distrust))
         if conn is None:
             conn = _connect(":memory:")
             _create(conn)
-            self.path = None
+            self.path = self._key = None
             rebuilt = rebuilt or reason
         self._conn = conn
+        self._version = self._data_version()
         self._matrix = None
         self._types = None
         if rebuilt:
             self._warn(f"{self.folder / INDEX_NAME}: {reason}; rebuilt")
 
-    def _retry(self, action: Callable[[], T]) -> T:
+    def _retry(self, action: Callable[[], T], *, refill: bool = True) -> T:
         """``action()``, once more on a sound file if the index turned out damaged, and a
-        third time on a rebuilt one."""
+        third time on a rebuilt one (filled from the documents first, with ``refill``)."""
         for distrust in (False, True):
             try:
                 return action()
@@ -335,7 +465,25 @@ class Index:
                 if not is_damage(exc):
                     raise
                 self._reopen(f"unusable ({exc})", distrust=distrust)
+        if refill:
+            self._update()
         return action()
+
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _seal(self) -> None:
+        """Seal the file after a write (inside its transaction)."""
+        if self._key is not None:
+            seal(self._conn, self._key)
+
+    def _check_seal(self) -> None:
+        """Check the seal again if another connection wrote the file since we last did."""
+        version = self._data_version()
+        if version != self._version and self._key is not None:
+            if not is_sealed(self._conn, self._key):
+                raise sqlite3.DatabaseError(UNSEALED)
+            self._version = version
 
     def _changes(self, current: dict[str, tuple[int, int]]
                  ) -> tuple[dict[str, tuple[Any, ...]], list[str], list[str]]:
@@ -349,6 +497,7 @@ class Index:
 
     def _update(self) -> UpdateReport:
         report = UpdateReport()
+        self._check_seal()
         conn = self._conn
         now = time.time_ns()
         current: dict[str, tuple[int, int]] = {}
@@ -368,6 +517,7 @@ class Index:
                     self._drop(rel, report.removed)
                 for rel in stale:
                     self._refresh(rel, current[rel], seen.get(rel), now, report)
+                self._seal()
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -442,7 +592,7 @@ class Index:
         done = 0
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
-            vectors = self._embed([text for _, _, text in chunk])
+            vectors = self._embed([_text(text, "text") for _, _, text in chunk])
             if vectors is None:
                 break
             with self._conn:
@@ -451,6 +601,7 @@ class Index:
                     "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
                     [(doc, model, digest, vectors[i].tobytes())
                      for i, (doc, digest, _) in enumerate(chunk)])
+                self._seal()
             done += len(chunk)
         return done
 
@@ -469,30 +620,37 @@ class Index:
 
     def task_ids(self) -> list[str]:
         """Every indexed document's task_id, sorted."""
-        return [r[0] for r in self._conn.execute("SELECT task_id FROM docs ORDER BY task_id")]
+        return self._retry(lambda: [_text(r[0], "task_id") for r in self._conn.execute(
+            "SELECT task_id FROM docs ORDER BY task_id")])
 
     def get(self, task_id: str) -> dict[str, Any] | None:
         """The exact record of ``task_id``: path, task_type, description, tool_ids, routes."""
+        return self._retry(lambda: self._get(task_id))
+
+    def _get(self, task_id: str) -> dict[str, Any] | None:
         row = self._conn.execute(
             "SELECT task_id, path, task_type, description, tool_ids, routes, text_hash"
             " FROM docs WHERE task_id = ?", (task_id,)).fetchone()
         if row is None:
             return None
-        return {"task_id": row[0], "path": row[1], "task_type": row[2], "description": row[3],
-                "tool_ids": json.loads(row[4]), "routes": json.loads(row[5]),
-                "text_hash": row[6]}
+        return {"task_id": _text(row[0], "task_id"), "path": _text(row[1], "path"),
+                "task_type": _task_type(row[2]), "description": _text(row[3], "description"),
+                "tool_ids": _names(row[4], "tool_ids"), "routes": _names(row[5], "routes"),
+                "text_hash": _text(row[6], "text_hash")}
 
     def using_tool(self, tool_id: str) -> list[str]:
         """The documents whose ``tool.tool_id`` is ``tool_id``."""
-        return [r[0] for r in self._conn.execute(
-            "SELECT task_id FROM docs, json_each(docs.tool_ids) WHERE json_each.value = ?"
-            " ORDER BY task_id", (tool_id,))]
+        return self._retry(lambda: self._naming("tool_ids", tool_id))
 
     def routing_to(self, task_id: str) -> list[str]:
         """The documents that name ``task_id`` as a plan step or an error route."""
-        return [r[0] for r in self._conn.execute(
-            "SELECT task_id FROM docs, json_each(docs.routes) WHERE json_each.value = ?"
-            " ORDER BY task_id", (task_id,))]
+        return self._retry(lambda: self._naming("routes", task_id))
+
+    def _naming(self, column: str, name: str) -> list[str]:
+        """The documents whose list ``column`` holds ``name``, sorted."""
+        return [_text(task_id, "task_id") for task_id, names in self._conn.execute(
+            f"SELECT task_id, {column} FROM docs ORDER BY task_id")
+            if name in _names(names, column)]
 
     # -- searching -------------------------------------------------------------------------
 
@@ -515,7 +673,8 @@ class Index:
         if task_types is not None:
             wanted = set(task_types)
             if self._types is None:
-                self._types = dict(self._conn.execute("SELECT task_id, task_type FROM docs"))
+                self._types = {_text(t, "task_id"): _task_type(k) for t, k in
+                               self._conn.execute("SELECT task_id, task_type FROM docs")}
             fused = [(t, s) for t, s in fused if self._types.get(t) in wanted]
         head = fused[:k]
         if not head:
@@ -523,8 +682,9 @@ class Index:
         rows = {r[0]: r[1:] for r in self._conn.execute(
             "SELECT task_id, description, task_type, path FROM docs"
             f" WHERE task_id IN ({','.join('?' * len(head))})", [t for t, _ in head])}
-        return [Hit(task_id=task_id, score=score, description=row[0], task_type=row[1],
-                    path=row[2]) for task_id, score in head if (row := rows.get(task_id))]
+        return [Hit(task_id=task_id, score=score, description=_text(row[0], "description"),
+                    task_type=_task_type(row[1]), path=_text(row[2], "path"))
+                for task_id, score in head if (row := rows.get(task_id))]
 
     def lexical_scores(self, query: str) -> dict[str, float]:
         """BM25 scores (higher is better) of the documents sharing terms with ``query``."""
@@ -534,7 +694,7 @@ class Index:
         names = dict(self._conn.execute(
             f"SELECT id, task_id FROM docs WHERE id IN ({','.join('?' * len(scores))})",
             list(scores)))
-        return {names[i]: s for i, s in scores.items() if i in names}
+        return {_text(names[i], "task_id"): s for i, s in scores.items() if i in names}
 
     def vector_scores(self, query: str) -> dict[str, float]:
         """Cosine similarity to ``query`` of every document with a vector ({} without a
@@ -561,7 +721,7 @@ class Index:
             dims = {len(vec) for _, vec in rows}
             if len(dims) > 1 or (dims and dims.pop() % 4):
                 raise sqlite3.DatabaseError("vectors of mixed sizes")
-            self._matrix_ids = [doc for doc, _ in rows]
+            self._matrix_ids = [_text(doc, "task_id") for doc, _ in rows]
             self._matrix = (np.frombuffer(b"".join(vec for _, vec in rows), dtype=np.float32)
                             .reshape(len(rows), -1) if rows else np.zeros((0, 0), np.float32))
         return self._matrix, self._matrix_ids
