@@ -619,6 +619,27 @@ def test_rerunning_an_earlier_unsaved_message_keeps_it_before_the_later_ones() -
     assert fmt.output_text(nb["cells"][0]["outputs"][0]) == "Hi again"
 
 
+def test_a_rerun_task_cell_keeps_the_output_that_names_its_interrupted_transcript() -> None:
+    """Interrupt a [task] cell in the kernel, run it again: the run starts from the outputs
+    the kernel gave it (the last names the interrupted transcript), so the workflow is
+    continued, as from the file; a message cell starts empty."""
+    from jupyter_percent_agent.kernel._notebook import KernelMemory
+
+    nb = fmt.reads('## %% Run it[^t1]\n[^t1]: [task] task_id="w/main"\n\n{"topic": "x"}\n',
+                   path="t.msg.md")
+    interrupted = fmt.reply_output("```json\n{}\n```", agent="task", out_id="t1.3", attrs={
+        "task_status": "interrupted", "transcript": "runs/w-1.msg.md"})
+    session = KernelMemory()
+    session.record("t1", '{"topic": "x"}', [interrupted])
+    session.record("m1", "Hello", [fmt.reply_output("Hi", agent="a", out_id="m1.1")])
+    nb, _, _ = session.prepare(nb, "t1", '{"topic": "x"}')
+    (cell,) = [c for c in nb["cells"] if c["id"] == "t1"]
+    assert fmt.cell_kind(cell) == "task"
+    assert fmt.output_attrs(cell["outputs"][-1])["transcript"] == "runs/w-1.msg.md"
+    nb, _, _ = session.prepare(nb, "m1", "Hello")
+    assert next(c for c in nb["cells"] if c["id"] == "m1")["outputs"] == []
+
+
 def test_session_lays_unsaved_runs_over_the_file(tmp_path: Path) -> None:
     """The kernel's view of the notebook (no kernel process needed)."""
     from jupyter_percent_agent.kernel._notebook import KernelMemory, read_notebook

@@ -86,7 +86,7 @@ class KernelMemory:
           outputs this kernel gave it (it ran after the last save);
         - the running cell is found by id (a JupyterLab UUID by the short id a save gives it;
           with no nbformat id, by its text), given its live source and no outputs (the front
-          end clears them), or appended when new.
+          end clears them; a ``[task]`` cell keeps its last ones), or appended when new.
         """
         cells = nb.setdefault("cells", [])
         by_id = {c.get("id"): c for c in cells}
@@ -118,8 +118,17 @@ class KernelMemory:
         else:
             cell["source"] = source
             if cell.get("cell_type") == "code":
-                cell["outputs"] = []
+                cell["outputs"] = self._outputs_kept(cell)
         return nb, cell["id"], fmt.cell_id(cell)
+
+    def _outputs_kept(self, cell: dict[str, Any]) -> list[dict[str, Any]]:
+        """What the running cell starts from: nothing (the front end cleared its outputs), but
+        a ``[task]`` cell keeps its last ones, as in the file: an interrupted workflow's
+        output names its transcript, and running the cell again continues it."""
+        if fmt.cell_kind(cell) != "task":
+            return []
+        ran = self.ran.get(cell.get("id"))
+        return [dict(o) for o in (ran.outputs if ran is not None else cell.get("outputs") or [])]
 
 
 def _match_by_text(cells: list[dict[str, Any]], source: str, skip: set[str]) -> str | None:
