@@ -4,7 +4,7 @@
 notebook with the message in it and the turn planned (``begin``), the turn runs, and the
 conversation keeps what it produced (``finish``), also when the turn was interrupted.
 
-- ``FileConversation`` (``tce chat``, task transcripts): a message file on disk. ``begin``
+- ``FileConversation`` (``tce chat``): a message file on disk. ``begin``
   reads it under its lock, appends the message, plans the turn (an unknown agent, a refused
   endpoint or a bad selection stop here, and the file is left as it was) and saves it;
   ``finish`` applies the run to a fresh copy under the lock, so concurrent chats lose nothing.
