@@ -124,9 +124,15 @@ def test_files_that_are_not_documents_are_neither_indexed_nor_reported(tmp_path:
     (tmp_path / "_notes.md").write_text("# notes, no front matter\n")
     write_doc(tmp_path / ".git", "hidden", "in a hidden folder")
     (tmp_path / "a" / "chat.msg.md").write_text("---\ntitle: a conversation\n---\n")
+    (tmp_path / "a" / "LOUD.MSG.MD").write_text("---\ntitle: a conversation too\n---\n")
+    (tmp_path / "README.md").write_text("# What this folder is for\n")
     docs, problems = read_folder(tmp_path)
     assert [d.task_id for d in docs] == ["a/real"]
     assert problems == []
+    # the same rule as running: load_sop sees the same documents
+    from jupyter_percent_agent.tasks import load_sop
+
+    assert list(load_sop(tmp_path, tools=False).documents) == ["a/real"]
 
 
 def test_yaml_anchors_and_aliases_are_refused() -> None:

@@ -7,10 +7,13 @@ in ``check``. The fields and their meaning: ``shared/design/TASKS.md`` and ``doc
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.tasks import paths, templates
 from jupyter_percent_agent.tasks.safe_yaml import Key, YamlError, load_with_lines
 
@@ -458,3 +461,20 @@ def _at(line: int | None, offset: int, same_line: bool) -> int | None:
     if line is None:
         return None
     return line if same_line else line + offset
+
+
+SKIPPED_NAMES = ("readme.md",)
+
+
+def document_files(root: Path) -> list[Path]:
+    """The task documents under ``root`` (the one rule, for running and for the index):
+    ``*.md`` files, less message files (``*.msg.md``, any case), READMEs and anything under a
+    name starting with ``.`` or ``_``; sorted by folder, then name."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+        for name in sorted(filenames):
+            if (name.lower().endswith(".md") and not fmt.is_message_path(name)
+                    and not name.startswith((".", "_")) and name.lower() not in SKIPPED_NAMES):
+                out.append(Path(dirpath) / name)
+    return out

@@ -13,7 +13,6 @@ a ``task_id`` that is not its path) is a :class:`DocProblem`, never a reason to 
 from __future__ import annotations
 
 import hashlib
-import os
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -106,17 +105,11 @@ def parse_doc(data: bytes, rel_path: str) -> IndexedDoc:
 
 
 def doc_paths(folder: Path) -> Iterator[str]:
-    """Relative paths (``/``-separated, sorted) of the documents of a folder: ``*.md`` files,
-    not ``_*`` files, not message files (``*.msg.md``), not under hidden or ``_`` folders."""
-    found: list[str] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        rel_root = Path(root).relative_to(folder)
-        for name in files:
-            if (name.endswith(".md") and not name.endswith(".msg.md")
-                    and not name.startswith(("_", "."))):
-                found.append((rel_root / name).as_posix())
-    yield from sorted(found)
+    """Relative paths (``/``-separated, sorted) of the documents of a folder, by the task
+    document model's one rule (``documents.document_files``)."""
+    from jupyter_percent_agent.tasks.documents import document_files
+
+    yield from sorted(p.relative_to(folder).as_posix() for p in document_files(folder))
 
 
 def read_folder(folder: Path) -> tuple[list[IndexedDoc], list[DocProblem]]:

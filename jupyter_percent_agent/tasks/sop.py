@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent.tasks import adapter, check
-from jupyter_percent_agent.tasks.documents import Problem, TaskDocument, parse_document
+from jupyter_percent_agent.tasks.documents import (
+    Problem,
+    TaskDocument,
+    document_files,
+    parse_document,
+)
 from jupyter_percent_agent.tasks.safe_yaml import YamlError, load_with_lines
 
 AGENTS_FILE = "_agents.yaml"
-SKIPPED_NAMES = ("readme.md",)
 
 
 class SopError(ValueError):
@@ -80,19 +84,6 @@ class Sop:
     def raise_problems(self) -> None:
         if self.problems:
             raise SopError(self.problems, self.root)
-
-
-def document_files(root: Path) -> list[Path]:
-    """The task documents under ``root``: ``*.md`` files, less message files (``*.msg.md``),
-    READMEs and anything under a name starting with ``.`` or ``_``."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
-        for name in sorted(filenames):
-            if (name.endswith(".md") and not name.endswith(".msg.md")
-                    and not name.startswith((".", "_")) and name.lower() not in SKIPPED_NAMES):
-                out.append(Path(dirpath) / name)
-    return out
 
 
 def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
