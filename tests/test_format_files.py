@@ -321,3 +321,22 @@ def test_tce_reports_a_link_out_of_its_folder_as_a_refusal(folder: Path, private
         assert r.exit_code == 6, r.output
         assert "refused: a symbolic link to a file outside its folder" in r.stderr
         assert "PRIVATE KEY" not in r.output
+
+
+def test_make_durable_syncs_the_file_and_its_folder(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fsync a non-durable write left out, done later (task transcripts do it on a
+    thread): the file, then its folder; a file gone meanwhile is passed over."""
+    from jupyter_percent_agent.format import files, make_durable
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_ino)
+                        or real_fsync(fd))
+    path = tmp_path / "run.msg.md"
+    write_text(path, "step 1", durable=False)
+    assert synced == []
+    make_durable(path)
+    assert synced == [path.stat().st_ino, tmp_path.stat().st_ino]
+    make_durable(tmp_path / "gone.msg.md")  # no error
+    assert synced[-1] == tmp_path.stat().st_ino

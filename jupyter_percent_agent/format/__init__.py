@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from .emit import emit
 from .errors import FormatError, RefusedFile
-from .files import read_text, safe_path, write_text
+from .files import make_durable, read_text, safe_path, write_text
 from .lines import unclosed_fence
 from .model import (
     cell_attrs,
@@ -83,6 +83,7 @@ __all__ = [
     "is_message_text",
     "load_yaml",
     "load_yaml_with_lines",
+    "make_durable",
     "message_section",
     "message_text",
     "new_id",

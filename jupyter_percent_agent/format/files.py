@@ -35,7 +35,7 @@ from typing import Final
 from .errors import FormatError, RefusedFile
 from .text import escape_surrogates
 
-__all__ = ["read_text", "safe_path", "write_text"]
+__all__ = ["make_durable", "read_text", "safe_path", "write_text"]
 
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
@@ -303,6 +303,25 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
             os.close(fd)
     if durable:
         _fsync_folder(folder)
+
+
+def make_durable(path: str | os.PathLike[str]) -> None:
+    """fsync ``path`` and its folder: what ``write_text(..., durable=False)`` left out, done
+    later (on a thread, once for several writes). A file or folder that cannot be opened or
+    synced is passed over: durability is best effort, atomicity is not."""
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        fd = None
+    if fd is not None:
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    _fsync_folder(os.path.dirname(os.path.abspath(path)))
 
 
 def _fsync_folder(folder: str) -> None:

@@ -247,17 +247,7 @@ class Saver:
 
 
 def _fsync(path: Path) -> float:
-    """fsync a file and its folder; seconds taken."""
+    """fsync a file and its folder (``format.make_durable``); seconds taken."""
     started = time.perf_counter()
-    for target, flags in ((path, os.O_RDONLY), (path.parent, os.O_RDONLY)):
-        try:
-            fd = os.open(target, flags)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+    fmt.make_durable(path)
     return time.perf_counter() - started
