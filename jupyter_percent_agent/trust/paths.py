@@ -64,10 +64,15 @@ def private_dir() -> Path:
         folder.mkdir(mode=0o700)
     except FileExistsError:
         pass
-    st = os.lstat(folder)
-    if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid()
-            or st.st_mode & (stat.S_IRWXG | stat.S_IRWXO)):
-        raise TrustError(f"{folder} is not a private folder of this user (owner uid "
-                         f"{st.st_uid}, mode {stat.filemode(st.st_mode)})",
-                         "remove it, or set TMPDIR to a folder of your own", kind="path")
+    require_private(os.lstat(folder), folder, "folder",
+                    "remove it, or set TMPDIR to a folder of your own")
     return folder
+
+
+def require_private(st: os.stat_result, path: Path, what: str, remedy: str) -> None:
+    """Refuse (:class:`TrustError`) a ``what`` ("file", "folder") that is not this user's
+    alone: another owner, or any access for others, or not of that kind."""
+    kind_ok = stat.S_ISDIR(st.st_mode) if what == "folder" else stat.S_ISREG(st.st_mode)
+    if not kind_ok or st.st_uid != os.getuid() or st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TrustError(f"{path} is not a private {what} of this user (owner uid "
+                         f"{st.st_uid}, mode {stat.filemode(st.st_mode)})", remedy, kind="path")

@@ -17,12 +17,12 @@ import contextlib
 import hashlib
 import hmac
 import os
-import stat
 import threading
 from pathlib import Path
 
 from jupyter_percent_agent.trust.config import config_dir
 from jupyter_percent_agent.trust.errors import TrustError
+from jupyter_percent_agent.trust.paths import require_private
 
 SECRET_NAME = "secret.key"
 SECRET_BYTES = 32
@@ -38,12 +38,7 @@ def secret_path() -> Path:
 def _read(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
-        st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid()
-                or st.st_mode & (stat.S_IRWXG | stat.S_IRWXO)):
-            raise TrustError(f"{path} is not a private file of this user (owner uid "
-                             f"{st.st_uid}, mode {stat.filemode(st.st_mode)})",
-                             "remove it: a new key is made on next use", kind="path")
+        require_private(os.fstat(fd), path, "file", "remove it: a new key is made on next use")
         data = os.read(fd, SECRET_BYTES + 1)
     finally:
         os.close(fd)
