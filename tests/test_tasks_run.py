@@ -314,6 +314,23 @@ def test_no_route_and_replan_asks_the_planner_for_steps_from_the_folder(
         ("t/check", "replan"), ("t/polish", "execute"), ("t/check", "validate")]
 
 
+def test_progress_numbers_the_planners_step_so_no_step_number_goes_missing(
+        small: Path, model: OpenAIServer) -> None:
+    model.responder = by_marker({
+        "MAKE": ['{"title": "spring"}'],
+        "CHECK": ['status = "fail"\nerror_type = "lowercase"\nmessage = "capitalise it"',
+                  'status = "pass"'],
+        "Choose the steps": ['["t/polish"]'], "POLISH": ["Spring"]})
+    r = CliRunner().invoke(main, ["run", "t/main", "--sop", str(small), "--context",
+                                  '{"topic": "spring"}'])
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.splitlines()
+    (then,) = [ln for ln in lines if "-> replan" in ln]
+    n = int(then.split("replan (step ", 1)[1].split(")", 1)[0])
+    assert then.endswith(": t/polish")
+    assert any(ln.startswith(f"[{n + 1}] t/polish (execute") for ln in lines)
+
+
 def test_a_failure_with_nowhere_to_go_names_the_document_error_type_and_message(
         small: Path, model: OpenAIServer) -> None:
     model.responder = by_marker({

@@ -465,7 +465,8 @@ class Runner:
                 stack.append(Item(item.task_id, item.frame, item.index, item.attempt + 1,
                                   after="replan", replanned=True))
                 self._push_steps(steps)
-                return "replan: " + ", ".join(steps), None
+                # the planner's call was a step of its own (in the transcript): name its number
+                return f"replan (step {self.state.steps}): " + ", ".join(steps), None
             return "fail", {"task_id": doc.task_id, "error_type": REPLAN_FAILED,
                             "message": error or "the planner chose no steps"}
         return "fail", {"task_id": doc.task_id, "error_type": failure.error_type,
