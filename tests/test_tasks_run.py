@@ -556,6 +556,7 @@ def test_a_task_cell_with_a_bad_context_is_an_error_output(blog: Path,
     'sop="sop" runs="ABSOLUTE"',
     'sop="../elsewhere/sop"',
     'sop="/etc"',
+    'sop="."',
 ])
 def test_a_task_cells_paths_stay_in_its_folder(blog: Path, model: OpenAIServer,
                                                attrs: str) -> None:
@@ -589,6 +590,44 @@ def test_a_task_cells_saved_transcript_out_of_its_folder_is_never_resumed(
     assert run.status == "error" and run.error_type == "TrustError"
     assert outside.read_text() == "# %% mine[^m]\n[^m]: [markdown]\n\nnot a run\n"
     assert model.chat_requests == []
+
+
+def test_a_shipped_transcript_cannot_continue_a_run_in_another_projects_sop(
+        tmp_path: Path, blog: Path, model: OpenAIServer) -> None:
+    """A cloned folder ships runs/evil.msg.md whose header names the user's own, trusted
+    project's SOP folder, and an 'interrupted' output pointing at it: running the [task] cell
+    must not run that project's toolbox with a stack and context the clone chose."""
+    marker = tmp_path / "toolbox-ran"
+    for tool in (blog / "toolbox").glob("*.py"):
+        tool.write_text(tool.read_text() + f"\nimport pathlib\npathlib.Path({str(marker)!r})"
+                        ".touch()\n")
+    clone = tmp_path / "clone"
+    evil = fmt.reads("", path="evil.msg.md")
+    fmt.set_front_matter(evil, "task_run", {"task": "blog/generate_images",
+                                            "sop": str(blog / "sop"), "max_steps": 5})
+    from jupyter_percent_agent.tasks import transcript as tr
+
+    tr.set_state(evil, {"context": {"标题": "x", "大纲": ["a"]},
+                        "stack": [{"task_id": "blog/generate_images"}], "frames": {},
+                        "steps": 0, "error": None}, status="interrupted", steps=0)
+    (clone / "runs").mkdir(parents=True)
+    fmt.write(evil, clone / "runs" / "evil.msg.md")
+    cell = fmt.reads(TASK_CELL, path="c.msg.md")["cells"][0]
+    cell["outputs"] = [fmt.reply_output("interrupted", agent="task", out_id="t1.1", attrs={
+        "task_status": "interrupted", "transcript": "runs/evil.msg.md"})]
+    run = asyncio.run(run_task_cell(cell, base_dir=clone))
+    assert run.status == "error" and run.error_type == "TrustError", run.error
+    assert not marker.exists()
+    assert model.chat_requests == []
+
+
+def test_resuming_a_transcript_linked_out_of_its_folder_is_a_refusal(tmp_path: Path) -> None:
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "x.msg.md").write_text("# %% x[^a]\n[^a]: [markdown]\n")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.msg.md").symlink_to(tmp_path / "private" / "x.msg.md")
+    r = CliRunner().invoke(main, ["run", "--resume", str(tmp_path / "runs" / "r.msg.md")])
+    assert r.exit_code == 6 and "refused: a symbolic link" in r.stderr
 
 
 def test_load_sop_is_the_public_entry_point(blog: Path) -> None:

@@ -15,7 +15,13 @@ from typing import Any
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_FILE, EXIT_INTERRUPTED, EXIT_USAGE, fail
+from jupyter_percent_agent.cli._common import (
+    EXIT_FILE,
+    EXIT_INTERRUPTED,
+    EXIT_TRUST,
+    EXIT_USAGE,
+    fail,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the workflow failed (a step failed past its error handling), or an input did
@@ -220,6 +226,7 @@ def _one(sop: Any, task_id: str, context: dict[str, Any], runs: Path | None, max
 
 def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
             as_json: bool) -> int:
+    from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.tasks.api import aresume_task
     from jupyter_percent_agent.tasks.sop import SopError
     from jupyter_percent_agent.tasks.transcript import TranscriptError
@@ -235,6 +242,8 @@ def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
             return _interrupted(progress)
         except FileNotFoundError as exc:
             fail(f"{exc.filename or path}: no such file", EXIT_USAGE)
+        except fmt.RefusedFile as exc:
+            fail(str(exc), EXIT_TRUST)
         except TranscriptError as exc:
             fail(str(exc), EXIT_FILE)
         except SopError as exc:

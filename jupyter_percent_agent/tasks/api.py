@@ -105,6 +105,8 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
     path = Path(transcript)
     try:
         nb = fmt.read(path)
+    except fmt.RefusedFile:
+        raise  # a refusal (a link out of its folder), not a broken transcript
     except fmt.FormatError as exc:
         raise tr.TranscriptError(str(exc)) from None
     header = tr.run_header(nb, path)

@@ -149,8 +149,10 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     try:
         resume = previous_transcript(cell, base_dir)
         if resume is not None:
+            sop_dir = _sop_folder(base_dir, os.path.relpath(
+                tr.run_header(fmt.read(resume), resume)["sop"], base_dir))
             outputs.line(f"continuing {resume.relative_to(base_dir)}")
-            result = await aresume_task(resume, model=model, on_event=outputs)
+            result = await aresume_task(resume, sop=sop_dir, model=model, on_event=outputs)
         else:
             task_id, sop, context = _read(cell, attrs, base_dir)
             runs = trust.resolve_inside(base_dir, str(attrs["runs"]), what="[task] runs",
@@ -181,13 +183,24 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     return run
 
 
+def _sop_folder(base_dir: Path, link: str) -> Path:
+    """The SOP folder a [task] cell (or the transcript it continues) names: a folder strictly
+    inside the file's folder. (A run's runs/ and toolbox/ are beside the SOP folder, so the
+    file's folder itself would put them in its parent.)"""
+    sop = trust.resolve_inside(base_dir, link, what="[task] sop", directory=True)
+    if sop == base_dir:
+        raise trust.TrustError(f"[task] sop {link!r} is the file's own folder; its runs/ and "
+                               "toolbox/ would be those of the folder above",
+                               "name a SOP folder inside it, e.g. sop=\"sop\"", kind="path")
+    return sop
+
+
 def _read(cell: dict[str, Any], attrs: dict[str, Any], base_dir: Path
           ) -> tuple[str, Path, dict[str, Any]]:
     task_id = attrs.get("task_id")
     if not isinstance(task_id, str) or not task_id:
         raise ValueError('a [task] cell names its task: task_id="blog/generate_blog"')
-    sop = trust.resolve_inside(base_dir, str(attrs.get("sop") or "sop"), what="[task] sop",
-                               directory=True)
+    sop = _sop_folder(base_dir, str(attrs.get("sop") or "sop"))
     body = fmt.message_text(cell).strip()
     if body.startswith("```"):
         body = body.split("\n", 1)[1] if "\n" in body else ""
