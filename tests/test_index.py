@@ -24,6 +24,7 @@ from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder, WordLlamaEmbedd
 from jupyter_percent_agent.ranking.text import STOPWORDS, terms
 from jupyter_percent_agent.tasks.index import (
     INDEX_NAME,
+    SEAL_PURPOSE,
     UNSEALED,
     Index,
     IndexWarning,
@@ -31,9 +32,11 @@ from jupyter_percent_agent.tasks.index import (
     embed_text,
     pick_plan,
     seal,
+    why_untrusted,
 )
 from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
 from jupyter_percent_agent.testing.openai_server import Reply
+from jupyter_percent_agent.trust.secret import purpose_key
 
 DATA = Path(__file__).resolve().parent / "data" / "index"
 SOP = DATA / "sop"
@@ -583,6 +586,79 @@ def test_a_damaged_row_under_a_good_seal_never_reaches_a_caller(sop: Path,
             assert all(isinstance(h.description, str) for h in hits)
     assert any("damaged row" in str(w.message) and str(w.message).endswith("rebuilt")
                for w in caught)
+
+
+class TamperingEmbedder(WordLlamaEmbedder):
+    """The real embedder, while someone else with write access edits the index file (the
+    model may take seconds: time enough for another process to write)."""
+
+    def __init__(self, sop: Path, times: int) -> None:
+        super().__init__()
+        self.sop, self.times = sop, times
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        if self.times:
+            self.times -= 1
+            _tamper(self.sop, "UPDATE docs SET description = 'INJECTED'"
+                              " WHERE task_id = 'blog/generate_blog'")
+        return super().embed(texts)
+
+
+def _file_state(sop: Path) -> tuple[str, str]:
+    """Why the index file is untrusted ("" if sealed by this user), and the description of
+    ``blog/generate_blog`` in it."""
+    conn = sqlite3.connect(sop / INDEX_NAME, isolation_level=None)
+    try:
+        return (why_untrusted(conn, purpose_key(SEAL_PURPOSE)),
+                conn.execute("SELECT description FROM docs WHERE task_id = ?",
+                             ("blog/generate_blog",)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("times", [1, 1000], ids=["once", "every-time"])
+def test_an_edit_made_while_the_model_embeds_is_never_sealed_nor_answered(
+        sop: Path, times: int) -> None:
+    Index.open(sop, embedder=None).close()  # sealed, no vectors yet: the next open embeds
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Index.open(sop, embedder=TamperingEmbedder(sop, times)) as ix:
+            assert ix.get("blog/generate_blog")["description"] == "生成一篇完整的博客"
+            assert len(ix.task_ids()) == 52
+            assert ix.search("城市交通的博客", 1)[0].task_id == "blog/generate_blog"
+    assert any(UNSEALED in str(w.message) for w in caught)
+    reason, description = _file_state(sop)
+    assert reason or description != "INJECTED"  # our seal never covers their edit
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with Index.open(sop, embedder=None) as ix:
+            assert ix.get("blog/generate_blog")["description"] == "生成一篇完整的博客"
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE docs SET description = 'INJECTED' WHERE task_id = 'blog/validate_outline'",
+    "UPDATE docs SET task_type = 'zzz'",
+], ids=["well-formed", "damaged"])
+def test_a_long_open_index_answers_in_full_after_rows_are_edited_under_it(
+        sop: Path, statement: str) -> None:
+    """An edit by another connection is noticed before the next answer, and the index that
+    replaces the file is refilled from the documents before it answers."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Index.open(sop, embedder=None) as ix:
+            assert len(ix.task_ids()) == 52
+            _tamper(sop, statement)
+            record = ix.get("blog/validate_outline")
+            assert record is not None and record["description"] == "校验生成的大纲"
+            assert record["task_type"] == "validate"
+            assert len(ix.task_ids()) == 52
+            _tamper(sop, statement)
+            assert len(ix.task_ids()) == 52
+            _tamper(sop, statement)
+            hits = ix.search("大纲", 5, task_types=["validate"])
+            assert hits and hits[0].task_id == "blog/validate_outline"
+            assert hits[0].description == "校验生成的大纲"
+    assert any(UNSEALED in str(w.message) for w in caught)
 
 
 def test_the_user_key_is_private_and_made_once(user_config_dir: Path) -> None:

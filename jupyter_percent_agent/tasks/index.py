@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -437,11 +437,12 @@ class Index:
         """
         return self._retry(self._update, refill=False)
 
-    def _reopen(self, reason: str, *, distrust: bool = False) -> None:
+    def _reopen(self, reason: str, *, distrust: bool = False, memory: bool = False) -> bool:
         """After a damage error: use the file now in place if it is sound (another process
-        may have rebuilt it), else (or with ``distrust``) rebuild it."""
+        may have rebuilt it), else (or with ``distrust``) rebuild it, or (with ``memory``)
+        keep the index in memory; whether it was rebuilt (then it is empty)."""
         self._conn.close()
-        conn, rebuilt = (None, "") if self.path is None or self._key is None else (
+        conn, rebuilt = (None, "") if self.path is None or self._key is None or memory else (
             self._open_file(self.path, self._key, distrust=distrust))
         if conn is None:
             conn = _connect(":memory:")
@@ -454,20 +455,47 @@ class Index:
         self._types = None
         if rebuilt:
             self._warn(f"{self.folder / INDEX_NAME}: {reason}; rebuilt")
+        return bool(rebuilt)
 
     def _retry(self, action: Callable[[], T], *, refill: bool = True) -> T:
-        """``action()``, once more on a sound file if the index turned out damaged, and a
-        third time on a rebuilt one (filled from the documents first, with ``refill``)."""
-        for distrust in (False, True):
+        """``action()`` on rows this user sealed, once more on a sound file if the index
+        turned out damaged, a third time on a rebuilt one, and a last time in memory (the
+        file keeps being spoiled). With ``refill`` (a read), an index rebuilt (so empty) is
+        filled from the documents before ``action`` answers."""
+        run = (lambda: self._verified(action)) if refill else action
+        empty = False
+        for attempt in range(4):
             try:
-                return action()
+                if empty:
+                    self._update()
+                    empty = False
+                return run()
             except sqlite3.DatabaseError as exc:
-                if not is_damage(exc):
+                if not is_damage(exc) or attempt == 3:
                     raise
-                self._reopen(f"unusable ({exc})", distrust=distrust)
-        if refill:
-            self._update()
-        return action()
+                rebuilt = self._reopen(f"unusable ({exc})", distrust=attempt == 1,
+                                       memory=attempt == 2)
+                empty = refill and (empty or rebuilt)
+        raise AssertionError("unreachable")
+
+    def _verified(self, action: Callable[[], T]) -> T:
+        """``action()`` (a read) on rows sealed by this user: if another connection wrote
+        the file since its seal was last checked, the seal is checked again first, and a
+        write that lands while ``action`` reads makes it read again."""
+        for _ in range(3):
+            self._check_seal()
+            result = action()
+            if self._data_version() == self._version:
+                return result
+        # the file keeps changing: read once holding it still (writers wait)
+        self._conn.execute("BEGIN")
+        try:
+            self._conn.execute("SELECT count(*) FROM seal").fetchone()  # take the snapshot
+            self._check_seal()
+            return action()
+        finally:
+            if self._conn.in_transaction:
+                self._conn.execute("COMMIT")
 
     def _data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
@@ -478,12 +506,33 @@ class Index:
             seal(self._conn, self._key)
 
     def _check_seal(self) -> None:
-        """Check the seal again if another connection wrote the file since we last did."""
+        """Check the seal again if another connection wrote the file since we last did (a
+        damage error if it no longer checks: then the file is rebuilt); inside a write
+        transaction, this proves the rows about to be sealed are all this user's."""
         version = self._data_version()
         if version != self._version and self._key is not None:
             if not is_sealed(self._conn, self._key):
                 raise sqlite3.DatabaseError(UNSEALED)
             self._version = version
+            self._matrix = None  # another process of this user's changed the rows
+            self._types = None
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write transaction, sealed at its end, on a file no one else changed unsealed
+        since we last checked it (checked under the write lock: nothing can slip in
+        between the check and the seal, however long the caller took before)."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._check_seal()
+            yield
+            self._seal()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def _changes(self, current: dict[str, tuple[int, int]]
                  ) -> tuple[dict[str, tuple[Any, ...]], list[str], list[str]]:
@@ -509,19 +558,13 @@ class Index:
             current[rel] = (st.st_mtime_ns, st.st_size)
         _, gone, stale = self._changes(current)
         if gone or stale:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self._writing():
                 # again under the lock: another process may have done part of the work
                 seen, gone, stale = self._changes(current)
                 for rel in gone:
                     self._drop(rel, report.removed)
                 for rel in stale:
                     self._refresh(rel, current[rel], seen.get(rel), now, report)
-                self._seal()
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
         self.problems = [DocProblem(p, msg, line) for p, msg, line in conn.execute(
             "SELECT path, problem, line FROM files WHERE problem IS NOT NULL ORDER BY path")]
         report.embedded = self._embed_missing()
@@ -595,13 +638,12 @@ class Index:
             vectors = self._embed([_text(text, "text") for _, _, text in chunk])
             if vectors is None:
                 break
-            with self._conn:
-                self._conn.execute("BEGIN IMMEDIATE")
+            # the model may take seconds: the file is checked again under the write lock
+            with self._writing():
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
                     [(doc, model, digest, vectors[i].tobytes())
                      for i, (doc, digest, _) in enumerate(chunk)])
-                self._seal()
             done += len(chunk)
         return done
 
