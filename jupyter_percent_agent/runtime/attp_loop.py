@@ -37,34 +37,30 @@ def to_json_text(value: Any) -> str:
         return repr(value)
 
 
-def result_message(res: Any) -> str:
-    """The user turn that carries a sandbox run back to the model."""
-    parts = [f"Tool call status: {res.status}"]
+def _result_parts(res: Any, result_head: str, printed_head: str) -> list[str]:
+    """A sandbox run's result, printed output, error and instructions, as Markdown blocks."""
+    parts = []
     if res.status == "success":
-        parts.append("__result__:\n```json\n" + to_json_text(res.result) + "\n```")
+        parts.append(result_head + "```json\n" + to_json_text(res.result) + "\n```")
     if res.stdout:
-        parts.append("Printed output:\n```\n" + res.stdout.rstrip() + "\n```")
+        parts.append(printed_head + "\n" + res.stdout.rstrip() + "\n```")
     if res.error is not None:
         parts.append(f"Error: {res.error}")
-    for ins in res.instructions or []:
-        parts.append(f"Instruction: {ins}")
-    parts.append("Continue: call more tools, or give the final answer as ATTP TOML "
-                 '(answer = """...""").')
-    return "\n\n".join(parts)
+    parts.extend(f"Instruction: {ins}" for ins in res.instructions or [])
+    return parts
+
+
+def result_message(res: Any) -> str:
+    """The user turn that carries a sandbox run back to the model."""
+    return "\n\n".join([
+        f"Tool call status: {res.status}",
+        *_result_parts(res, "__result__:\n", "Printed output:\n```"),
+        'Continue: call more tools, or give the final answer as ATTP TOML (answer = """...""").'])
 
 
 def result_text(res: Any) -> str:
     """The body of the tool-result output recorded in the file."""
-    parts = []
-    if res.status == "success":
-        parts.append("```json\n" + to_json_text(res.result) + "\n```")
-    if res.stdout:
-        parts.append("```text\n" + res.stdout.rstrip() + "\n```")
-    if res.error is not None:
-        parts.append(f"Error: {res.error}")
-    for ins in res.instructions or []:
-        parts.append(f"Instruction: {ins}")
-    return "\n\n".join(parts) or "(no result)"
+    return "\n\n".join(_result_parts(res, "", "```text")) or "(no result)"
 
 
 async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dict[str, Any]], *,
