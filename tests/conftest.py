@@ -38,6 +38,17 @@ def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.fixture
+def local_model(openai_server, monkeypatch: pytest.MonkeyPatch):
+    """The local model server as the environment's model (``test-model``, no retries, no key
+    of ours): set ``.responder`` to script it."""
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
+    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
+    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
+    return openai_server
+
+
+@pytest.fixture
 def trusted(user_config_dir: Path) -> Callable[[Path], Path]:
     """``trusted(folder)``: trust a folder for this test, as ``tce trust`` would."""
     from jupyter_percent_agent import trust

@@ -76,12 +76,9 @@ def project(tmp_path: Path, trusted) -> Path:
 
 
 @pytest.fixture
-def model(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:
-    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
-    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
-    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
-    openai_server.responder = Reviewer()
-    return openai_server
+def model(local_model: OpenAIServer) -> OpenAIServer:
+    local_model.responder = Reviewer()
+    return local_model
 
 
 def write_inputs(path: Path, topics: list[str], extra: list[str] = ()) -> Path:

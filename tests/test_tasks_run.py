@@ -70,13 +70,9 @@ def blog(tmp_path: Path, trusted) -> Path:
 
 
 @pytest.fixture
-def model(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:
-    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
-    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
-    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
-    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
-    openai_server.responder = blog_model
-    return openai_server
+def model(local_model: OpenAIServer) -> OpenAIServer:
+    local_model.responder = blog_model
+    return local_model
 
 
 def prompts(server: OpenAIServer, marker: str) -> list[str]:
