@@ -444,12 +444,13 @@ def test_trusted_notebook_through_ipynb_adds_no_trusted_key(chat: Path) -> None:
 NOTEBOOKS = Path(__file__).parent / "data" / "format" / "notebooks"
 
 
-@pytest.mark.parametrize("name", ["stdin_stream", "future_types"])
+@pytest.mark.parametrize("name", ["stdin_stream", "future_types", "later_minor_keys"])
 def test_jupyterlab_and_future_notebooks_round_trip_exactly_through_the_cli(
     tmp_path: Path, name: str
 ) -> None:
-    """A stdin stream (what JupyterLab records for input()) and the cell and output types of a
-    later nbformat: .ipynb -> .msg.md -> .ipynb gives the same JSON."""
+    """A stdin stream (what JupyterLab records for input()), the cell and output types of a
+    later nbformat, and a later minor version's keys on the notebook, its cells and outputs:
+    .ipynb -> .msg.md -> .ipynb gives the same JSON."""
     shutil.copy(NOTEBOOKS / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
     run_jupytext("--to", ".msg.md", f"{name}.ipynb", cwd=tmp_path, env={"PYTHONWARNINGS": "ignore"})
     run_jupytext("--to", "ipynb", f"{name}.msg.md", cwd=tmp_path, env={"PYTHONWARNINGS": "ignore"})

@@ -58,6 +58,10 @@ def test_patched_functions_keep_their_signatures() -> None:
         "nb_outputs",
         "fmt",
     ]
+    # an .ipynb written from a message file keeps a later nbformat's top-level keys
+    assert params(jupytext.jupytext.drop_text_representation_metadata) == [
+        "notebook", "metadata"]
+    assert "drop_text_representation_metadata(" in inspect.getsource(jupytext.jupytext.writes)
 
 
 def test_converter_dispatches_whole_text_formats_by_format_name() -> None:

@@ -47,6 +47,18 @@ OUTPUT_TYPES: Final = frozenset({"display_data", "execute_result", "stream", "er
 STREAMS: Final = ("stdout", "stderr", "stdin")
 # Keys of a cell of a future type that the file holds elsewhere than in its ``fields``.
 _CELL_KEYS: Final = frozenset({"cell_type", "id", "metadata", "source", "attachments"})
+# The keys nbformat 4.5 gives each kind of cell, output and notebook. Any other key (a later
+# minor version's) is kept as it is, under "fields" in the namespaced metadata, and put back
+# on reading: a notebook of nbformat 4.6+ round-trips equal as JSON.
+CELL_FIELDS: Final = {
+    "code": frozenset({"cell_type", "id", "metadata", "source", "execution_count", "outputs"}),
+    "markdown": _CELL_KEYS, "raw": _CELL_KEYS}
+OUTPUT_FIELDS: Final = {
+    "stream": frozenset({"output_type", "name", "text"}),
+    "display_data": frozenset({"output_type", "data", "metadata"}),
+    "execute_result": frozenset({"output_type", "data", "metadata", "execution_count"}),
+    "error": frozenset({"output_type", "ename", "evalue", "traceback"})}
+NOTEBOOK_FIELDS: Final = frozenset({"cells", "metadata", "nbformat", "nbformat_minor"})
 # Types of %%% cells that are code output rather than an agent's reply.
 LANGS: Final = frozenset({
     "python", "python2", "python3", "ipython", "ipython3", "r", "julia", "bash", "sh", "shell",
@@ -208,11 +220,14 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
         if jmeta is not None:
             metadata = jmeta
     minor = 5
-    if NS in metadata:  # a later nbformat's minor version, kept by the writer
+    fields = None
+    if NS in metadata:  # a later nbformat's minor version and fields, kept by the writer
         kept = metadata[NS]
         metadata = {k: v for k, v in metadata.items() if k != NS}
         if isinstance(kept, dict) and type(kept.get("nbformat_minor")) is int:
             minor = max(5, kept["nbformat_minor"])
+        if isinstance(kept, dict) and isinstance(kept.get("fields"), dict):
+            fields = kept["fields"]
     # the document's heading level: the first message's; cells differing from it keep theirs
     level = 1
     for rec in doc.records:
@@ -272,7 +287,25 @@ def to_notebook(doc: Document, path: str | None = None) -> dict:
         if doc.crlf:
             nbns["crlf"] = True
         metadata[NS] = nbns
-    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": minor}
+    nb = {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": minor}
+    if fields:
+        put_fields(nb, fields, NOTEBOOK_FIELDS)
+    return nb
+
+
+def extra_fields(obj: Mapping, known: frozenset[str]) -> dict | None:
+    """The keys of ``obj`` that nbformat 4.5 does not give it, or None."""
+    if obj.keys() <= known:
+        return None
+    return {k: v for k, v in obj.items() if k not in known}
+
+
+def put_fields(obj: dict, fields: Any, known: frozenset[str]) -> None:
+    """Put back the kept ``fields`` of ``obj``, never over one nbformat 4.5 defines."""
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            if key not in known and key not in obj:
+                obj[key] = value
 
 
 def _take_ns(attrs: dict, ctx: Context, rec: Record) -> tuple[dict, dict | None]:
@@ -312,7 +345,7 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
         raise ctx.error(f"cell_type must be a cell type's name, not {ct!r}", rec)
     cell_type = ct or ("raw" if t == "raw" else "code")
     future = ct is not None and ct not in CELL_TYPES
-    fields = ns.pop("fields", None) if future else None
+    fields = ns.pop("fields", None)
     no_source = ns.pop("no_source", False) if future else False
     if t != ("raw" if cell_type == "raw" else "markdown"):
         ns["type"] = t
@@ -342,10 +375,8 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
         attrs[NS] = ns
     cell: dict[str, Any] = {"cell_type": cell_type, "id": cid, "metadata": attrs,
                             "source": source}
-    if isinstance(fields, dict):  # a cell of a future type: its other fields
-        for key, value in fields.items():
-            if key not in _CELL_KEYS:
-                cell[key] = value
+    if fields is not None:  # a cell of a future type, or a later minor version's keys
+        put_fields(cell, fields, CELL_FIELDS.get(cell_type, _CELL_KEYS))
     if no_source is True:
         del cell["source"]
     if cell_type == "code":
@@ -475,15 +506,19 @@ def read_block(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
         raise ctx.error(f"{key}= belongs to [error] or stream cells, not [{t}]", rec)
     if over:
         attrs.update(over)
+    fields = ns.pop("fields", None)
     if ns:
         attrs[NS] = ns
     if has_ec:
         if ec is not None and (not isinstance(ec, int) or isinstance(ec, bool)):
             raise ctx.error(f"execution_count must be an integer, not {ec!r}", rec)
-        outputs.append({"output_type": "execute_result", "data": bundle, "metadata": attrs,
-                        "execution_count": ec})
+        out = {"output_type": "execute_result", "data": bundle, "metadata": attrs,
+               "execution_count": ec}
     else:
-        outputs.append({"output_type": "display_data", "data": bundle, "metadata": attrs})
+        out = {"output_type": "display_data", "data": bundle, "metadata": attrs}
+    if fields is not None:
+        put_fields(out, fields, OUTPUT_FIELDS[out["output_type"]])
+    outputs.append(out)
 
 
 def _reply(rec: Record, t: str, index: int, parent: str, out_level: int) -> dict:
@@ -536,6 +571,7 @@ def _info_attrs(attrs: dict, over: dict | None) -> dict:
 def _read_streams(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str,
                   cell: dict, ctx: Context) -> None:
     eol = attrs.pop("final_newline", True)
+    fields = ns.pop("fields", None) if ns else None
     default = rec.sub if rec.sub in STREAMS else "stdout"
     named = attrs.pop("stream", None) if "stream" in attrs else None
     if named is not None:
@@ -569,11 +605,13 @@ def _read_streams(rec: Record, attrs: dict, ns: dict, over: dict | None, body: s
     elif eol is False:
         last = outputs[-1]
         last["text"] = last["text"][:-1]
+    if fields is not None:
+        put_fields(outputs[first], fields, OUTPUT_FIELDS["stream"])
     attrs = _info_attrs(attrs, over)
     if attrs:
         ns["attrs"] = attrs
     prev = outputs[first - 1] if first else None
-    if (not ns and prev is not None and prev["output_type"] == "stream"
+    if (not ns and fields is None and prev is not None and prev["output_type"] == "stream"
             and prev["text"].endswith("\n") and prev["name"] != outputs[first]["name"]
             and named is None and prev["name"] in STREAMS):
         ns["new"] = True
@@ -599,6 +637,7 @@ def _read_error(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str
         for n in counts:
             tb.append("\n".join(lines[at : at + n]))
             at += n
+    fields = ns.pop("fields", None)
     attrs = _info_attrs(attrs, over)
     if attrs:
         ns["attrs"] = attrs
@@ -606,8 +645,10 @@ def _read_error(rec: Record, attrs: dict, ns: dict, over: dict | None, body: str
     if ns:
         ns["ename"] = str(ename)
         cell_ns(cell)["outputs"][str(len(outputs))] = ns
-    outputs.append({"output_type": "error", "ename": str(ename), "evalue": str(evalue),
-                    "traceback": tb})
+    out = {"output_type": "error", "ename": str(ename), "evalue": str(evalue), "traceback": tb}
+    if fields is not None:
+        put_fields(out, fields, OUTPUT_FIELDS["error"])
+    outputs.append(out)
 
 
 def _read_future(rec: Record, attrs: dict, body: str, cell: dict, ctx: Context) -> None:
@@ -649,8 +690,14 @@ def from_notebook(nb: Mapping, path: str | None = None, section: str | None = No
     cells = list(nb.get("cells") or [])
     doc = Document(crlf=bool(nbns.get("crlf")))
     minor = nb.get("nbformat_minor")
+    kept: dict[str, Any] = {}
     if type(minor) is int and minor > 5:  # a notebook from a later nbformat (4.6, ...)
-        metadata[NS] = {"nbformat_minor": minor}
+        kept["nbformat_minor"] = minor
+    fields = extra_fields(nb, NOTEBOOK_FIELDS)
+    if fields:
+        kept["fields"] = fields
+    if kept:
+        metadata[NS] = kept
     fm_source = None
     if cells and is_front_matter_cell(cells[0]):
         fm_source = join_source(cells[0]["source"])
@@ -776,7 +823,8 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
     """The ``%%`` record of a cell."""
     ct = cell.get("cell_type", "code")
     md = cell.get("metadata") or {}
-    if ct == "code" and md.keys().isdisjoint(IN_STRUCT):
+    plain = ct == "code" and cell.keys() <= CELL_FIELDS["code"]
+    if plain and md.keys().isdisjoint(IN_STRUCT):
         # a plain message: no namespaced structure, no clashing keys
         ref = _unique_ref(cell.get("id") or "", ctx, seen)
         source = cell.get("source", "")
@@ -792,7 +840,7 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         elif not isinstance(md, dict):
             md = dict(md)
         return Record(False, ctx.level, "", ref, "markdown", None, None, md, source)
-    if ct == "code":
+    if plain:
         ns = md.get(NS)
         if (type(ns) is dict and ns.get("type") == "code" and _CODE_NS.issuperset(ns)
                 and len(md.keys() & IN_STRUCT) == 1 and "`" not in ctx.lang):
@@ -806,12 +854,12 @@ def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> Record:
         struct["execution_count"] = cell["execution_count"]
     if ct != "code" and "attachments" in cell:
         struct["attachments"] = cell["attachments"]
-    if ct not in CELL_TYPES:  # a cell of a future type keeps its other fields
-        fields = {k: v for k, v in cell.items() if k not in _CELL_KEYS}
-        if fields:
-            ns["fields"] = fields
-        if "source" not in cell:
-            ns["no_source"] = True
+    # a cell of a future type keeps its other fields, a known one a later minor version's
+    fields = extra_fields(cell, CELL_FIELDS.get(ct, _CELL_KEYS))
+    if fields:
+        ns["fields"] = fields
+    if ct not in CELL_TYPES and "source" not in cell:
+        ns["no_source"] = True
     ref = _unique_ref(ns.pop("id", None) or cell.get("id") or "", ctx, seen)
     if ns:
         title = ns.pop("title", "")
@@ -876,7 +924,8 @@ def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     ns = (cell.get("metadata") or {}).get(NS) or {}
     outputs = ns.get("outputs")
     extra = out.get("metadata")
-    if not outputs and extra is None:
+    fields = extra_fields(out, OUTPUT_FIELDS.get(out.get("output_type"), frozenset()))
+    if not outputs and extra is None and fields is None:
         return {}  # the common case: nothing kept for this output
     info = (outputs or {}).get(str(i))
     if not isinstance(info, Mapping):
@@ -885,6 +934,8 @@ def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     if info and info.get(key) != out.get(key):
         info = {}
     info = dict(info)
+    if fields is not None:
+        info["fields"] = {k: v for k, v in fields.items() if k != "metadata"}
     if isinstance(extra, Mapping):  # attributes given to stream_output()/error_output()
         for k, v in extra.items():
             if k == NS and isinstance(v, Mapping):
@@ -1042,7 +1093,8 @@ def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
         ns = md.get(NS)
         data = out.get("data")
         if (type(ns) is dict and data and len(data) == 1 and _REPLY_NS.issuperset(ns)
-                and _OUT_FIELDS.isdisjoint(md) and out.get("output_type") == "display_data"):
+                and _OUT_FIELDS.isdisjoint(md) and out.get("output_type") == "display_data"
+                and len(out) == 3):
             # fast path: a reply, tool call or result as the model helpers make them
             t = ns.get("type")
             [(mime, body)] = data.items()
@@ -1066,6 +1118,9 @@ def _data_record(out: Mapping, parent: Record, index: int, ctx: Context,
 def _data_record_general(out: Mapping, parent: Record, index: int, ctx: Context,
                          seen: set[str]) -> Record:
     attrs, ns, over = _split_attrs(out.get("metadata") or {}, OUT_STRUCT, copy_ns=False)
+    fields = extra_fields(out, OUTPUT_FIELDS[out.get("output_type", "display_data")])
+    if fields:
+        ns = {**ns, "fields": fields}
     ref, level, title, t, sub, link = _block(ns, parent, index, ctx, seen, ctx.lang)
     is_lang = ctx.is_lang(t)
     struct: dict[str, Any] = {}

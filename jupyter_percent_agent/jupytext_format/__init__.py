@@ -16,7 +16,10 @@ changes to its module state, all made here and nowhere else:
   message file, so no metadata is dropped and outputs survive;
 - ``combine_inputs_with_outputs`` keeps a message file's own outputs and metadata when a
   pair is synchronised: a message file carries its outputs, so the paired ``.ipynb`` is a
-  mirror of it, not the place its outputs come from.
+  mirror of it, not the place its outputs come from;
+- ``drop_text_representation_metadata`` (jupytext's copy of a notebook for an ``.ipynb``)
+  keeps the other top-level keys of a notebook read from a message file, so that a later
+  nbformat's keys survive ``.ipynb`` -> ``.msg.md`` -> ``.ipynb``.
 
 Everything else (pairing, ``--sync``, ``--test-strict``, the contents manager) is jupytext's
 own code. ``register()`` applies all of it to an imported jupytext; the startup hook
@@ -139,6 +142,7 @@ def message_text(
     else:
         meta.pop("jupytext", None)
     notebook = {
+        **nb,  # a later nbformat's top-level keys too: the core keeps them
         "nbformat": nb.get("nbformat", 4),
         "nbformat_minor": nb.get("nbformat_minor", 5),
         "metadata": meta,
@@ -292,6 +296,22 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
 
         jupytext_module.read = _mark(read, original_read)
         _rebind(original_read, jupytext_module.read)
+
+    if not _is_patched(jupytext_module.drop_text_representation_metadata):
+        original_drop = jupytext_module.drop_text_representation_metadata
+
+        def drop_text_representation_metadata(notebook: Any, metadata: Any = None) -> Any:
+            # jupytext's copy for an .ipynb keeps four top-level keys; a message file keeps
+            # a later nbformat's others (docs/format.md), and so does its .ipynb
+            is_msg = _is_msg_source(notebook, None)
+            out = original_drop(notebook, metadata)
+            if is_msg:
+                for key, value in notebook.items():
+                    out.setdefault(key, value)
+            return out
+
+        jupytext_module.drop_text_representation_metadata = _mark(
+            drop_text_representation_metadata, original_drop)
 
     # jupytext.jupytext imported guess_format by name; keep it in step with formats.
     formats = sys.modules.get("jupytext.formats")
