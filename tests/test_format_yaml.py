@@ -106,6 +106,22 @@ def test_deep_json_in_the_jupyter_entry_or_an_attribute_is_a_format_error() -> N
         fmt.reads(f"# %%[^a]\n[^a]: [markdown] x={deep}\n\nhi\n")
 
 
+def test_deep_nesting_is_refused_in_our_words_and_brackets_in_quotes_are_not_nesting() -> None:
+    from jupyter_percent_agent.format.safe_yaml import MAX_DEPTH, load_yaml
+
+    deep = "[" * (MAX_DEPTH + 1) + "1" + "]" * (MAX_DEPTH + 1)
+    with pytest.raises(FormatError, match=rf"^line 3: the text nests deeper than {MAX_DEPTH}"):
+        load_yaml(f"a: 1\nb: 2\nc: {deep}\n")
+    # a document that fails for another reason, with many brackets inside a quoted string
+    # or a comment, keeps the parser's own explanation
+    quoted = '"' + "[" * 2000 + '"'
+    for text in (f"a: {quoted}\nb: [1, 2\n", f"# {'[' * 2000}\nb: [1, 2\n"):
+        with pytest.raises(FormatError) as info:
+            load_yaml(text)
+        assert "nests deeper" not in str(info.value)
+    assert load_yaml(f"a: {quoted}") == {"a": "[" * 2000}
+
+
 def test_a_notebook_nested_too_deeply_to_write_is_a_format_error() -> None:
     deep: list = []
     inner = deep

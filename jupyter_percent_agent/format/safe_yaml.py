@@ -122,6 +122,10 @@ def _load(text: str, line: int, what: str, path: str | None,
         raise FormatError(f"{what} {err.message}", line=line + err.line, path=path) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        deep = _too_deep_at(text)
+        if deep is not None:  # libyaml stopped it first, in words of its own
+            raise FormatError(f"{what} nests deeper than {MAX_DEPTH} levels",
+                              line=line + deep, path=path) from None
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         # libyaml puts an error at the end of a text with no final newline one line past it
         at = min(mark.line, text.count("\n")) if mark else 0
@@ -129,6 +133,51 @@ def _load(text: str, line: int, what: str, path: str | None,
                           path=path) from None
     finally:
         loader.dispose()
+
+
+def _too_deep_at(text: str) -> int | None:
+    """The line (from 0) where a flow collection of ``text`` opens its level
+    ``MAX_DEPTH + 1``, or None.
+
+    libyaml scans a whole flow collection (``[[[...]]]``) before the composer sees its first
+    node, and newer releases stop a deep one with a message of their own; this finds the
+    depth the composer never got to count, so that the refusal is ours whatever PyYAML and
+    libyaml say. Only a document that already failed to parse is scanned."""
+    depth = 0
+    line = 0
+    quote = ""
+    prev = "\n"  # the last character that is not a space outside quotes
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                if quote == "'" and text.startswith("''", i):
+                    i += 1
+                else:
+                    quote = ""
+            i += 1
+            continue
+        if c in "\"'" and (depth or prev in "\n:-,?[{"):
+            quote = c
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "[{" and (depth or prev in "\n:-,?"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif c in "]}" and depth:
+            depth -= 1
+        if c not in " \t":
+            prev = c
+        i += 1
+    return None
 
 
 def _walk(node: Any, where: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
