@@ -48,6 +48,19 @@ def test_non_stream_reply_and_record(openai_server: OpenAIServer) -> None:
     assert openai_server.chat_requests[0].body["model"] == "m"
 
 
+def test_recorded_headers_are_found_by_name_in_any_case(openai_server: OpenAIServer) -> None:
+    # HTTP field names are case-insensitive: the OpenAI SDK 3.x sends "authorization"
+    conn = http.client.HTTPConnection("127.0.0.1", openai_server.port, timeout=5)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"messages": MSGS}),
+                 {"content-type": "application/json", "authorization": "Bearer sk-x"})
+    conn.getresponse().read()
+    conn.close()
+    headers = openai_server.requests[-1].headers
+    assert headers["Authorization"] == headers.get("AUTHORIZATION") == "Bearer sk-x"
+    assert "Content-Type" in headers and headers.get("X-Missing") is None
+    assert json.loads(json.dumps(headers))["authorization"] == "Bearer sk-x"
+
+
 def test_stream_chunks_and_usage(openai_server: OpenAIServer) -> None:
     openai_server.script(Reply("a fairly long streamed answer", chunk_size=5))
     status, raw = _post(openai_server, {"model": "m", "messages": MSGS, "stream": True,

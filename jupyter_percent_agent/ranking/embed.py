@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_percent_agent.trust import NO_KEY
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -170,9 +172,10 @@ class LiteLLMEmbedder:
 
         litellm = import_litellm()
         key = self._api_key
-        if key is None and self.api_base and not os.environ.get("OPENAI_API_KEY") \
-                and self.model.startswith(("openai/", "openai_like/", "custom_openai/")):
-            key = "no-key"  # local servers (Ollama, vLLM) need none, the OpenAI client wants one
+        if key is None and self.api_base:
+            # no key was tied to this endpoint: send none of the user's (litellm would fall
+            # back to the provider's key from the environment, e.g. OPENAI_API_KEY)
+            key = NO_KEY
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIServer", "RecordedRequest", "Reply", "hashed_embedding"]
+__all__ = ["Headers", "OpenAIServer", "RecordedRequest", "Reply", "hashed_embedding"]
 
 DEFAULT_REPLY = "Hello from the local test server."
 
@@ -87,13 +87,31 @@ class Reply:
         return cls(content="", malformed=True)
 
 
+class Headers(dict):
+    """Request headers as received, looked up by name in any case (HTTP field names are
+    case-insensitive: the OpenAI SDK sends ``authorization``, curl ``Authorization``)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self._folded = {k.lower(): k for k in self}
+
+    def __getitem__(self, name: str) -> str:
+        return super().__getitem__(self._folded.get(name.lower(), name))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._folded
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[name] if name in self else default
+
+
 @dataclass
 class RecordedRequest:
-    """What the server received: method, path, headers and the parsed JSON body."""
+    """What the server received: method, path, headers (any case) and the parsed JSON body."""
 
     method: str
     path: str
-    headers: dict[str, str]
+    headers: Headers
     body: dict[str, Any]
 
     @property
@@ -248,7 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         state = self.server_state
-        state._record(RecordedRequest("GET", self.path, dict(self.headers), {}))
+        state._record(RecordedRequest("GET", self.path, Headers(self.headers.items()), {}))
         if self.path.rstrip("/").endswith("/models"):
             self._send_json(200, {"object": "list", "data": [
                 {"id": m, "object": "model", "created": 0, "owned_by": "local"}
@@ -265,7 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "bad_request"}})
             return
-        state._record(RecordedRequest("POST", self.path, dict(self.headers), body))
+        state._record(RecordedRequest("POST", self.path, Headers(self.headers.items()), body))
         if self.path.rstrip("/").endswith("/embeddings"):
             self._embeddings(body)
             return
