@@ -174,6 +174,20 @@ def test_unreachable_server_message_leaves_out_credentials_in_the_api_base() -> 
         assert "\n" not in text
 
 
+def test_credentials_in_the_api_base_are_refused_before_any_request(
+        openai_server: OpenAIServer) -> None:
+    # aiohttp refuses such a URL beside an API key in words that change between releases:
+    # the message is ours, the same on each, and nothing is sent
+    base = openai_server.url.replace("http://", "http://user:hunter2@")
+    res = _run(CallSpec(models=["m"], messages=MSGS, api_key="sk-secret-key", api_base=base,
+                        retries=2, backoff=0, timeout=2))
+    assert res.error_detail.startswith(
+        f"cannot reach the model server at {openai_server.url} (its api_base carries a user "
+        "name or password, which is never sent")
+    assert res.error.startswith("cannot reach the model server at the configured api_base (")
+    assert openai_server.requests == [] and res.attempts == []
+
+
 def test_no_model_server_named_by_provider_and_model_without_api_base(
         monkeypatch: pytest.MonkeyPatch) -> None:
     port = _closed_port()

@@ -275,6 +275,28 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
     return Failure(type(exc).__name__, line, line)
 
 
+def _credentials_in(api_base: str | None) -> Failure | None:
+    """The failure of an ``api_base`` that carries a user name or password, decided before
+    any call: HTTP clients disagree on such a URL (aiohttp refuses it beside an API key, and
+    its words changed between releases), and what it carries is a secret."""
+    from urllib.parse import urlsplit
+
+    if not api_base or "@" not in api_base:
+        return None
+    try:
+        parts = urlsplit(api_base)
+        if parts.username is None and parts.password is None:
+            return None
+    except ValueError:
+        return None
+    why = ("its api_base carries a user name or password, which is never sent: give the key "
+           "as PERCENT_AGENT_API_KEY or tie one to the endpoint (tce trust --endpoint URL "
+           "--key-env VAR)")
+    return Failure("APIConnectionError",
+                   f"cannot reach the model server at the configured api_base ({why})",
+                   f"cannot reach the model server at {public_url(api_base)} ({why})")
+
+
 def _retryable(litellm: Any, exc: BaseException) -> bool:
     if "credentials" in str(exc).lower() or "api_key" in str(exc).lower():
         return False  # a missing key does not come back by retrying
@@ -364,8 +386,8 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     except Exception as exc:  # pragma: no cover - broken installation
         result.error, result.error_type = one_line(exc), type(exc).__name__
         return result
-    last: Failure | None = None
-    for n, model in enumerate(spec.models):
+    last: Failure | None = _credentials_in(spec.api_base)
+    for n, model in enumerate(spec.models if last is None else ()):
         for attempt in range(spec.retries + 1):
             result.text, result.reasoning = "", ""
             try:
