@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Set-up for a fresh machine: Debian's Chromium for the browser tests, a virtualenv in
-# .venv, and the package (editable, front end built) with its test extras.
+# Set-up for a fresh machine: Debian's Chromium for the browser tests, uv (from the package
+# registry), then exactly the locked set (uv.lock) in .venv: the package, editable, with its
+# front end built, and its test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
+# uv itself, pinned: it reads the lock, so a newer uv could read it differently.
+UV_VERSION=${UV_VERSION:-0.13.9}
+UV=.uv/bin/uv
 
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
@@ -14,11 +18,17 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-# Playwright drives Debian's Chromium; it must never try to download a browser.
-export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-.venv/bin/python -m pip install -q -e ".[test]"
+if ! { [ -x "$UV" ] && [ "$("$UV" --version | cut -d' ' -f2)" = "$UV_VERSION" ]; }; then
+    rm -rf .uv
+    "$PYTHON" -m venv .uv
+    .uv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+fi
+
+# The machine's Python (never a downloaded one), the lock as it is (--locked: a lock that no
+# longer matches pyproject.toml is an error, not a silent re-resolve). Playwright drives
+# Debian's Chromium; it must never try to download a browser.
+export UV_PYTHON_DOWNLOADS=never UV_LINK_MODE=copy PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+"$UV" sync --locked --extra test --python "$PYTHON"
 # Byte-compile the package, as a wheel install would: an editable install leaves that to the
 # first import, which never writes it where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines), and then every `tce` run and kernel start compiles the sources again (~40 ms).
