@@ -333,8 +333,10 @@ def _is_msg_source(nb_source: Any, fmt: Any) -> bool:
         return fmt["format_name"] == FORMAT_NAME
     if isinstance(fmt, str) and fmt:
         return fmt.endswith(":" + FORMAT_NAME) or fmt.lower().endswith(SUFFIX + EXTENSION)
-    text_repr = nb_source.metadata.get("jupytext", {}).get("text_representation", {})
-    return text_repr.get("format_name") == FORMAT_NAME
+    # a NotebookNode, or the plain dict the contents manager hands over
+    jupytext_meta = (nb_source.get("metadata") or {}).get("jupytext") or {}
+    text_repr = jupytext_meta.get("text_representation") or {}
+    return isinstance(text_repr, Mapping) and text_repr.get("format_name") == FORMAT_NAME
 
 
 def _patch_combine(combine: ModuleType) -> None:
