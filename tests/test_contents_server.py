@@ -42,29 +42,32 @@ def test_installed_server_opens_message_files(tmp_path: Path, data_dir: Path) ->
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
     }
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "jupyter"),
-            "server",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            "--no-browser",
-            "--allow-root",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # its log to a file: a pipe nobody reads fills up and stalls the server
+    log = tmp_path / "server.log"
+    with log.open("w") as log_file:
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "jupyter"),
+                "server",
+                f"--port={port}",
+                "--ip=127.0.0.1",
+                "--no-browser",
+                "--allow-root",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+            text=True,
+        )
     try:
         url = f"http://127.0.0.1:{port}/api/contents/chat.msg.md?token={token}"
         body = None
         deadline = time.monotonic() + 120
         while body is None:
             if server.poll() is not None:
-                pytest.fail(f"jupyter server exited: {server.stderr.read()}")
+                pytest.fail(f"jupyter server exited: {log.read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(url, timeout=10) as response:
                     body = json.loads(response.read())
