@@ -343,7 +343,8 @@ def _is_msg_source(nb_source: Any, fmt: Any) -> bool:
         return fmt["format_name"] == FORMAT_NAME
     if isinstance(fmt, str) and fmt:
         return fmt.endswith(":" + FORMAT_NAME) or fmt.lower().endswith(SUFFIX + EXTENSION)
-    text_repr = nb_source.metadata.get("jupytext", {}).get("text_representation", {})
+    # a NotebookNode, or a plain dict (the async contents manager saves a pair from JSON)
+    text_repr = (nb_source.get("metadata") or {}).get("jupytext", {}).get("text_representation", {})
     return text_repr.get("format_name") == FORMAT_NAME
 
 
