@@ -260,7 +260,7 @@ def tce(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
 
 
 def helper_pids(marker: str) -> list[int]:
-    """Live warm helpers whose command line names ``marker`` (their socket's folder)."""
+    """Pids of live warm helper processes whose command line names ``marker``."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
