@@ -28,6 +28,10 @@ adapter (``jupyter_percent_agent.jupytext_format``). What this layer adds:
 - a message notebook whose file is a symbolic link out of its folder, a FIFO, a device or a
   ``/proc`` file is refused (403) before anything reads or writes it (``format.safe_path``);
   a save through a link inside the folder writes the link's target and keeps the link;
+- a jupytext configuration written in Python (``.jupytext.py``, read when hidden files are
+  allowed) in a folder the user has not trusted is skipped with a warning in the server's
+  log (``jupytext_format.python_config_refusal``), for every file, not only message files:
+  jupytext would run it in the server, with the user's keys;
 
 The server extension (``_link_jupyter_server_extension``) sets
 ``ServerApp.contents_manager_class`` before the contents manager is created, and keeps it
@@ -302,6 +306,19 @@ class _MessageFilesMixin:
 
         return path_hint(path.strip("/") if _is_md(path) else None)
 
+    def _skips_config(self, config_file: Any, is_os_path: bool) -> bool:
+        """A jupytext configuration written in Python in an untrusted folder: logged, not run."""
+        if not isinstance(config_file, str) or not config_file.endswith(".py"):
+            return False
+        from jupyter_percent_agent.jupytext_format import python_config_refusal
+
+        os_path = config_file if is_os_path else self._get_os_path(config_file)  # type: ignore[attr-defined]
+        refusal = python_config_refusal(os_path)
+        if refusal is None:
+            return False
+        self.log.warning("[jupyter-percent-agent] %s", refusal)  # type: ignore[attr-defined]
+        return True
+
 
 class _SyncMessageFiles(_MessageFilesMixin):
     def get(
@@ -356,6 +373,13 @@ class _SyncMessageFiles(_MessageFilesMixin):
     def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
         return super().new(self._seed_new(model, path.strip("/")), path)
 
+    def load_config_file(self, config_file: Any, *, prev_config_file: Any, prev_config: Any,
+                         is_os_path: bool = False) -> Any:
+        if self._skips_config(config_file, is_os_path):
+            return None
+        return super().load_config_file(config_file, prev_config_file=prev_config_file,
+                                        prev_config=prev_config, is_os_path=is_os_path)
+
 
 class _AsyncMessageFiles(_MessageFilesMixin):
     async def get(
@@ -402,6 +426,13 @@ class _AsyncMessageFiles(_MessageFilesMixin):
 
     async def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
         return await super().new(self._seed_new(model, path.strip("/")), path)
+
+    async def load_config_file(self, config_file: Any, *, prev_config_file: Any,
+                               prev_config: Any, is_os_path: bool = False) -> Any:
+        if self._skips_config(config_file, is_os_path):
+            return None
+        return await super().load_config_file(config_file, prev_config_file=prev_config_file,
+                                              prev_config=prev_config, is_os_path=is_os_path)
 
     async def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
         if not _replaceable(os_path, format):
