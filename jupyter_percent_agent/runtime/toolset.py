@@ -59,9 +59,9 @@ class Toolset:
 
 
 def _toolbox(base_dir: Path | None) -> Path | None:
-    if base_dir is None or not (base_dir / "toolbox").is_dir():
+    if base_dir is None or not (base_dir / trust.TOOLBOX).is_dir():
         return None
-    return base_dir / "toolbox"
+    return base_dir / trust.TOOLBOX
 
 
 def defined_tools(nb: Mapping[str, Any]) -> dict[str, Any]:

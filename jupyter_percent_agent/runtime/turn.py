@@ -19,7 +19,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent, resolve_agent
-from jupyter_percent_agent.runtime.asyncfile import land, landed
+from jupyter_percent_agent.runtime.asyncfile import async_file, land, landed
 from jupyter_percent_agent.runtime.context import Selections, plan_history, selections
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.run import Run
@@ -77,7 +77,8 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
-    may not choose), ``SelectionError``, ``FormatError`` (front matter) before anything runs."""
+    may not choose, an ``[async]`` file it may not write), ``SelectionError``, ``FormatError``
+    (front matter) before anything runs."""
     index, cell = find_cell(nb, cell_id)
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
@@ -86,6 +87,8 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
                           env=options.env)
     route = trust.route_for(agent.api_base, folder=options.folder, agent=agent.name,
                             env=options.env)
+    if kind == "async":
+        async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
     return Plan(cell_id, index, kind, agent, route,
                 selections(nb, options.include, options.exclude))
 

@@ -36,7 +36,9 @@ class Turn:
 
 
 def toolbox_dir(base_dir: Path) -> Path:
-    return base_dir / "toolbox"
+    from jupyter_percent_agent import trust
+
+    return base_dir / trust.TOOLBOX
 
 
 def turn_notebook(agents: Mapping[str, Any], path: str = "turn.msg.md") -> dict[str, Any]:

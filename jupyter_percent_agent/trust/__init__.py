@@ -33,12 +33,14 @@ from jupyter_percent_agent.trust.folders import (
     trusted_folders,
     untrust_folder,
 )
-from jupyter_percent_agent.trust.paths import private_dir, resolve_inside
+from jupyter_percent_agent.trust.paths import PATH_RULE, TOOLBOX, private_dir, resolve_inside
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "HARD_MAX_STEPS",
     "NO_KEY",
+    "PATH_RULE",
+    "TOOLBOX",
     "Config",
     "ConfigError",
     "Endpoint",
