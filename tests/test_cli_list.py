@@ -120,14 +120,16 @@ def test_list_agents_shows_the_model_the_default_agent_uses(
     r = tce("list", str(path) + "/agent")
     assert r.exit_code == 0, r.output
     header, row = r.output.splitlines()
-    assert header.split() == ["NAME", "SOURCE", "MODELS", "TOOLS", "DEFAULT", "ENDPOINT"]
+    assert header.split() == ["NAME", "SOURCE", "MODELS", "TOOLS", "DEFAULT", "LIMITS",
+                              "ENDPOINT"]
     assert row.split()[:4] == ["default", "environment", "env-model,backup", "*"]
     assert row.endswith("the provider's own endpoint")
     monkeypatch.delenv("PERCENT_AGENT_MODEL")
     out = tce("list", str(path) + "/agent", "--json").output
     (row,) = [json.loads(x) for x in out.splitlines()]
     assert row == {"name": "default", "source": "environment", "models": ["gpt-4o-mini"],
-                   "tools": [], "default": True, "endpoint": "the provider's own endpoint"}
+                   "tools": [], "default": True, "limits": [],
+                   "endpoint": "the provider's own endpoint"}
     # with presets, default is listed but the first preset answers
     shutil.copy(DATA / "agents.msg.md", tmp_path / "agents.msg.md")
     rows = [json.loads(x) for x in

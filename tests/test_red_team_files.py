@@ -233,3 +233,139 @@ async def test_pairing_with_a_script_beside_the_file_stays_allowed(
                              {"type": "notebook", "content": model["content"]})
     assert code == 200
     assert "# %%" in (folder / "x.py").read_text()
+
+
+
+# -- budgets only go down ------------------------------------------------------------------
+
+SPIN = ('# %% tool[^t]\n[^t]: [tool] name="spin" description="Spins."\n\n'
+        '```python\ndef spin() -> int:\n    """Spin."""\n    n = 0\n    while True:\n'
+        '        n += 1\n```\n')
+
+
+def write_config(**limits: object) -> None:
+    trust.config_path().parent.mkdir(parents=True, exist_ok=True)
+    trust.config_path().write_text("".join(f"{k} = {v}\n" for k, v in limits.items()))
+
+
+def test_a_tool_call_cell_cannot_raise_its_timeout(clone: Path, keys) -> None:
+    write_config(tool_timeout=1)
+    path = clone / "calls.msg.md"
+    path.write_text(SPIN + '\n# %% call[^c1]\n[^c1]: [tool_call] tool="spin" timeout=5\n')
+    run = asyncio.run(run_turn(fmt.read(path), "c1", RunOptions(base_dir=clone)))
+    (result,) = run.outputs
+    assert "longer than 1 s" in fmt.output_text(result)
+    assert fmt.output_attrs(result)["limits"] == "tool_timeout 1 (asked 5; your limit)"
+
+
+def test_a_tool_call_cell_may_lower_its_timeout_and_a_trusted_one_raise_it(
+        clone: Path, keys) -> None:
+    write_config(tool_timeout=1)
+    trust.trust_folder(clone)
+    assert trust.bound("tool_timeout", 5, folder=clone).value == 5
+    assert trust.bound("tool_timeout", 10**6, folder=clone).describe() == \
+        "tool_timeout 600 (asked 1000000; the hard cap)"
+    assert trust.bound("tool_timeout", 0.5, folder=None).value == 0.5
+
+
+def test_an_agents_timeout_cannot_be_raised_by_its_file(clone: Path, keys,
+                                                        openai_server: OpenAIServer,
+                                                        monkeypatch) -> None:
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
+    monkeypatch.setenv("PERCENT_AGENT_TIMEOUT", "1")
+    openai_server.responder = lambda body: Reply.slow(3, "too late")
+    path = agents_file(clone, ["m"], timeout=60)
+    result = tce("chat", str(path), "-m", "hi")
+    assert "did not answer within 1 s" in result.output
+    assert "too late" not in path.read_text()
+
+
+def test_a_task_cell_cannot_raise_the_step_budget_and_its_transcript_says_so(
+        clone: Path, keys, local_model: OpenAIServer) -> None:
+    from jupyter_percent_agent.tasks.cell import run_task_cell
+
+    sop = clone / "sop"
+    (sop / "t").mkdir(parents=True)
+    (sop / "t" / "go.md").write_text("---\ntask_id: t/go\ntask_type: execute\n"
+                                     "output:\n  $.x: $\n---\n\n## parameters.prompt\nGO\n")
+    local_model.script("done")
+    path = clone / "task.msg.md"
+    path.write_text('# %% run[^k]\n[^k]: [task] task_id="t/go" sop="sop" max_steps=5000\n\n{}\n')
+    cell = next(c for c in fmt.read(path)["cells"] if fmt.cell_kind(c) == "task")
+    run = asyncio.run(run_task_cell(cell, base_dir=clone))
+    assert run.status == "ok", run.error
+    header = fmt.front_matter(fmt.read(run.transcript))["task_run"]
+    assert header["max_steps"] == 100
+    assert header["limits"] == ["[task] cell: task_max_steps 100 (asked 5000; your limit)"]
+    shown = "".join(fmt.output_text(o) for o in run.outputs)
+    assert "limit lowered: [task] cell: task_max_steps 100 (asked 5000; your limit)" in shown
+
+
+def test_a_sop_folder_cannot_raise_retries(clone: Path, keys,
+                                           local_model: OpenAIServer) -> None:
+    from jupyter_percent_agent.tasks import run_task
+
+    sop = clone / "sop"
+    (sop / "t").mkdir(parents=True)
+    (sop / "t" / "go.md").write_text(
+        "---\ntask_id: t/go\ntask_type: execute\noutput:\n  $.x: $.x\n"
+        "error_handling:\n  on_failure:\n    retry: 50\n---\n\n## parameters.prompt\nGO\n")
+    local_model.responder = lambda body: "not JSON, so the step fails"
+    result = run_task(sop, "t/go", {})
+    assert result.status == "failed"
+    assert len(local_model.chat_requests) == 1 + 3  # the first try, then the user's 3 retries
+    header = fmt.front_matter(fmt.read(result.transcript))["task_run"]
+    assert header["limits"] == ["t/go: retries 3 (asked 50; your limit)"]
+
+
+def test_a_transcript_cannot_raise_the_step_budget_of_its_resume(
+        tmp_path: Path, keys, local_model: OpenAIServer) -> None:
+    """A run whose step keeps failing and whose error route starts it over: the step budget
+    ends it, and the transcript said a million."""
+    from jupyter_percent_agent.tasks import resume_task
+
+    write_config(task_max_steps=6)
+    sop = tmp_path / "sop"
+    (sop / "t").mkdir(parents=True)
+    (sop / "t" / "loop.md").write_text(
+        "---\ntask_id: t/loop\ntask_type: execute\noutput:\n  $.x: $.x\nerror_handling:\n"
+        "  on_failure:\n    retry: 0\n    error_routing:\n      invalid_output: t/again\n"
+        "---\n\n## parameters.prompt\nGO\n")
+    (sop / "t" / "again.md").write_text("---\ntask_id: t/again\ntask_type: error_handler\n"
+                                        "plan_steps:\n  - task_id: t/loop\n---\n")
+    calls = []
+
+    def model(body: object) -> str:  # fails 20 times: only a budget below 20 ends the run
+        calls.append(body)
+        return "never JSON" if len(calls) <= 20 else '{"x": 1}'
+
+    local_model.responder = model
+    from jupyter_percent_agent.tasks import transcript as tr
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    path = runs / "t-loop.msg.md"  # as a shipped transcript would say it: a million steps
+    nb = tr.new_transcript(path, task_id="t/loop", sop_root=sop, context={}, agents={},
+                           max_steps=1_000_000)
+    tr.set_state(nb, {"context": {}, "stack": [{"task_id": "t/loop"}], "steps": 0},
+                 status="interrupted", steps=0)
+    fmt.write(nb, path)
+    result = resume_task(path)
+    assert result.error["error_type"] == "step_budget", result.error
+    assert result.status == "failed" and result.steps == 6
+
+
+def test_tce_list_shows_the_budgets_a_file_asks_for_that_are_lowered(clone: Path) -> None:
+    path = clone / "n.msg.md"
+    path.write_text("---\nagents:\n  a: {models: [m], max_steps: 100, tool_limit: 500}\n---\n\n"
+                    '# %% call[^c1]\n[^c1]: [tool_call] tool="x" timeout=9999\n\n'
+                    '# %% small[^c2]\n[^c2]: [tool_call] tool="x" timeout=2\n')
+    cells = tce("list", str(path)).output.splitlines()
+    assert cells[0].split()[-1] == "LIMITS"
+    assert cells[1].endswith("tool_timeout 30 (asked 9999; your limit)")
+    assert cells[2].endswith("include")
+    rows = [json.loads(x) for x in tce("list", f"{path}/agent", "--json").output.splitlines()]
+    assert rows[0]["limits"] == ["max_steps 8 (asked 100; your limit)",
+                                 "tool_limit 12 (asked 500; your limit)"]

@@ -303,16 +303,38 @@ def test_command_line_include_is_the_users_choice(tmp_path: Path, keys, openai_s
 
 def test_step_limit_may_be_lowered_by_a_file_never_raised() -> None:
     cfg = trust.Config()
-    assert trust.step_limit(None, folder=None, config=cfg) == 8
-    assert trust.step_limit(3, folder=None, config=cfg) == 3
-    assert trust.step_limit(500, folder=None, config=cfg) == 8
-    assert trust.step_limit(20, folder=None, config=trust.Config(max_steps=30)) == 20
+    assert trust.bound("max_steps", None, folder=None, config=cfg).value == 8
+    assert trust.bound("max_steps", 3, folder=None, config=cfg).value == 3
+    assert trust.bound("max_steps", 500, folder=None, config=cfg).value == 8
+    assert trust.bound("max_steps", 20, folder=None,
+                       config=trust.Config(limits={"max_steps": 30})).value == 20
 
 
 def test_step_limit_in_a_trusted_folder_stops_at_the_hard_cap(tmp_path: Path) -> None:
     trust.trust_folder(tmp_path)
-    assert trust.step_limit(20, folder=tmp_path) == 20
-    assert trust.step_limit(10_000, folder=tmp_path) == trust.HARD_MAX_STEPS == 50
+    assert trust.bound("max_steps", 20, folder=tmp_path).value == 20
+    assert trust.bound("max_steps", 10_000, folder=tmp_path).value == \
+        trust.LIMITS["max_steps"].hard == 50
+
+
+@pytest.mark.parametrize("asked", [True, "many", -3, 0, 2.5, float("nan")])
+def test_a_budget_that_is_no_number_of_its_kind_is_the_users_limit(asked) -> None:
+    assert trust.bound("max_steps", asked, folder=None).value == 8
+
+
+def test_every_budget_has_a_limit_of_the_users_that_their_config_changes() -> None:
+    write = {"max_steps": 3, "task_max_steps": 7, "retries": 0, "timeout": 1.5,
+             "tool_timeout": 2, "tool_limit": 4, "max_output_tokens": 100,
+             "context_window": 1000}
+    assert set(write) == set(trust.LIMITS)
+    trust.config_path().parent.mkdir(parents=True, exist_ok=True)
+    trust.config_path().write_text("".join(f"{k} = {v}\n" for k, v in write.items()))
+    for name, value in write.items():
+        assert trust.bound(name, 10**9, folder=None).value == value
+        assert trust.bound(name, None, folder=None).value == value
+    trust.config_path().write_text("tool_timeout = \"long\"\n")
+    with pytest.raises(trust.ConfigError, match=r"tool_timeout .* must be a positive number"):
+        trust.load_config()
 
 
 # -- the trust store -------------------------------------------------------------------------
@@ -407,7 +429,7 @@ def test_a_file_cannot_raise_the_step_limit(tmp_path: Path, keys, openai_server,
         "code = '''\n__result__ = noop()\n'''\n")
     result = tce("chat", str(path), "-m", "go")
     assert result.exit_code == 1, result.output
-    assert len(openai_server.chat_requests) == trust.DEFAULT_MAX_STEPS == 8
+    assert len(openai_server.chat_requests) == trust.LIMITS["max_steps"].default == 8
     assert "no final answer after 8 steps" in result.output
 
 

@@ -1,6 +1,6 @@
 """``tce list``: the cells of a message file, or the agents it defines (``ITEM/agent``).
 
-Imports only click and the format core, so it starts fast on large files.
+Imports only click, the format core and the trust rules, so it starts fast on large files.
 """
 
 from __future__ import annotations
@@ -22,8 +22,29 @@ def _split_agent_item(item: str) -> tuple[str, bool]:
     return item, False
 
 
-def cell_rows(nb: dict) -> list[dict[str, Any]]:
-    """One row per cell: index, id, type, title, agent, history."""
+CELL_BUDGETS = {"tool_call": ("timeout", "tool_timeout"), "toolchain": ("timeout", "tool_timeout"),
+                "task": ("max_steps", "task_max_steps")}
+"""The numbers a cell of a kind may set: (its attribute, the budget that bounds it)."""
+
+
+def cell_limits(cell: dict, kind: str, folder: Path | None) -> list[str]:
+    """The budgets ``cell`` asks for that the trust rules lower (``trust.bound``)."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent import trust
+
+    if kind not in CELL_BUDGETS:
+        return []
+    attr, budget = CELL_BUDGETS[kind]
+    asked = fmt.cell_attrs(cell).get(attr)
+    if asked is None:
+        return []
+    bounded = trust.bound(budget, asked, folder=folder)
+    return [bounded.describe()] if bounded.lowered else []
+
+
+def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
+    """One row per cell: index, id, type, title, agent, history (and ``limits``: the numbers
+    it sets that are lowered, when any)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime import history as hist
 
@@ -42,9 +63,13 @@ def cell_rows(nb: dict) -> list[dict[str, Any]]:
                         seen.append(name)
             agent = ",".join(seen)
         title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
-        rows.append({"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
-                     "agent": agent or "", "outputs": len(outputs),
-                     "history": hist.history_mode(meta.get("history"), kind)})
+        row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
+               "agent": agent or "", "outputs": len(outputs),
+               "history": hist.history_mode(meta.get("history"), kind)}
+        limits = cell_limits(cell, kind, folder)
+        if limits:
+            row["limits"] = limits
+        rows.append(row)
     return rows
 
 
@@ -72,6 +97,7 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     from jupyter_percent_agent.runtime.agents import (
         DEFAULT_AGENT_NAME,
         AgentError,
+        bound_agent,
         environment_agent,
         known_agents,
         resolve_agent,
@@ -86,8 +112,10 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         answering = None
     rows = []
     for name, agent in agents.items():
+        budgets = bound_agent(agent, folder)[1]
         rows.append({"name": name, "source": agent.source, "models": agent.models,
                      "tools": agent.tools or [], "default": name == answering,
+                     "limits": [b.describe() for b in budgets if b.lowered],
                      "endpoint": endpoint(agent.api_base, folder, name)})
     seen = {r["name"] for r in rows}
     for cell in nb.get("cells", []):
@@ -97,7 +125,7 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
                 if name and name not in seen:
                     seen.add(name)
                     rows.append({"name": name, "source": "replies only", "models": [],
-                                 "tools": [], "default": False, "endpoint": ""})
+                                 "tools": [], "default": False, "limits": [], "endpoint": ""})
     return rows
 
 
@@ -117,15 +145,17 @@ def list_(item: str, as_json: bool) -> None:
             rows = agent_rows(nb, path.parent)
         except AgentError as exc:
             fail(str(exc), EXIT_AGENT)
-        cols = ["name", "source", "models", "tools", "default", "endpoint"]
+        cols = ["name", "source", "models", "tools", "default", "limits", "endpoint"]
     else:
-        rows = cell_rows(nb)
+        rows = cell_rows(nb, path.parent)
         cols = ["index", "type", "title", "agent", "history"]
+        if any("limits" in r for r in rows):
+            cols.append("limits")
     out = sys.stdout
     if as_json:
         out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         return
-    table = [[_cell(r[c]) for c in cols] for r in rows]
+    table = [[_cell(r.get(c, "")) for c in cols] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in table]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
@@ -137,5 +167,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "*" if value else ""
     if isinstance(value, list):
-        return ",".join(map(str, value))
+        return ", ".join(map(str, value)) if any(" " in str(v) for v in value) \
+            else ",".join(map(str, value))
     return str(value)

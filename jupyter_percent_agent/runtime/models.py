@@ -22,7 +22,7 @@ from typing import Any
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
-from jupyter_percent_agent.trust import NO_KEY, Route, route_for
+from jupyter_percent_agent.trust import NO_KEY, Route, bound, route_for
 
 
 @dataclass
@@ -89,7 +89,7 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
         params=params,
         api_base=route.api_base,
         api_key=route.api_key,
-        timeout=float(agent.timeout or env.get("PERCENT_AGENT_TIMEOUT") or 120),
+        timeout=float(agent.timeout or bound("timeout", None, folder=None, env=env).value or 0),
         retries=int(env.get("PERCENT_AGENT_RETRIES", 2)),
         backoff=float(env.get("PERCENT_AGENT_BACKOFF", 1.0)),
     )

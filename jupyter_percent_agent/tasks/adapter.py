@@ -138,6 +138,22 @@ def agent_problem(name: str, props: Any) -> str | None:
     return None
 
 
+def agent_limits(agents: Mapping[str, Mapping[str, Any]], base_dir: Path
+                 ) -> list[tuple[str, str]]:
+    """(agent, budget) for each budget of ``agents`` (name -> settings) that the runtime
+    lowers for a folder in ``base_dir`` (``runtime.agents.bound_agent``)."""
+    from jupyter_percent_agent.runtime.agents import AgentError, agent_from_mapping, bound_agent
+
+    out = []
+    for name, props in agents.items():
+        try:
+            agent = agent_from_mapping(name, props, source="preset")
+        except (AgentError, TypeError):
+            continue  # the folder's check reports it
+        out += [(name, b.describe()) for b in bound_agent(agent, base_dir)[1] if b.lowered]
+    return out
+
+
 def toolbox_refusal(base_dir: Path, tool_ids: Collection[str],
                     agents: Mapping[str, Mapping[str, Any]], what: str) -> Any:
     """The ``TrustError`` steps would meet for the ``toolbox/`` in ``base_dir`` while it is
