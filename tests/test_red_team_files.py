@@ -5,7 +5,8 @@ may name models, budgets and paths; the user's keys are in the environment and t
 endpoints in their config. Nothing the folder names may pick which key is sent or where a
 conversation goes, raise a budget, or read or write outside the folder or into the places
 other tools run from. The attacker's host is the project's local model server: it records
-every request and header it receives. Each case failed before its fix; the module grows
+every request and header it receives. ``keys`` (tests/conftest.py) puts the user's keys in the
+environment. Each case failed before its fix; the module grows
 with every hole.
 """
 
@@ -26,25 +27,6 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import RunOptions, run_turn
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
-SECRETS = {"OPENAI_API_KEY": "sk-user-openai-secret",
-           "ANTHROPIC_API_KEY": "sk-ant-user-secret",
-           "HUGGINGFACE_API_KEY": "hf-user-secret",
-           "PERCENT_AGENT_API_KEY": "sk-user-percent-secret"}
-
-
-@pytest.fixture
-def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The user's keys in the environment, no endpoint of theirs, no retries."""
-    for name, value in SECRETS.items():
-        monkeypatch.setenv(name, value)
-    for name, value in {"PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
-                        "PERCENT_AGENT_TIMEOUT": "5", "PERCENT_AGENT_RETRIES": "0"}.items():
-        monkeypatch.setenv(name, value)
-    for name in ("PERCENT_AGENT_API_BASE", "PERCENT_AGENT_MODEL", "OPENAI_API_BASE",
-                 "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return dict(SECRETS)
-
 
 @pytest.fixture
 def attacker() -> Iterator[OpenAIServer]:
@@ -64,15 +46,6 @@ def clone(tmp_path: Path) -> Path:
 
 def tce(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def secrets_seen(server: OpenAIServer) -> list[str]:
-    """The user's secrets that reached ``server``, in any header or body."""
-    seen = []
-    for request in server.requests:
-        blob = json.dumps(dict(request.headers)) + json.dumps(request.body)
-        seen += [name for name, value in SECRETS.items() if value in blob]
-    return seen
 
 
 def authorization(server: OpenAIServer) -> list[str | None]:
@@ -100,16 +73,6 @@ def test_an_async_file_may_only_be_a_md_file_outside_tool_folders(
         asyncio.run(run_turn(fmt.read(path), "j1", RunOptions(base_dir=clone)))
     assert repr(link) in str(err.value) and err.value.kind == "path"
     assert not (clone / link).exists() and local_model.requests == []
-
-
-def test_an_async_md_file_in_the_folder_still_lands(clone: Path, keys,
-                                                    local_model: OpenAIServer) -> None:
-    local_model.script("A poem.")
-    path = clone / "a.msg.md"
-    path.write_text('# %% job[^j1]\n[^j1]: [async](results/poem.md) id="1"\n\nPoem.\n')
-    run = asyncio.run(run_turn(fmt.read(path), "j1", RunOptions(base_dir=clone)))
-    assert run.status == "ok", run.error
-    assert (clone / "results" / "poem.md").read_text() == "A poem."
 
 
 @pytest.mark.parametrize("include", [".git/config", ".env", "toolbox/notes"])
@@ -178,6 +141,18 @@ async def contents(jp_fetch, path: str, method: str = "GET", body: dict | None =
     return response.code, json.loads(response.body)
 
 
+async def save_paired(jp_fetch, path: str, formats: str | None):
+    """Open the message file at ``path`` as JupyterLab does, pair it with ``formats`` (None:
+    with nothing, in its front matter) and save it: (HTTP code, reply)."""
+    code, model = await contents(jp_fetch, path)
+    assert code == 200, model
+    metadata = model["content"]["metadata"]
+    metadata.pop("jupytext", None)
+    if formats is not None:
+        metadata["jupytext"] = {"formats": formats}
+    return await contents(jp_fetch, path, "PUT", {"type": "notebook", "content": model["content"]})
+
+
 def files_under(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
@@ -198,11 +173,7 @@ async def test_a_message_files_pairing_may_not_write_outside_or_into_tool_folder
     assert code == 403 and rule in reply["message"]
     assert repr(os.path.relpath(written, "clone")) in reply["message"]
     (folder / "x.msg.md").write_text(paired_file(".msg.md"))
-    code, model = await contents(jp_fetch, "clone/x.msg.md")
-    assert code == 200
-    model["content"]["metadata"]["jupytext"] = {"formats": formats}
-    code, reply = await contents(jp_fetch, "clone/x.msg.md", "PUT",
-                                 {"type": "notebook", "content": model["content"]})
+    code, reply = await save_paired(jp_fetch, "clone/x.msg.md", formats)
     assert code == 403 and rule in reply["message"]
     assert files_under(jp_root_dir) == before  # nothing written, not even the file itself
 
@@ -212,14 +183,13 @@ async def test_a_jupytext_toml_beside_a_message_file_may_not_pair_it_outside(
     folder = jp_root_dir / "clone"
     folder.mkdir()
     (folder / "x.msg.md").write_text(paired_file(".msg.md"))
-    code, model = await contents(jp_fetch, "clone/x.msg.md")
-    assert code == 200
     (folder / "jupytext.toml").write_text('formats = ".msg.md,../outside//py:percent"\n')
-    model["content"]["metadata"].pop("jupytext", None)
-    code, reply = await contents(jp_fetch, "clone/x.msg.md", "PUT",
-                                 {"type": "notebook", "content": model["content"]})
+    code, reply = await save_paired(jp_fetch, "clone/x.msg.md", None)
     assert code == 403 and "leads out of the file's folder" in reply["message"]
     assert not (jp_root_dir / "outside").exists()
+    (folder / "x.msg.md").write_text("## %% hello[^a]\n\n[^a]: [markdown]\n\nhello\n")
+    code, reply = await contents(jp_fetch, "clone/x.msg.md")  # its pair would be read
+    assert code == 403 and "'../outside/x.py'" in reply["message"]
 
 
 async def test_pairing_with_a_script_beside_the_file_stays_allowed(
@@ -227,10 +197,7 @@ async def test_pairing_with_a_script_beside_the_file_stays_allowed(
     folder = jp_root_dir / "notes"
     folder.mkdir()
     (folder / "x.msg.md").write_text(paired_file(".msg.md,py:percent"))
-    code, model = await contents(jp_fetch, "notes/x.msg.md")
-    assert code == 200
-    code, _ = await contents(jp_fetch, "notes/x.msg.md", "PUT",
-                             {"type": "notebook", "content": model["content"]})
+    code, _ = await save_paired(jp_fetch, "notes/x.msg.md", ".msg.md,py:percent")
     assert code == 200
     assert "# %%" in (folder / "x.py").read_text()
 
@@ -369,3 +336,117 @@ def test_tce_list_shows_the_budgets_a_file_asks_for_that_are_lowered(clone: Path
     rows = [json.loads(x) for x in tce("list", f"{path}/agent", "--json").output.splitlines()]
     assert rows[0]["limits"] == ["max_steps 8 (asked 100; your limit)",
                                  "tool_limit 12 (asked 500; your limit)"]
+
+
+# -- keys go only to their provider, hosts come only from the user ------------------------
+
+def test_a_url_in_a_files_model_name_is_an_api_base_it_chose(clone: Path, keys,
+                                                            attacker: OpenAIServer) -> None:
+    """oobabooga sends the call to the URL in the model's name: the file chose the host."""
+    path = agents_file(clone, [f"oobabooga/{attacker.url}"])
+    result = tce("chat", str(path), "-m", "my private notes")
+    assert result.exit_code == 6, result.output
+    assert "names the host" in result.output and "tce trust" in result.output
+    assert attacker.requests == []
+    assert "my private notes" not in path.read_text()  # refused before anything was written
+
+
+def test_a_url_in_a_sop_agents_model_name_is_refused_before_any_call(
+        tmp_path: Path, keys, attacker: OpenAIServer) -> None:
+    sop = tmp_path / "clone" / "sop"
+    (sop / "t").mkdir(parents=True)
+    (sop / "_agents.yaml").write_text(f"writer:\n  model: oobabooga/{attacker.url}\n")
+    (sop / "t" / "go.md").write_text("---\ntask_id: t/go\ntask_type: execute\nagent: writer\n"
+                                     "output:\n  $.x: $\n---\n\n## parameters.prompt\nsecret "
+                                     "plans\n")
+    result = CliRunner().invoke(main, ["run", "t/go", "--sop", str(sop), "--context", "{}"])
+    assert result.exit_code != 0
+    assert "names the host" in result.output + result.stderr
+    assert attacker.requests == []
+
+
+def test_a_provider_without_its_own_key_never_gets_another_providers(
+        clone: Path, keys, attacker: OpenAIServer, monkeypatch) -> None:
+    """litellm lends OPENAI_API_KEY to an OpenAI-compatible provider whose own key is unset:
+    here groq's endpoint (the user's GROQ_API_BASE) received the user's OpenAI key."""
+    monkeypatch.setenv("GROQ_API_BASE", attacker.url)
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    attacker.script("hello")
+    path = agents_file(clone, ["groq/llama-3.1-8b-instant"])
+    result = tce("chat", str(path), "-m", "hi")
+    assert result.exit_code == 0, result.output
+    assert attacker.received(keys) == []
+    assert authorization(attacker) == [f"Bearer {trust.NO_KEY}"]
+
+
+def test_a_provider_gets_its_own_key(clone: Path, keys, attacker: OpenAIServer,
+                                     monkeypatch) -> None:
+    monkeypatch.setenv("GROQ_API_BASE", attacker.url)
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-user-groq")
+    attacker.script("hello")
+    path = agents_file(clone, ["groq/llama-3.1-8b-instant"])
+    assert tce("chat", str(path), "-m", "hi").exit_code == 0
+    assert authorization(attacker) == ["Bearer gsk-user-groq"]
+    assert attacker.received(keys) == []
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "anthropic/claude-3-5-haiku-20241022"])
+def test_the_users_api_base_gets_no_providers_key(tmp_path: Path, keys, attacker: OpenAIServer,
+                                                  monkeypatch, model: str) -> None:
+    """PERCENT_AGENT_API_BASE without PERCENT_AGENT_API_KEY used to receive OPENAI_API_KEY
+    (or, for a file's anthropic/ model, ANTHROPIC_API_KEY): keys belong to their provider."""
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", attacker.url)
+    monkeypatch.delenv("PERCENT_AGENT_API_KEY")
+    attacker.script("hello")
+    path = agents_file(tmp_path, [model])
+    tce("chat", str(path), "-m", "hi")
+    assert attacker.requests, "the call was made"
+    assert attacker.received(keys) == []
+
+
+def test_an_allow_listed_host_in_a_model_name_gets_only_the_key_tied_to_it(
+        clone: Path, keys, attacker: OpenAIServer, monkeypatch) -> None:
+    monkeypatch.setenv("TIED_KEY", "tied-to-this-host")
+    assert tce("trust", "--endpoint", attacker.url, "--key-env", "TIED_KEY").exit_code == 0
+    path = agents_file(clone, [f"oobabooga/{attacker.url}"])
+    tce("chat", str(path), "-m", "hi")
+    assert attacker.requests, "an allowed host is called"
+    assert attacker.received(keys) == []
+
+
+def test_a_host_litellm_builds_from_the_name_is_the_files_choice(tmp_path: Path, keys) -> None:
+    """A Baseten deployment id becomes the host (model-ID.api.baseten.co): for a file's
+    model that is a host the file chose, refused before any call in an untrusted folder."""
+    from jupyter_percent_agent.litellm_setup import import_litellm
+    from jupyter_percent_agent.runtime.agents import agent_from_mapping
+    from jupyter_percent_agent.runtime.models import Refused, call_route, spec_for
+
+    agent = agent_from_mapping("a", {"models": ["baseten/abcd1234"]}, source="preset")
+    route = trust.route_agent("a", None, agent.models, from_file=True, folder=tmp_path)
+    with pytest.raises(Refused, match=r"names the host https://model-abcd1234\.api\.baseten\.co"):
+        call_route(import_litellm(), spec_for(agent, [], route=route), "baseten/abcd1234")
+    trust.trust_folder(tmp_path)
+    how = call_route(import_litellm(), spec_for(agent, [], route=route), "baseten/abcd1234")
+    assert how.api_key == trust.NO_KEY  # a trusted folder's host gets no key
+
+
+def test_tce_list_agents_says_provider_endpoint_and_key_never_its_value(
+        clone: Path, keys, monkeypatch, attacker: OpenAIServer) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-user-groq")
+    path = clone / "agents.msg.md"
+    path.write_text("---\nagents:\n"
+                    "  plain: {models: [gpt-4o-mini, groq/llama-3.1-8b-instant, reka/reka-core]}\n"
+                    f"  named: {{models: ['oobabooga/{attacker.url}']}}\n---\n")
+    result = tce("list", f"{path}/agent", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {r["name"]: r for r in map(json.loads, result.output.splitlines())}
+    gpt, groq, reka = rows["plain"]["routes"]
+    assert gpt == {"model": "gpt-4o-mini", "provider": "openai",
+                   "endpoint": "https://api.openai.com/v1", "key": "OPENAI_API_KEY"}
+    assert groq["provider"] == "groq" and groq["key"] == "GROQ_API_KEY"
+    assert reka["provider"] == "reka" and reka["key"].startswith("none")
+    (named,) = rows["named"]["routes"]
+    assert "names the host" in named["refused"]
+    table = tce("list", f"{path}/agent").output
+    assert not any(value in result.output + table for value in [*keys.values(), "gsk-"])
+    assert attacker.requests == []

@@ -77,17 +77,19 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
-    may not choose, an ``[async]`` file it may not write), ``SelectionError``, ``FormatError``
-    (front matter) before anything runs. The agent's budgets are bounded here
-    (``agents.bound_agent``)."""
+    may not choose, a URL in a model's name, an ``[async]`` file it may not write),
+    ``SelectionError``, ``FormatError`` (front matter) before anything runs. The agent's
+    budgets are bounded here (``agents.bound_agent``)."""
     index, cell = find_cell(nb, cell_id)
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
     agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                                          env=options.env), options.folder)
-    route = trust.route_for(agent.api_base, folder=options.folder, agent=agent.name,
-                            env=options.env)
+    # models a file chose (not the user's own: the environment's agent, or --model)
+    from_file = agent.source != "environment" and not options.model
+    route = trust.route_agent(agent.name, agent.api_base, agent.models, from_file=from_file,
+                              folder=options.folder, env=options.env)
     if kind == "async":
         async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
     return Plan(cell_id, index, kind, agent, route,

@@ -25,7 +25,14 @@ from jupyter_percent_agent.trust.config import (
     load_config,
     save_config,
 )
-from jupyter_percent_agent.trust.endpoints import NO_KEY, Route, route_for
+from jupyter_percent_agent.trust.endpoints import (
+    NO_KEY,
+    Route,
+    named_url,
+    public_url,
+    route_agent,
+    route_for,
+)
 from jupyter_percent_agent.trust.errors import TrustError
 from jupyter_percent_agent.trust.folders import (
     is_trusted,
@@ -53,9 +60,12 @@ __all__ = [
     "config_path",
     "is_trusted",
     "load_config",
+    "named_url",
     "private_dir",
+    "public_url",
     "refuse_toolbox",
     "resolve_inside",
+    "route_agent",
     "route_for",
     "save_config",
     "trust_folder",
