@@ -203,6 +203,31 @@ async def test_pairing_with_a_script_beside_the_file_stays_allowed(
 
 
 
+
+@pytest.mark.parametrize(("prefix", "written"), [("../outside//", "outside/x.py"),
+                                                  (".git/hooks//", "clone/.git/hooks/x.py")])
+def test_jupytext_sync_never_writes_a_message_files_pair_outside(
+        tmp_path: Path, prefix: str, written: str) -> None:
+    """The plain ``jupytext`` command (the venv's, in a subprocess), run from above the clone:
+    ``--sync`` wrote the pair its front matter named."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "clone"
+    (folder / ".git" / "hooks").mkdir(parents=True)
+    (folder / "x.msg.md").write_text(paired_file(f".msg.md,{prefix}py:percent"))
+    jupytext = Path(sys.executable).parent / "jupytext"
+    proc = subprocess.run([str(jupytext), "--sync", "clone/x.msg.md"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "refused: pairing" in proc.stderr.splitlines()[-1]
+    assert not (tmp_path / written).exists()
+    (folder / "x.msg.md").write_text(paired_file(".msg.md,py:percent"))
+    proc = subprocess.run([str(jupytext), "--sync", "clone/x.msg.md"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (folder / "x.py").is_file()
+
 # -- budgets only go down ------------------------------------------------------------------
 
 SPIN = ('# %% tool[^t]\n[^t]: [tool] name="spin" description="Spins."\n\n'

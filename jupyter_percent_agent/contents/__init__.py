@@ -250,10 +250,10 @@ def _refuse_pairs(path: str, nb: Any, config: Any, os_path: str, action: str) ->
     from tornado.web import HTTPError
 
     from jupyter_percent_agent import trust
-    from jupyter_percent_agent.contents.pairing import refuse_outside_pairs
+    from jupyter_percent_agent.contents.pairing import refuse_outside_notebook_pairs
 
     try:
-        refuse_outside_pairs(path, nb, config, os.path.dirname(os_path))
+        refuse_outside_notebook_pairs(path, nb, config, os.path.dirname(os_path))
     except trust.TrustError as err:
         raise HTTPError(403, f"Cannot {action} {path}: {err}", reason="Refused") from None
 

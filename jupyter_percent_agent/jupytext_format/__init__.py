@@ -365,6 +365,10 @@ def on_jupytext_module_loaded(module: ModuleType) -> None:
         _patch_converter(module)
     elif module.__name__ == "jupytext.combine":
         _patch_combine(module)
+    elif module.__name__ == "jupytext.cli":
+        from jupyter_percent_agent.jupytext_format.pairs import patch_cli
+
+        patch_cli(module)  # a message file's pairs stay in its folder (pairs.py)
 
 
 def register() -> None:
