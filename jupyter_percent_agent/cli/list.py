@@ -29,7 +29,7 @@ CELL_BUDGETS = {"tool_call": ("timeout", "tool_timeout"), "toolchain": ("timeout
 """The numbers a cell of a kind may set: (its attribute, the budget that bounds it)."""
 
 
-def cell_limits(cell: dict, kind: str, folder: Path | None) -> list[str]:
+def cell_limits(cell: dict, kind: str, folder: Path | None, config: Any = None) -> list[str]:
     """The budgets ``cell`` asks for that the trust rules lower (``trust.bound``)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent import trust
@@ -40,7 +40,7 @@ def cell_limits(cell: dict, kind: str, folder: Path | None) -> list[str]:
     asked = fmt.cell_attrs(cell).get(attr)
     if asked is None:
         return []
-    bounded = trust.bound(budget, asked, folder=folder)
+    bounded = trust.bound(budget, asked, folder=folder, config=config)
     return [bounded.describe()] if bounded.lowered else []
 
 
@@ -51,6 +51,7 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     from jupyter_percent_agent.runtime import history as hist
 
     rows = []
+    config = None  # the user's config, read once, for the first cell that sets a budget
     for i, cell in enumerate(hist.conversation_cells(nb), start=1):
         kind = fmt.cell_kind(cell)
         meta = cell.get("metadata") or {}  # the attributes, flat (docs/format.md)
@@ -68,7 +69,11 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
                "agent": agent or "", "outputs": len(outputs),
                "history": hist.history_mode(meta.get("history"), kind)}
-        limits = cell_limits(cell, kind, folder)
+        if kind in CELL_BUDGETS and config is None:
+            from jupyter_percent_agent import trust
+
+            config = trust.load_config()
+        limits = cell_limits(cell, kind, folder, config)
         if limits:
             row["limits"] = limits
         rows.append(row)
