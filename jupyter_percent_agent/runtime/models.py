@@ -46,8 +46,9 @@ class CallSpec:
     """Models whose calls go elsewhere than ``api_base`` (a URL in the name): ``[api_base,
     api_key, key_env]``."""
     file_folder: str | None = None
-    """The folder of the file that chose ``models`` (None: the user did): a host a model's
-    name makes litellm pick is judged as that file's ``api_base`` (``trust.route_for``)."""
+    """The folder of the file that chose ``models`` ("": a file of no known folder; None: the
+    user chose them): a host a model's name makes litellm pick is judged as that file's
+    ``api_base`` (``trust.route_for``)."""
     agent: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -376,7 +377,8 @@ def call_route(litellm: Any, spec: CallSpec, model: str) -> CallRoute:
         from pathlib import Path
 
         try:
-            chosen = trust.route_for(where.endpoint, folder=Path(spec.file_folder),
+            chosen = trust.route_for(where.endpoint,
+                                     folder=Path(spec.file_folder) if spec.file_folder else None,
                                      agent=spec.agent, asking=f"model {model!r} names the "
                                      f"host {public_url(where.endpoint)}")
         except trust.TrustError as exc:

@@ -40,8 +40,9 @@ class Route:
     """Where one agent's calls go. ``api_base`` None: the provider's own endpoint.
     ``api_key`` None: the provider's own key (``runtime.routing`` says which).
     ``by_model``: the routes of models whose name named a URL (``route_agent``).
-    ``file_folder``: the folder of the file that chose the agent's models (None: the user
-    chose them), so that a host the name makes litellm pick is judged as that file's."""
+    ``file_folder``: the folder of the file that chose the agent's models ("": a file whose
+    folder is not known, never trusted; None: the user chose them), so that a host the name
+    makes litellm pick is judged as that file's."""
 
     api_base: str | None
     api_key: str | None
@@ -183,4 +184,4 @@ def route_agent(agent: str, api_base: str | None, models: Sequence[str], *, from
                 url, folder=folder, agent=agent, env=env, config=config,
                 asking=f"model {model!r} names the host {public_url(url)}")))
     return replace(route, by_model=tuple(named),
-                   file_folder=os.path.abspath(folder) if folder is not None else ".")
+                   file_folder=os.path.abspath(folder) if folder is not None else "")
