@@ -54,26 +54,26 @@ def refuse_outside_pairs(path: str, formats: Any, folder: str) -> None:
         trust.resolve_inside(folder, link.replace("/", os.sep), what="pairing")
 
 
-def _is_message_pair(nb_file: str, formats: Any) -> bool:
+def _is_message_pair(nb_file: str, formats: Any, format_name: str) -> bool:
     from jupytext.formats import long_form_multiple_formats
 
-    from jupyter_percent_agent.jupytext_format import FORMAT_NAME, is_message_path
+    from jupyter_percent_agent.format import is_message_path
 
     return is_message_path(nb_file) or any(
-        f.get("format_name") == FORMAT_NAME for f in long_form_multiple_formats(formats or []))
+        f.get("format_name") == format_name for f in long_form_multiple_formats(formats or []))
 
 
-def _checked(nb_file: str, formats: Any) -> None:
-    if _is_message_pair(nb_file, formats):
-        refuse_outside_pairs(nb_file, formats, os.path.dirname(nb_file) or os.curdir)
-
-
-def patch_cli(cli: ModuleType) -> None:
-    """Make the ``jupytext`` command check a message file's pairs before ``--sync`` reads
-    them (``load_paired_notebook``) or writes them (``write_pair``)."""
+def patch_cli(cli: ModuleType, format_name: str) -> None:
+    """Make the ``jupytext`` command check the pairs of a message file (``NAME.msg.md``, or
+    a file in the ``format_name`` format) before ``--sync`` reads them
+    (``load_paired_notebook``) or writes them (``write_pair``)."""
     if getattr(cli.write_pair, _PATCHED, False):
         return
     write_pair, load_paired = cli.write_pair, cli.load_paired_notebook
+
+    def _checked(nb_file: str, formats: Any) -> None:
+        if _is_message_pair(nb_file, formats, format_name):
+            refuse_outside_pairs(nb_file, formats, os.path.dirname(nb_file) or os.curdir)
 
     @functools.wraps(write_pair)
     def checked_write_pair(nb_file: str, formats: Any, *args: Any, **kwargs: Any) -> Any:
