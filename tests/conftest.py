@@ -50,6 +50,27 @@ def local_model(openai_server, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The user's keys in the environment (name -> value, returned), no endpoint of the
+    user's (``PERCENT_AGENT_API_BASE``, ``OPENAI_API_BASE``), no model of theirs, no retries,
+    no waiting, no warm helper: a hostile file's test can look for these values in what a
+    server received (``OpenAIServer.received``)."""
+    secrets = {"OPENAI_API_KEY": "sk-user-openai-secret",
+               "ANTHROPIC_API_KEY": "sk-ant-user-secret",
+               "HUGGINGFACE_API_KEY": "hf-user-secret",
+               "PERCENT_AGENT_API_KEY": "sk-user-percent-secret"}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    for name, value in {"PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
+                        "PERCENT_AGENT_TIMEOUT": "5", "PERCENT_AGENT_RETRIES": "0"}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("PERCENT_AGENT_API_BASE", "PERCENT_AGENT_MODEL", "OPENAI_API_BASE",
+                 "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return secrets
+
+
+@pytest.fixture
 def trusted(user_config_dir: Path) -> Callable[[Path], Path]:
     """``trusted(folder)``: trust a folder for this test, as ``tce trust`` would."""
     from jupyter_percent_agent import trust

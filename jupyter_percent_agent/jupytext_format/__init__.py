@@ -420,6 +420,10 @@ def on_jupytext_module_loaded(module: ModuleType) -> None:
         _patch_combine(module)
     elif module.__name__ == "jupytext.config":
         _patch_config(module)
+    elif module.__name__ == "jupytext.cli":
+        from jupyter_percent_agent.jupytext_format.pairs import patch_cli
+
+        patch_cli(module, FORMAT_NAME)  # a message file's pairs stay in its folder (pairs.py)
 
 
 def register() -> None:
