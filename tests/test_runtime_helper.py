@@ -26,11 +26,10 @@ def helper(tmp_path, monkeypatch: pytest.MonkeyPatch):
     env = {**os.environ, "PERCENT_AGENT_WARM_IDLE": "30"}
     proc = subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.helper",
                              str(path)], env=env)
-    for _ in range(300):
-        if path.exists():
-            break
+    deadline = time.monotonic() + 120  # importing litellm takes 3 s idle, far more under load
+    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert path.exists()
+    assert path.exists(), f"the helper did not start (exit code {proc.poll()})"
     yield path
     proc.terminate()
     proc.wait(10)
