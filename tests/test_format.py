@@ -465,6 +465,13 @@ def test_crlf_file_is_read_and_written_back_with_crlf():
     assert writes(nb) == text
 
 
+@pytest.mark.parametrize("text", ["\r\n", "\r\n\r\n  \r\n"])
+def test_a_crlf_text_with_nothing_in_it_reads_as_what_it_writes(text):
+    nb = reads(text)
+    assert nb["cells"] == [] and writes(nb) == ""
+    assert reads(writes(nb)) == nb
+
+
 def test_model_helpers_build_valid_outputs_that_round_trip():
     cell = fmt.new_message("What is 2+2?", attrs={"history": "include"}, title="Maths")
     cid = fmt.cell_id(cell)

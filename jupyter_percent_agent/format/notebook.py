@@ -272,7 +272,9 @@ def notebook_metadata(front: str | None, path: str | None
 
 def notebook(cells: list[dict], metadata: dict, minor: int, fields: dict | None, level: int,
              crlf: bool) -> dict:
-    """The notebook of the cells read, its layout (heading level, CRLF) in its metadata."""
+    """The notebook of the cells read, its layout (heading level, CRLF) in its metadata.
+    A text with no cell (only blank lines) writes back empty, with no line to end: no CRLF."""
+    crlf = crlf and bool(cells)
     if crlf or level != 1:
         metadata = dict(metadata)
         nbns: dict[str, Any] = {}
