@@ -815,3 +815,144 @@ def test_tce_chat_never_writes_a_message_into_a_messages_false_file(tmp_path, mo
     assert result.exit_code in (2, 3), result.output  # 2 once tce asks the one detector first
     assert "messages: false" in result.output or "--force" in result.output
     assert path.read_text() == text
+
+
+# --------------------------------------------------------------------------- one byte form
+
+def _conversation_of_every_kind() -> dict:
+    """A conversation as the front ends build it: replies, a tool call and its result, a
+    code cell with streams and an error carrying attributes, keys that clash with structure,
+    an id that is not a valid nbformat id."""
+    ask = fmt.new_message("Which plan costs less?", cell_id="q1",
+                          attrs={"agent": "planner", "history": "include", "zeta": 1,
+                                 "alpha": [1, {"b": 2, "a": 1}]}, title="Plans")
+    ask["outputs"] = [
+        fmt.reply_output("Let me count.", agent="planner", out_id="q1.1",
+                         attrs={"model": "m", "time": "2026-01-01T00:00:00Z", "duration": 1.5,
+                                "tokens_in": 10, "tokens_out": 5, "cost": 0.25,
+                                "reasoning": 1}),
+        fmt.tool_call_output("count", "__result__ = count()", out_id="q1.k1",
+                             attrs={"target": "x"}),
+        fmt.tool_result_output("12", out_id="q1.k1.1", status="success",
+                               attrs={"duration": 0.5, "error": "none"}),
+        fmt.reply_output("Plan B.", agent="planner", out_id="q1.2",
+                         attrs={"time": "2026-01-01T00:00:01Z", "model": "m", "status": "ok"}),
+    ]
+    code = fmt.new_message("print(1)", cell_id="c1", kind="code",
+                           attrs={"language": "python", "execution_count": 3, "cell_type": "x"})
+    code["execution_count"] = 3
+    code["outputs"] = [
+        fmt.stream_output("stdout", "1\n", out_id="c1.1",
+                          attrs={"status": "success", "duration": 0.1}),
+        fmt.error_output("KeyError", "'b'", ["Traceback", "KeyError: 'b'"], out_id="c1.2",
+                         attrs={"then": "retry", "agent": "a"}),
+    ]
+    odd = fmt.new_message("An odd id.", cell_id="plan/b", attrs={"b": 1, "a": 2})
+    return {"cells": [ask, code, odd], "metadata": {"kernelspec": fmt.DEFAULT_KERNELSPEC},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def _reordered(nb: dict, order) -> dict:
+    """``nb`` with every dict of attributes (a cell's and an output's metadata, their
+    namespaced entries and what those keep for stream and error outputs) holding its keys in
+    ``order(keys)``: what a front end that builds the same metadata in its own order saves."""
+    def again(d):
+        return {k: d[k] for k in order(list(d))} if isinstance(d, dict) else d
+
+    def entry(ns):
+        ns = again(ns)
+        if isinstance(ns, dict):
+            if isinstance(ns.get("meta"), dict):
+                ns["meta"] = again(ns["meta"])
+            if isinstance(ns.get("outputs"), dict):
+                ns["outputs"] = {k: again({**v, "attrs": again(v["attrs"])}
+                                         if isinstance(v, dict) and "attrs" in v else v)
+                                 for k, v in ns["outputs"].items()}
+        return ns
+
+    def metadata(md):
+        md = again(md)
+        if isinstance(md, dict) and fmt.NS in md:
+            md[fmt.NS] = entry(md[fmt.NS])
+        return md
+
+    nb = json.loads(json.dumps(nb))
+    for cell in nb["cells"]:
+        cell["metadata"] = metadata(cell.get("metadata", {}))
+        for out in cell.get("outputs", []):
+            if "metadata" in out:
+                out["metadata"] = metadata(out["metadata"])
+    return nb
+
+
+def _every_notebook(shared_dir: Path) -> list[tuple[str, dict, str | None]]:
+    found = [("every kind", _conversation_of_every_kind(), None)]
+    for folder in (SEEDS, CANONICAL):
+        for path in sorted(folder.iterdir()):
+            found.append((path.name, reads(path.read_text(encoding="utf-8"), path=str(path)),
+                          str(path)))
+    for path in corpus_files():
+        found.append((path.name, _normalise_ipynb(json.loads(path.read_text(encoding="utf-8"))),
+                      None))
+    return found
+
+
+def test_the_order_a_metadata_dict_holds_never_changes_the_bytes(shared_dir):
+    import random
+
+    shuffle = random.Random(24)
+    orders = {"reversed": lambda keys: keys[::-1],
+              "shuffled": lambda keys: shuffle.sample(keys, len(keys))}
+    notebooks = _every_notebook(shared_dir)
+    assert len(notebooks) > 80
+    for name, nb, path in notebooks:
+        text = writes(nb, path=path)
+        for how, order in orders.items():
+            assert writes(_reordered(nb, order), path=path) == text, (name, how)
+
+
+def test_footnote_attributes_are_written_in_the_documented_order():
+    text = writes(_conversation_of_every_kind())
+    assert writes(reads(text)) == text
+    footnotes = [line for line in text.split("\n") if line.startswith("[^")]
+    assert footnotes == [
+        '[^q1]: [markdown] history="include" agent="planner" alpha=[1,{"b":2,"a":1}] zeta=1',
+        '[^q1.1]: [planner] time="2026-01-01T00:00:00Z" reasoning=1 model="m" tokens_in=10'
+        ' tokens_out=5 cost=0.25 duration=1.5',
+        '[^q1.k1]: [tool] name="count" target="x"',
+        '[^q1.k1.1]: [tool] status="success" error="none" duration=0.5',
+        '[^q1.2]: [planner] time="2026-01-01T00:00:01Z" model="m" status="ok"',
+        '[^c1]: [code] execution_count=3 language="python"'
+        ' percent_agent={"meta":{"cell_type":"x","execution_count":3}}',
+        '[^c1.1]: [python] status="success" duration=0.1',
+        '[^c1.2]: [error] ename="KeyError" evalue="\'b\'" agent="a" then="retry"',
+        '[^plan/b]: [markdown] a=2 b=1',
+    ]
+
+
+def test_a_file_saved_in_another_order_changes_once_in_its_footnotes_only():
+    before = ("# %% Ask[^q]\n[^q]: [markdown] agent=\"planner\" history=\"summary\"\n\n"
+              "Which plan?\n\n"
+              "## %%%[^q.1]\n[^q.1]: [planner] model=\"m\" time=\"2026-01-01T00:00:00Z\""
+              " duration=1.5 tokens_in=10 tokens_out=5 cost=0.25 zz=1 aa=2\n\nPlan B.\n")
+    after = ("# %% Ask[^q]\n[^q]: [markdown] history=\"summary\" agent=\"planner\"\n\n"
+             "Which plan?\n\n"
+             "## %%%[^q.1]\n[^q.1]: [planner] time=\"2026-01-01T00:00:00Z\" model=\"m\""
+             " tokens_in=10 tokens_out=5 cost=0.25 duration=1.5 aa=2 zz=1\n\nPlan B.\n")
+    once = writes(reads(before))
+    assert once == after
+    assert writes(reads(once)) == once
+    assert reads(once) == reads(before)  # the same notebook: only the bytes moved
+
+
+def test_a_stream_or_error_given_an_id_and_attributes_keeps_nothing_else():
+    """The [code] cells' outputs: stream_output/error_output with out_id and attrs. Their
+    side entry is not a field of a later nbformat: no empty percent_agent={"fields":{}}."""
+    code = fmt.new_message("print(1)", cell_id="c1", kind="code")
+    code["outputs"] = [fmt.stream_output("stdout", "1\n", out_id="c1.1",
+                                         attrs={"status": "success"}),
+                       fmt.error_output("E", "x", [], out_id="c1.2", attrs={"then": "t"})]
+    text = writes({"cells": [code], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    assert "percent_agent" not in text
+    assert '[^c1.1]: [python] status="success"\n' in text
+    assert writes(reads(text)) == text

@@ -776,9 +776,9 @@ def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     if info and info.get(key) != out.get(key):
         info = {}
     info = dict(info)
-    fields = extra_fields(out, known)
-    if fields is not None:
-        info["fields"] = {k: v for k, v in fields.items() if k != "metadata"}
+    fields = {k: v for k, v in out.items() if k not in known and k != "metadata"}
+    if fields:  # a later minor version's keys ("metadata" is the constructors' side entry)
+        info["fields"] = fields
     if isinstance(extra, Mapping):  # attributes given to stream_output()/error_output()
         for k, v in extra.items():
             if k == NS and isinstance(v, Mapping):
