@@ -852,39 +852,6 @@ def _conversation_of_every_kind() -> dict:
             "nbformat": 4, "nbformat_minor": 5}
 
 
-def _reordered(nb: dict, order) -> dict:
-    """``nb`` with every dict of attributes (a cell's and an output's metadata, their
-    namespaced entries and what those keep for stream and error outputs) holding its keys in
-    ``order(keys)``: what a front end that builds the same metadata in its own order saves."""
-    def again(d):
-        return {k: d[k] for k in order(list(d))} if isinstance(d, dict) else d
-
-    def entry(ns):
-        ns = again(ns)
-        if isinstance(ns, dict):
-            if isinstance(ns.get("meta"), dict):
-                ns["meta"] = again(ns["meta"])
-            if isinstance(ns.get("outputs"), dict):
-                ns["outputs"] = {k: again({**v, "attrs": again(v["attrs"])}
-                                         if isinstance(v, dict) and "attrs" in v else v)
-                                 for k, v in ns["outputs"].items()}
-        return ns
-
-    def metadata(md):
-        md = again(md)
-        if isinstance(md, dict) and fmt.NS in md:
-            md[fmt.NS] = entry(md[fmt.NS])
-        return md
-
-    nb = json.loads(json.dumps(nb))
-    for cell in nb["cells"]:
-        cell["metadata"] = metadata(cell.get("metadata", {}))
-        for out in cell.get("outputs", []):
-            if "metadata" in out:
-                out["metadata"] = metadata(out["metadata"])
-    return nb
-
-
 def _every_notebook(shared_dir: Path) -> list[tuple[str, dict, str | None]]:
     found = [("every kind", _conversation_of_every_kind(), None)]
     for folder in (SEEDS, CANONICAL):
@@ -897,7 +864,7 @@ def _every_notebook(shared_dir: Path) -> list[tuple[str, dict, str | None]]:
     return found
 
 
-def test_the_order_a_metadata_dict_holds_never_changes_the_bytes(shared_dir):
+def test_the_order_a_metadata_dict_holds_never_changes_the_bytes(shared_dir, reordered):
     import random
 
     shuffle = random.Random(24)
@@ -908,7 +875,7 @@ def test_the_order_a_metadata_dict_holds_never_changes_the_bytes(shared_dir):
     for name, nb, path in notebooks:
         text = writes(nb, path=path)
         for how, order in orders.items():
-            assert writes(_reordered(nb, order), path=path) == text, (name, how)
+            assert writes(reordered(nb, order), path=path) == text, (name, how)
 
 
 def test_footnote_attributes_are_written_in_the_documented_order():
