@@ -351,12 +351,12 @@ _PAIRS: Final = _PairTable()
 def _joined(keys: Any, values: Any) -> str:
     """``key=value key=value ...`` of keys and their values. ``values`` may run on past the
     last key (the namespaced entry, last in a dict, is left out so): zip stops at the keys'."""
+    # (zip with no keyword: a keyword argument costs its parsing on every call)
     try:
-        return " ".join(map(_PAIRS.__getitem__,
-                            zip(keys, map(type, values), values, strict=False)))
+        return " ".join(map(_PAIRS.__getitem__, zip(keys, map(type, values), values)))  # noqa: B905
     except TypeError:  # an unhashable value (a list or a dict)
         return " ".join([(_KEYS.get(k) or emit_key(k)) + "=" + emit_value(v)
-                         for k, v in zip(keys, values, strict=False)])
+                         for k, v in zip(keys, values)])  # noqa: B905
 
 
 def emit_meta(typ: str | None, sub: str | None, link: str | None, struct: dict | None,

@@ -65,9 +65,23 @@ def fence_closes(line: str, fence: Fence) -> bool:
     return len(s) - len(rest) >= fence.size and rest.strip(" \t") == ""
 
 
-def _first_fence(body: str, start: int = 0) -> re.Match[str] | None:
-    """The first closed block or unclosed fence of ``"\\n" + body`` (positions one more than
-    in ``body``)."""
+def _fence_lines(body: str) -> int:
+    """Where the fence lines of ``body`` may begin: the start of the line holding its first
+    run of three backticks or tildes (no fence line starts before it); -1 when it has none."""
+    ticks = body.find("```")
+    tildes = body.find("~~~")
+    if ticks < 0:
+        if tildes < 0:
+            return -1
+        first = tildes
+    else:
+        first = ticks if tildes < 0 or ticks < tildes else tildes
+    return body.rfind("\n", 0, first) + 1
+
+
+def _first_fence(body: str, start: int) -> re.Match[str] | None:
+    """The first closed block or unclosed fence of ``"\\n" + body`` from the line that starts
+    at ``start`` in ``body`` (match positions are one more than in ``body``)."""
     for m in FENCES.finditer("\n" + body, start):
         if m.lastgroup == "open" and m.group("fc")[0] == "`" and "`" in m.group("fi"):
             continue  # not a fence: a backtick fence's info string has no backtick
@@ -80,9 +94,10 @@ def split_fenced(body: str) -> tuple[str, str, str, str, str] | None:
 
     A block nothing closes runs to the end: close line and post are then empty.
     """
-    if "```" not in body and "~~~" not in body:
-        return None  # no run of three: no fence
-    m = _first_fence(body)
+    start = _fence_lines(body)
+    if start < 0:
+        return None
+    m = _first_fence(body, start)
     if m is None:
         return None
     start = m.start()  # in body: the start of the opening line
@@ -98,9 +113,10 @@ def split_fenced(body: str) -> tuple[str, str, str, str, str] | None:
 
 def unclosed_fence(body: str) -> str | None:
     """The closing line that an unclosed fence at the end of ``body`` needs, else None."""
-    if "```" not in body and "~~~" not in body:
-        return None  # no run of three: no fence
-    for m in FENCES.finditer("\n" + body):
+    start = _fence_lines(body)
+    if start < 0:
+        return None
+    for m in FENCES.finditer("\n" + body, start):
         if m.lastgroup == "open" and not (m.group("fc")[0] == "`" and "`" in m.group("fi")):
             return m.group("fc")
     return None

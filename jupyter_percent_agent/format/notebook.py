@@ -1,11 +1,11 @@
-"""The notebook mapping: what a cell of the text means as an nbformat 4.5 cell or output, and
-back (docs/format.md, "The notebook"). No text is scanned or written here: the reader
-(``reader.py``) hands each cell of the text over as a record, the writer (``writer.py``) asks
-for the record of each cell and output of a notebook.
+"""The notebook mapping: what each cell of the text means as an nbformat 4.5 cell or output
+(docs/format.md, "The notebook"), and the facts of that mapping the writer shares. No text
+is scanned or written here: the reader (``reader.py``) hands each cell of the text over as a
+record; the writer (``writer.py``) reads the same table from right to left.
 
-A record is a tuple ``(pos, out, level, title, ref, type, sub, link, attrs, body)``: where
-its heading starts in the reader's text (``0`` when written), ``%%%`` or not, heading level,
-title, footnote id, ``[TYPE:SUB](LINK)``, the ``key=value`` attributes and the body.
+A record read is a tuple ``(pos, out, level, title, ref, type, sub, link, attrs, body)``:
+where its heading starts in the reader's text, ``%%%`` or not, heading level, title, footnote
+id, ``[TYPE:SUB](LINK)``, the ``key=value`` attributes and the body.
 
 Mapping, in short (docs/format.md has the table):
 
@@ -23,33 +23,46 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
 from .attrs import NS, json_text
 from .errors import FormatError
-from .lines import Fence, fence_closes, fence_for, split_fenced, unclosed_fence
+from .lines import fence_for, split_fenced
 from .rules import INPUT_TYPES
 from .safe_yaml import load_yaml
 
 __all__ = [
+    "CELL_FIELDS",
+    "CELL_KEYS",
+    "CELL_TYPES",
     "DEFAULT_KERNELSPEC",
     "FRONT_MATTER_ID",
+    "IN_STRUCT",
     "LANGS",
     "NBFORMAT_ID",
+    "NOTEBOOK_FIELDS",
     "NS",
+    "OUTPUT_FIELDS",
+    "OUTPUT_TYPES",
+    "OUT_STRUCT",
+    "PLAIN_TYPES",
     "PREAMBLE_ID",
+    "STREAMS",
+    "TRANSIENT",
     "Context",
     "add_output",
+    "cell_ref",
+    "extra_fields",
     "front_matter_block",
     "input_cell",
-    "input_record",
     "is_conversation_cell",
     "is_front_matter_cell",
+    "is_json_mime",
     "is_preamble_cell",
     "join_source",
+    "notebook",
     "notebook_language",
-    "output_records",
+    "notebook_metadata",
     "split_front_matter",
 ]
 
@@ -73,14 +86,14 @@ OUTPUT_TYPES: Final = frozenset({"display_data", "execute_result", "stream", "er
 # user typed into input() as a "stdin" stream. A stream of any other name is a block of its own
 # with ``stream="NAME"`` and its text unprefixed.
 STREAMS: Final = ("stdout", "stderr", "stdin")
-# Keys of a cell of a future type that the file holds elsewhere than in its ``fields``.
-_CELL_KEYS: Final = frozenset({"cell_type", "id", "metadata", "source", "attachments"})
+#: Keys of a cell of a future type that the file holds elsewhere than in its ``fields``.
+CELL_KEYS: Final = frozenset({"cell_type", "id", "metadata", "source", "attachments"})
 # The keys nbformat 4.5 gives each kind of cell, output and notebook. Any other key (a later
 # minor version's) is kept as it is, under "fields" in the namespaced metadata, and put back
 # on reading: a notebook of nbformat 4.6+ round-trips equal as JSON.
 CELL_FIELDS: Final = {
     "code": frozenset({"cell_type", "id", "metadata", "source", "execution_count", "outputs"}),
-    "markdown": _CELL_KEYS, "raw": _CELL_KEYS}
+    "markdown": CELL_KEYS, "raw": CELL_KEYS}
 OUTPUT_FIELDS: Final = {
     "stream": frozenset({"output_type", "name", "text"}),
     "display_data": frozenset({"output_type", "data", "metadata"}),
@@ -101,19 +114,9 @@ NBFORMAT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL: Final = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
-# Entries of an output's namespaced metadata that its heading and footnote already say.
-_DERIVED_OUT: Final = frozenset(
-    {"type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename"})
-_PLAIN_TYPES: Final = frozenset({"tool", "tool_result", "error"})
+#: Output types whose body is ``text/plain`` (the others': ``text/markdown``).
+PLAIN_TYPES: Final = frozenset({"tool", "tool_result", "error"})
 _NOT_DATA: Final = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
-_IN_FLAT: Final = IN_STRUCT - {NS}
-_OUT_FLAT: Final = OUT_STRUCT - {NS}
-# Entries of an input cell's namespaced metadata that its heading, type and fence say.
-_IN_NS: Final = frozenset({"type", "id", "title", "level", "sub", "link", "lang", "pre",
-                           "post", "fence", "outputs"})
-_EMPTY: Final[Mapping] = MappingProxyType({})
-_STREAM_STRUCT: Final = frozenset({"final_newline", "close_fence", NS, "execution_count",
-                                   "stream", "output_type"})
 
 
 def join_source(src: Any) -> str:
@@ -393,7 +396,7 @@ def input_cell(rec: tuple, index: int, ctx: Context) -> dict:
     cell: dict[str, Any] = {"cell_type": cell_type, "id": cid, "metadata": attrs,
                             "source": source}
     if fields is not None:  # a cell of a future type, or a later minor version's keys
-        put_fields(cell, fields, CELL_FIELDS.get(cell_type, _CELL_KEYS))
+        put_fields(cell, fields, CELL_FIELDS.get(cell_type, CELL_KEYS))
     if no_source is True:
         del cell["source"]
     if cell_type == "code":
@@ -480,7 +483,7 @@ def add_output(rec: tuple, cell: dict, index: int, ctx: Context, parent: str,
         if over:
             attrs.update(over)
     if mt is None:
-        bundle = {"text/plain" if is_lang or t in _PLAIN_TYPES else "text/markdown": body}
+        bundle = {"text/plain" if is_lang or t in PLAIN_TYPES else "text/markdown": body}
     elif isinstance(mt, str):
         bundle = {mt: _decode(mt, body, ctx, pos)}
     elif isinstance(mt, list) and all(isinstance(m, str) for m in mt):
@@ -636,325 +639,3 @@ def cell_ref(cell: dict) -> str:
     """A cell read's footnote id (its ``cell.id``, or the one kept when that is not valid)."""
     ns = cell["metadata"].get(NS)
     return (ns and ns.get("id")) or cell["id"]
-
-
-# --------------------------------------------------------------------------- writing
-#
-# A record to write is ``(out, level, title, ref, type, sub, link, struct, attrs, ns, body)``:
-# ``struct`` what the writer adds for the notebook's own fields (None if nothing), in the
-# order docs/format.md gives (``cell_type``, ``output_type``, ``stream``, ``mime_type``,
-# ``execution_count``, ``ename``, ``evalue``, ``traceback_lines``, ``final_newline``,
-# ``attachments``, ``close_fence``); ``attrs`` the flat metadata as the notebook holds it (its
-# ``percent_agent`` entry is never written as such); ``ns`` what only the namespaced entry can
-# hold (None if nothing). ``attrs.emit_meta`` writes them in that order.
-
-
-def unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False) -> str:
-    """``ref`` if no record written so far has it (and, when ``generated``, no cell of the
-    notebook does), else a fresh id."""
-    if ref and ref not in seen and not (generated and ref in ctx.used):
-        seen.add(ref)
-        return ref
-    out = ctx.fresh(ref or "cell")
-    seen.add(out)
-    return out
-
-
-def _attrs(md: Mapping, flat_struct: frozenset) -> tuple[Mapping, dict | None]:
-    """(the attributes to write, those whose keys clash with ``flat_struct``: written inside
-    the namespaced entry as ``meta``). ``md`` itself when nothing clashes."""
-    if md.keys().isdisjoint(flat_struct):
-        return md, None
-    attrs = {}
-    over: dict[str, Any] = {}
-    for k, v in md.items():
-        if k in flat_struct:
-            over[k] = v
-        else:
-            attrs[k] = v
-    return attrs, over
-
-
-def _ns(md: Mapping) -> Mapping:
-    ns = md.get(NS)
-    return ns if type(ns) is dict or (ns is not None and isinstance(ns, Mapping)) else _EMPTY
-
-
-def _left(info: Mapping, consumed: frozenset[str], over: dict | None) -> dict | None:
-    """What the namespaced entry must still say: its entries that the heading and footnote do
-    not (``consumed``), and the clashing attributes (``over``) under ``meta``."""
-    left = None if info.keys() <= consumed else {
-        k: v for k, v in info.items() if k not in consumed}
-    if over:
-        left = left or {}
-        left["meta"] = over
-    return left
-
-
-def _close(body: str, struct: dict) -> str:
-    """``body`` with a closing line for a fence left open at its end (``close_fence``)."""
-    line = unclosed_fence(body)
-    if line is not None:
-        struct["close_fence"] = True
-        return body + "\n" + line
-    return body
-
-
-def input_record(cell: Mapping, ctx: Context, seen: set[str]) -> tuple:
-    """The ``%%`` record of a cell."""
-    ct = cell.get("cell_type", "code")
-    md = cell.get("metadata") or _EMPTY
-    if TRANSIENT in md:
-        md = {k: v for k, v in md.items() if k != TRANSIENT}
-    attrs, over = (md, None) if md.keys().isdisjoint(_IN_FLAT) else _attrs(md, _IN_FLAT)
-    ns = md.get(NS)
-    if ns is None:
-        ns = _EMPTY
-    elif type(ns) is not dict:
-        ns = _ns(md)
-    t = ns.get("type") or ("raw" if ct == "raw" else "markdown")
-    struct: dict[str, Any] = {}
-    if ct != ("raw" if t == "raw" else "code"):
-        struct["cell_type"] = ct
-    if ct == "code":
-        if cell.get("execution_count") is not None:
-            struct["execution_count"] = cell["execution_count"]
-    elif "attachments" in cell:
-        struct["attachments"] = cell["attachments"]
-    left = _left(ns, _IN_NS, over) if over or not ns.keys() <= _IN_NS else None
-    # a cell of a future type keeps its other fields, a known one a later minor version's
-    known = CELL_FIELDS.get(ct, _CELL_KEYS)
-    if not cell.keys() <= known:
-        left = left or {}
-        left["fields"] = extra_fields(cell, known)
-    if ct not in CELL_TYPES and "source" not in cell:
-        left = left or {}
-        left["no_source"] = True
-    ref = unique_ref(ns.get("id") or cell.get("id") or "", ctx, seen)
-    title = ns.get("title", "")
-    if title:
-        title = title.replace("\n", " ") if isinstance(title, str) else str(title)
-    source = cell.get("source", "")
-    if type(source) is not str:
-        source = join_source(source)
-    body = source
-    if t == "code" and ct == "code":
-        lang = ns.get("lang")
-        lang = ctx.lang if lang is None else lang
-        pre = ns.get("pre", "")
-        post = ns.get("post", "")
-        fence = ns.get("fence")
-        if not fence or any(fence_closes(line, Fence(fence[0], len(fence)))
-                            for line in source.split("\n")):
-            fence = fence_for(source)
-        block = fence + lang + "\n" + source + "\n" + fence
-        body = pre + block + post
-        if (pre or post) and split_fenced(body) != (pre, fence + lang, source, fence, post):
-            # text around the fence that would read back differently: keep it verbatim
-            left = left or {}
-            left["pre"], left["post"] = pre, post
-            body = block
-    if "```" in body or "~~~" in body:
-        body = _close(body, struct)
-    if ns:
-        return (False, ns.get("level", ctx.level), title, ref, t, ns.get("sub"), ns.get("link"),
-                struct, attrs, left, body)
-    return False, ctx.level, title, ref, t, None, None, struct, attrs, left, body
-
-
-def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
-    """What is kept for stream or error output ``i`` of ``cell`` beyond nbformat's fields."""
-    outputs = _ns(cell.get("metadata") or _EMPTY).get("outputs")
-    extra = out.get("metadata")
-    known = OUTPUT_FIELDS.get(out.get("output_type"), frozenset())
-    if not outputs and extra is None and out.keys() <= known:
-        return {}  # nothing kept for this output
-    info = (outputs or {}).get(str(i))
-    if not isinstance(info, Mapping):
-        info = {}
-    key = "name" if out.get("output_type") == "stream" else "ename"
-    if info and info.get(key) != out.get(key):
-        info = {}
-    info = dict(info)
-    fields = {k: v for k, v in out.items() if k not in known and k != "metadata"}
-    if fields:  # a later minor version's keys ("metadata" is the constructors' side entry)
-        info["fields"] = fields
-    if isinstance(extra, Mapping):  # attributes given to stream_output()/error_output()
-        for k, v in extra.items():
-            if k == NS and isinstance(v, Mapping):
-                info.update(v)
-            else:
-                info.setdefault("attrs", {})
-                info["attrs"] = {**info["attrs"], k: v}
-    return info
-
-
-def output_records(cell: Mapping, parent: tuple, ctx: Context, seen: set[str]) -> list[tuple]:
-    """The ``%%%`` records of a code cell's outputs (``parent``: the cell's record)."""
-    records: list[tuple] = []
-    outputs = cell["outputs"]
-    i = 0
-    n = len(outputs)
-    while i < n:
-        out = outputs[i]
-        ot = out.get("output_type")
-        index = len(records) + 1
-        if ot == "stream":
-            info = _stream_info(cell, i, out)
-            group = [out]
-            j = i + 1
-            while j < n and out.get("name") in STREAMS:
-                nxt = outputs[j]
-                if (nxt.get("output_type") != "stream" or _stream_info(cell, j, nxt)
-                        or nxt.get("name") == group[-1].get("name")
-                        or nxt.get("name") not in STREAMS
-                        or not join_source(group[-1].get("text", "")).endswith("\n")):
-                    break
-                group.append(nxt)
-                j += 1
-            records.append(_stream_record(group, info, parent, index, ctx, seen))
-            i = j
-            continue
-        if ot == "error":
-            info = _stream_info(cell, i, out)
-            records.append(_error_record(out, info, parent, index, ctx, seen))
-        elif ot in OUTPUT_TYPES:
-            records.append(_data_record(out, parent, index, ctx, seen))
-        else:
-            records.append(_future_record(out, parent, index, ctx, seen))
-        i += 1
-    return records
-
-
-def _block(info: Mapping, parent: tuple, index: int, ctx: Context, seen: set[str],
-           default_type: str) -> tuple[str, int, str, str, str | None, str | None]:
-    """(id, level, title, type, sub, link) of output block ``index`` under ``parent``."""
-    level = min(parent[1] + 1, 5)
-    given = info.get("id")
-    if given and given not in seen:
-        seen.add(given)
-        ref = given
-    else:
-        ref = unique_ref(given or f"{parent[3]}.{index}", ctx, seen, generated=not given)
-    if not info:
-        return ref, level, "", default_type, None, None
-    title = info.get("title")
-    if not title:
-        title = ""
-    elif type(title) is not str or "\n" in title:
-        title = str(title).replace("\n", " ")
-    return (ref, info.get("level") or level, title, info.get("type") or default_type,
-            info.get("sub"), info.get("link"))
-
-
-def _stream_record(group: list, info: dict, parent: tuple, index: int, ctx: Context,
-                   seen: set[str]) -> tuple:
-    ref, level, title, t, sub, link = _block(info, parent, index, ctx, seen, ctx.lang)
-    struct: dict[str, Any] = {}
-    name = group[0].get("name")
-    if name in STREAMS:
-        lines = []
-        for out in group:
-            text = join_source(out.get("text", ""))
-            prefix = out.get("name", "") + ">"
-            eol = text.endswith("\n")
-            if eol:
-                text = text[:-1]
-            for line in text.split("\n"):
-                lines.append(prefix + " " + line if line else prefix)
-        body = "\n".join(lines)
-    else:  # a stream of another name: its own block, unprefixed
-        body = join_source(group[0].get("text", ""))
-        eol = body.endswith("\n")
-        if eol:
-            body = body[:-1]
-        struct["stream"] = str(name)
-    if not eol:  # the last output of the group has no final newline
-        struct["final_newline"] = False
-    if "stream" in struct and ("```" in body or "~~~" in body):
-        body = _close(body, struct)
-    if not ctx.is_lang(t) and not (t == "output" and sub in STREAMS):
-        t = ctx.lang
-    attrs = info.get("attrs") or _EMPTY
-    over = None
-    if not attrs.keys().isdisjoint(_STREAM_STRUCT) or (
-            isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain"):
-        attrs = dict(attrs)
-        over = {k: attrs.pop(k) for k in list(attrs) if k in _STREAM_STRUCT}
-        if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
-            over["mime_type"] = attrs.pop("mime_type")
-    return (True, level, title, ref, t, sub, link, struct, attrs,
-            _left(info, _DERIVED_OUT, over), body)
-
-
-def _future_record(out: Mapping, parent: tuple, index: int, ctx: Context,
-                   seen: set[str]) -> tuple:
-    """An output of a type from a later nbformat: its type, and its other fields as JSON."""
-    ref, level, _title, t, _sub, _link = _block(_EMPTY, parent, index, ctx, seen, ctx.lang)
-    struct: dict[str, Any] = {"output_type": out.get("output_type")}
-    body = json_text({k: v for k, v in out.items() if k != "output_type"}, indent=1)
-    if "```" in body or "~~~" in body:
-        body = _close(body, struct)
-    return (True, level, "", ref, t, None, None, struct, _EMPTY, None, body)
-
-
-def _error_record(out: Mapping, info: dict, parent: tuple, index: int, ctx: Context,
-                  seen: set[str]) -> tuple:
-    ref, level, title, _t, sub, link = _block(info, parent, index, ctx, seen, "error")
-    tb = [join_source(x) for x in out.get("traceback") or []]
-    struct: dict[str, Any] = {"ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
-    if not tb or any("\n" in x for x in tb):
-        struct["traceback_lines"] = [x.count("\n") + 1 for x in tb]
-    attrs, over = _attrs(info.get("attrs") or _EMPTY, OUT_STRUCT)
-    body = _close("\n".join(tb), struct)
-    return (True, level, title, ref, "error", sub, link, struct, attrs,
-            _left(info, _DERIVED_OUT, over), body)
-
-
-def _data_record(out: Mapping, parent: tuple, index: int, ctx: Context,
-                 seen: set[str]) -> tuple:
-    """A ``display_data`` or ``execute_result``: a reply, a tool call or result, code output."""
-    md = out.get("metadata") or _EMPTY
-    attrs, over = _attrs(md, _OUT_FLAT)
-    ns = _ns(md)
-    known = OUTPUT_FIELDS[out.get("output_type", "display_data")]
-    if not out.keys() <= known:
-        ns = {**ns, "fields": extra_fields(out, known)}
-    ref, level, title, t, sub, link = _block(ns, parent, index, ctx, seen, ctx.lang)
-    is_lang = ctx.is_lang(t)
-    struct: dict[str, Any] = {}
-    data = out.get("data") or _EMPTY
-    is_result = out.get("output_type") == "execute_result"
-    body = None
-    if len(data) == 1:
-        [(mime, value)] = data.items()
-        if is_json_mime(mime):
-            body = json_text(value, indent=1)
-        elif type(value) is str:
-            body = value
-        elif isinstance(value, list):
-            body = join_source(value)
-        if body is not None:
-            if is_lang and not is_result:
-                if mime == "text/plain":
-                    body = None  # would read back as a stream: use the bundle form
-                else:
-                    struct["mime_type"] = mime
-            elif mime != ("text/plain" if is_lang or t in _PLAIN_TYPES else "text/markdown"):
-                struct["mime_type"] = mime
-    if body is None:
-        mimes = list(data)
-        struct["mime_type"] = mimes
-        chunks = []
-        for mime in mimes:
-            value = data[mime]
-            content = json_text(value, indent=1) if is_json_mime(mime) else join_source(value)
-            fence = fence_for(content)
-            chunks.append(fence + mime + "\n" + content + "\n" + fence)
-        body = "\n\n".join(chunks)
-    if is_result:
-        struct["execution_count"] = out.get("execution_count")
-    if "```" in body or "~~~" in body:
-        body = _close(body, struct)
-    return (True, level, title, ref, t, sub, link, struct, attrs,
-            _left(ns, _DERIVED_OUT, over), body)

@@ -51,10 +51,10 @@ _STRAY_FOOTNOTE: Final = re.compile(
     + r")[\]:(]", re.M)
 _HIDDEN_HEADING: Final = re.compile(r"\n" + heading_pattern())
 _END: Final = (None,)  # after the last match: the end of the text closes the last cell
-# The cell rule's groups come first in the scanner, so that ``m.groups()[1:9]`` (the fastest
-# way to get them) is: hashes, marker, bare, title, ref, fid, meta, more.
-assert [scanner(None, cells=True).groupindex[name] for name in (
-    "hashes", "marker", "bare", "title", "ref", "fid", "meta", "more")] == list(range(2, 10))
+# The cell rule's groups by number (faster than by name): hashes, marker, bare, title, ref,
+# fid, meta, more. Not m.groups(): that copies the whole heading and footnote as group 1.
+_CELL_GROUPS: Final = tuple(scanner(None, cells=True).groupindex[name] for name in (
+    "hashes", "marker", "bare", "title", "ref", "fid", "meta", "more"))
 
 
 def read_notebook(text: str, path: str | None = None, ids: set[str] | None = None) -> dict:
@@ -135,29 +135,27 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
     for m in chain(scanner(ctx.section, cells=True).finditer(src, at), _END):
         if m is None:
             end = len(src)
+        elif m.lastgroup == "cell":
+            end = m.start() + 1
         else:
             kind = m.lastgroup
-            if hidden:
-                continue
             if kind == "escape":
-                if head is not None:  # in a body; in the preamble an escaped line stays
+                # in a body (in the preamble an escaped line stays as it is), unless a fence
+                # nothing closes holds it
+                if head is not None and not hidden:
                     escapes.append(m.start() + 1)
-                continue
-            if kind == "open":
+            elif kind == "open" and not hidden:
                 if m.group("fc")[0] == "`" and "`" in m.group("fi"):
                     continue  # not a fence: a backtick fence's info string has no backtick
                 # a fence nothing closes: the rest of the text is inside it, and must not
-                # hide a cell heading
+                # hide a cell heading (so no cell follows)
                 hide = _HIDDEN_HEADING.search(src, m.end())
                 if hide is not None:
                     raise FormatError(f"unclosed fence: it hides the cell heading on line "
                                       f"{ctx.line(hide.start() + 1)}",
                                       line=ctx.line(m.start() + 1))
                 hidden = True
-                continue
-            if kind != "cell":
-                continue
-            end = m.start() + 1
+            continue
         if head is None:
             _preamble(src, start, end, ctx, cells)
         else:
@@ -187,7 +185,7 @@ def _record(src: str, m: re.Match[str], end: int, escapes: list[int], ctx: Conte
     """The record of the cell whose heading (and footnote) the scanner's ``cell`` rule
     matched in ``m``, its body ending at ``end``."""
     pos = m.start() + 1
-    hashes, marker, bare, title, ref, fid, meta, more = m.groups()[1:9]
+    hashes, marker, bare, title, ref, fid, meta, more = m.group(*_CELL_GROUPS)
     if marker is None:  # seed 000's bare '%%% [type]'
         marker = bare
         level = 1
