@@ -14,12 +14,18 @@ from typing import Any
 # package, not fetched at import time. The warm helper's socket name hashes the environment as
 # it is once these are in place.
 LITELLM_ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+# Set whatever the user set, before litellm is imported: its import reads a .env file
+# (python-dotenv, searched from the working folder when __main__ has no file, as in a
+# kernel, else upwards from litellm's own folder) unless LITELLM_MODE says it is not "DEV".
+# Keys come from the environment and the user's config only, never from a folder.
+LITELLM_ENV_FORCED = {"LITELLM_MODE": "PRODUCTION"}
 
 
 def import_litellm() -> Any:
-    """Import litellm quietly and offline."""
+    """Import litellm quietly and offline, reading no ``.env`` file."""
     for key, value in LITELLM_ENV_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    os.environ.update(LITELLM_ENV_FORCED)
     import litellm
 
     litellm.suppress_debug_info = True

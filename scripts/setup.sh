@@ -25,9 +25,11 @@ if ! { [ -x "$UV" ] && [ "$("$UV" --version | cut -d' ' -f2)" = "$UV_VERSION" ];
 fi
 
 # The machine's Python (never a downloaded one), the lock as it is (--locked: a lock that no
-# longer matches pyproject.toml is an error, not a silent re-resolve). Playwright drives
-# Debian's Chromium; it must never try to download a browser.
-export UV_PYTHON_DOWNLOADS=never PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+# longer matches pyproject.toml is an error, not a silent re-resolve), byte-compiled as pip
+# does (these machines set PYTHONDONTWRITEBYTECODE: without it every kernel start compiles
+# ipykernel's sources again, seconds). Playwright drives Debian's Chromium; it must never
+# try to download a browser.
+export UV_PYTHON_DOWNLOADS=never UV_COMPILE_BYTECODE=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 "$UV" sync --locked --extra test --python "$PYTHON"
 # Byte-compile the package, as a wheel install would: an editable install leaves that to the
 # first import, which never writes it where PYTHONDONTWRITEBYTECODE is set (as on these

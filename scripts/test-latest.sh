@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 UV=.uv/bin/uv
 [ -x "$UV" ] || { echo "test-latest: run make setup first (it installs uv)" >&2; exit 2; }
-export UV_PYTHON_DOWNLOADS=never PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+export UV_PYTHON_DOWNLOADS=never UV_COMPILE_BYTECODE=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 
 rm -rf .venv-latest
 "$UV" venv -q --python "$PYTHON" .venv-latest

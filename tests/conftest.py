@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +50,27 @@ def local_model(openai_server, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
     monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
     return openai_server
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The user's keys in the environment (name -> value, returned), no endpoint of the
+    user's (``PERCENT_AGENT_API_BASE``, ``OPENAI_API_BASE``), no model of theirs, no retries,
+    no waiting, no warm helper: a hostile file's test can look for these values in what a
+    server received (``OpenAIServer.received``)."""
+    secrets = {"OPENAI_API_KEY": "sk-user-openai-secret",
+               "ANTHROPIC_API_KEY": "sk-ant-user-secret",
+               "HUGGINGFACE_API_KEY": "hf-user-secret",
+               "PERCENT_AGENT_API_KEY": "sk-user-percent-secret"}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    for name, value in {"PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
+                        "PERCENT_AGENT_TIMEOUT": "5", "PERCENT_AGENT_RETRIES": "0"}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("PERCENT_AGENT_API_BASE", "PERCENT_AGENT_MODEL", "OPENAI_API_BASE",
+                 "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return secrets
 
 
 @pytest.fixture
@@ -178,3 +200,268 @@ def process_probe() -> ProcessProbe:
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs /proc")
     return ProcessProbe()
+
+
+# -- a cloned repository that attacks whoever opens it (tests/test_red_team_processes.py) ------
+
+HOSTILE_KEYS = {"OPENAI_API_KEY": "sk-hostile-dotenv-openai",
+                "ANTHROPIC_API_KEY": "sk-ant-hostile-dotenv",
+                "PERCENT_AGENT_API_KEY": "sk-hostile-dotenv-percent-agent"}
+
+HOSTILE_CHAT = """\
+---
+agents:
+  writer: {models: [test-model]}
+default_agent: writer
+---
+
+## %% Hello[^h1]
+[^h1]: [markdown]
+
+Say hello.
+"""
+
+HOSTILE_TOOLS_CHAT = """\
+---
+agents:
+  helper: {models: [test-model], tools: [all]}
+default_agent: helper
+---
+
+## %% Take notes[^t1]
+[^t1]: [markdown]
+
+Take a note.
+"""
+
+
+def hostile_module_names() -> list[str]:
+    """Every top-level module name a process of ours could import: the standard library's,
+    everything importable from this environment (our dependencies and theirs), whatever this
+    test process has imported (the kernel's, the runtime's, litellm's, jupytext's and the
+    server's modules among them, found by name in ``sys.modules``), and the modules Python
+    itself imports at start-up from ``sys.path`` if they exist."""
+    import pkgutil
+    import sys
+
+    found = set(sys.stdlib_module_names)
+    found |= {m.name for m in pkgutil.iter_modules()}
+    found |= {name.partition(".")[0] for name in list(sys.modules)}
+    found |= {"sitecustomize", "usercustomize", "_jupyter_percent_agent_hook"}
+    return sorted(n for n in found if n.isidentifier() and not n.startswith("__"))
+
+
+class HostileFolder:
+    """A folder as a cloned repository may ship it, each piece of code recording that it ran.
+
+    ``path`` holds a module for every name in :func:`hostile_module_names`, a ``.jupytext.py``,
+    a ``toolbox/``, a ``.env`` with fake keys (:data:`HOSTILE_KEYS`), message files
+    (``chat.msg.md``; ``tools.msg.md`` asks for the toolbox) and a SOP folder (``sop/``,
+    the review workflow). Whatever runs writes a file named after itself into ``marks``, a
+    folder beside it: :meth:`ran` lists them.
+    """
+
+    def __init__(self, root: Path) -> None:
+        import shutil
+
+        self.path = root / "clone"
+        self.marks = root / "ran"
+        self.marks.mkdir(parents=True)
+        self.path.mkdir()
+        for name in hostile_module_names():
+            self._recorder(self.path / f"{name}.py", name)
+        self._recorder(self.path / ".jupytext.py", ".jupytext.py")
+        (self.path / "toolbox").mkdir()
+        self._recorder(self.path / "toolbox" / "notes.py", "toolbox/notes.py",
+                       tail='\ndef note(text: str) -> str:\n    """Take a note."""\n'
+                            '    return text\n')
+        (self.path / ".env").write_text(
+            "".join(f"{k}={v}\n" for k, v in HOSTILE_KEYS.items())
+            + "PERCENT_AGENT_API_BASE=http://127.0.0.1:9/thief/v1\n")
+        (self.path / "chat.msg.md").write_text(HOSTILE_CHAT)
+        (self.path / "tools.msg.md").write_text(HOSTILE_TOOLS_CHAT)
+        shutil.copytree(DATA / "sop" / "review" / "sop", self.path / "sop")
+
+    def _recorder(self, path: Path, name: str, tail: str = "") -> None:
+        # builtins only: whatever it shadows may not be importable while it runs
+        path.write_text(f"open({str(self.marks / name.replace('/', '.'))!r}, 'w').close()\n"
+                        + tail)
+
+    def ran(self) -> list[str]:
+        """What of the folder has run, by name."""
+        return sorted(p.name for p in self.marks.iterdir())
+
+    @staticmethod
+    def keys_sent(requests: list) -> list[str]:
+        """The fake keys of the folder's ``.env`` found in requests a model server received."""
+        seen = " ".join(f"{r.headers!r} {r.body!r}" for r in requests)
+        return sorted(k for k, v in HOSTILE_KEYS.items() if v in seen)
+
+
+@pytest.fixture
+def hostile_folder(tmp_path: Path) -> HostileFolder:
+    """A cloned repository that tries to run its code in every process that opens it."""
+    return HostileFolder(tmp_path)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def free_port() -> Callable[[], int]:
+    """``free_port()``: a TCP port on 127.0.0.1 nobody listens on (yet)."""
+    return _free_port
+
+
+@pytest.fixture
+def dask_cluster() -> Iterator[Callable[..., str]]:
+    """``dask_cluster(cwd=None, workers=2)``: a real ``dask scheduler`` and ``dask worker``
+    processes on 127.0.0.1, the workers started as docs/tasks.md says (``PYTHONSAFEPATH=1``)
+    in ``cwd``, with this test's environment as it is at the call (model settings included);
+    returns the scheduler's address."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("distributed")
+    from distributed import Client
+
+    dask = str(Path(sys.executable).parent / "dask")
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(cwd: Path | None = None, workers: int = 2) -> str:
+        port = _free_port()
+        address = f"tcp://127.0.0.1:{port}"
+        env = {**os.environ, "PERCENT_AGENT_BACKOFF": "0"}
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        procs.append(subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port",
+                                       str(port), "--no-dashboard"], env=env, **quiet))
+        for _ in range(workers):
+            procs.append(subprocess.Popen(
+                [dask, "worker", address, "--nworkers", "1", "--nthreads", "2", "--host",
+                 "127.0.0.1", "--no-dashboard"], env={**env, "PYTHONSAFEPATH": "1"},
+                cwd=cwd, **quiet))
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(workers, timeout=60)
+        return address
+
+    try:
+        yield start
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+class JupyterServer:
+    """A ``jupyter server`` process with what the package installed (server config and
+    kernelspec), its own Jupyter user folders under ``home``, and a token."""
+
+    token = "percent-agent-test"
+
+    def __init__(self, home: Path, root: Path, env: dict[str, str] | None, cwd: Path | None,
+                 args: tuple[str, ...]) -> None:
+        import subprocess
+        import sys
+
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.runtime = home / "runtime"
+        self.log = home / "server.log"
+        self.clients: list[Any] = []
+        env = {**(os.environ if env is None else env),
+               # a clean user config; the environment's own (sys.prefix) config stays
+               "JUPYTER_CONFIG_DIR": str(home / "config"),
+               "JUPYTER_RUNTIME_DIR": str(self.runtime), "JUPYTER_DATA_DIR": str(home / "data")}
+        with self.log.open("w") as stderr:
+            self.proc = subprocess.Popen(
+                [str(Path(sys.executable).parent / "jupyter"), "server", f"--port={self.port}",
+                 "--ip=127.0.0.1", "--no-browser", "--allow-root",
+                 f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}",
+                 *args], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr)
+
+    def api(self, method: str, path: str, body: object = None, timeout: float = 60) -> Any:
+        """A REST call (``/api/...``); its JSON answer."""
+        import json
+        import urllib.request
+
+        req = urllib.request.Request(
+            f"{self.base}{path}", method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return json.loads(response.read() or b"null")
+
+    def first(self, method: str, path: str, timeout: float = 120) -> Any:
+        """:meth:`api` as soon as the server answers (it is still starting)."""
+        import time
+        import urllib.error
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                pytest.fail(f"jupyter server exited: {self.log.read_text()[-2000:]}")
+            try:
+                return self.api(method, path)
+            except (urllib.error.URLError, ConnectionError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.25)
+
+    def start_session(self, path: str, kernel: str, timeout: float = 60) -> Any:
+        """Open ``path`` on ``kernel`` as JupyterLab does (a session); a client, ready. It
+        listens to no heartbeat: a client of its own declares dead a kernel that has not
+        answered one a second after connecting, and a kernel may take longer to start."""
+        from jupyter_client import BlockingKernelClient
+
+        session = self.api("POST", "/api/sessions", {
+            "path": path, "name": path, "type": "notebook", "kernel": {"name": kernel}})
+        kid = session["kernel"]["id"]
+        kc = BlockingKernelClient(connection_file=str(self.runtime / f"kernel-{kid}.json"))
+        kc.load_connection_file()
+        kc.start_channels(hb=False)
+        self.clients.append(kc)
+        kc.wait_for_ready(timeout=timeout)
+        return kc
+
+    def stop(self) -> None:
+        import subprocess
+
+        for kc in self.clients:
+            kc.stop_channels()
+
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def jupyter_server(tmp_path: Path) -> Iterator[Callable[..., JupyterServer]]:
+    """``jupyter_server(root, *args, env=None, cwd=None)``: a real ``jupyter server`` process
+    serving ``root`` (stopped at the end of the test)."""
+    started: list[JupyterServer] = []
+
+    def start(root: Path, *args: str, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> JupyterServer:
+        home = tmp_path / f"jupyter-{len(started)}"
+        home.mkdir()
+        started.append(JupyterServer(home, root, env, cwd, args))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()

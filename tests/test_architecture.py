@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Bottom to top: a part may import from its own layer and those below, never from above.
 LAYERS: list[set[str]] = [
-    {"envflags", "litellm_setup"},
+    {"envflags", "litellm_setup", "safe_start"},
     {"format"},
     {"trust", "tools"},
     {"sandbox"},

@@ -117,17 +117,23 @@ def test_list_agents_shows_the_model_the_default_agent_uses(
     path.write_text("## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n\n"
                     "### %%%[^a.1]\n\n[^a.1]: [default] model=\"env-model\"\n\nhello\n")
     monkeypatch.setenv("PERCENT_AGENT_MODEL", "env-model,backup")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-shown")
     r = tce("list", str(path) + "/agent")
     assert r.exit_code == 0, r.output
-    header, row = r.output.splitlines()
-    assert header.split() == ["NAME", "SOURCE", "MODELS", "TOOLS", "DEFAULT", "ENDPOINT"]
-    assert row.split()[:4] == ["default", "environment", "env-model,backup", "*"]
-    assert row.endswith("the provider's own endpoint")
+    header, first, second = r.output.splitlines()
+    assert header.split() == ["NAME", "SOURCE", "DEFAULT", "TOOLS", "LIMITS", "MODEL",
+                              "PROVIDER", "ENDPOINT", "KEY"]
+    assert first.split()[:4] == ["default", "environment", "*", "env-model"]
+    assert second.split()[0] == "backup"  # one line per model
+    assert "sk-not-shown" not in r.output
     monkeypatch.delenv("PERCENT_AGENT_MODEL")
     out = tce("list", str(path) + "/agent", "--json").output
     (row,) = [json.loads(x) for x in out.splitlines()]
     assert row == {"name": "default", "source": "environment", "models": ["gpt-4o-mini"],
-                   "tools": [], "default": True, "endpoint": "the provider's own endpoint"}
+                   "tools": [], "default": True, "limits": [],
+                   "routes": [{"model": "gpt-4o-mini", "provider": "openai",
+                               "endpoint": "https://api.openai.com/v1",
+                               "key": "OPENAI_API_KEY"}]}
     # with presets, default is listed but the first preset answers
     shutil.copy(DATA / "agents.msg.md", tmp_path / "agents.msg.md")
     rows = [json.loads(x) for x in

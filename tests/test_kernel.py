@@ -692,73 +692,24 @@ def test_code_cell_error_shows_stderr_only(kernel: Any, notebook: Path,
     assert stderr and "ZeroDivisionError" in stderr[0]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _api(base: str, token: str, method: str, path: str, body: Any = None) -> Any:
-    import urllib.request
-
-    req = urllib.request.Request(
-        f"{base}{path}", method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as response:
-        return json.loads(response.read() or b"null")
-
-
 @pytest.mark.slow
-def test_installed_server_session_runs_and_saves(tmp_path: Path, server: OpenAIServer) -> None:
+def test_installed_server_session_runs_and_saves(tmp_path: Path, server: OpenAIServer,
+                                                 jupyter_server) -> None:
     """As JupyterLab does it, with what ``pip install`` put in place (server config and the
     percent-agent kernelspec): open the file through the contents API, start a session,
     run a cell by its id, save the outputs through the contents API."""
-    import urllib.error
-
-    from jupyter_client import BlockingKernelClient
-
     root = tmp_path / "root"
     root.mkdir()
     (root / "chat.msg.md").write_text(CONVERSATION)
-    port, token = _free_port(), "percent-agent-kernel-test"
-    env = {**kernel_env(server), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTER_DATA_DIR": str(tmp_path / "data")}
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "jupyter"), "server", f"--port={port}",
-         "--ip=127.0.0.1", "--no-browser", "--allow-root", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
+    jupyter = jupyter_server(root, env=kernel_env(server))
     server.reset()
     server.script("Lyon.")
-    kc = None
     try:
-        model = None
-        for _ in range(240):
-            if proc.poll() is not None:
-                pytest.fail(f"jupyter server exited: {proc.stderr.read()[-2000:]}")
-            try:
-                model = _api(base, token, "GET", "/api/contents/chat.msg.md")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.25)
-        assert model is not None
+        model = jupyter.first("GET", "/api/contents/chat.msg.md")
         nb = model["content"]
         assert nb["metadata"]["kernelspec"]["name"] == KERNEL_NAME
         cell = next(c for c in nb["cells"] if c["id"] == "q2")
-        session = _api(base, token, "POST", "/api/sessions", {
-            "path": "chat.msg.md", "name": "chat.msg.md", "type": "notebook",
-            "kernel": {"name": KERNEL_NAME}})
-        kid = session["kernel"]["id"]
-        kc = BlockingKernelClient(
-            connection_file=str(tmp_path / "runtime" / f"kernel-{kid}.json"))
-        kc.load_connection_file()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=TIMEOUT)
+        kc = jupyter.start_session("chat.msg.md", KERNEL_NAME, timeout=TIMEOUT)
         reply, iopub = execute(kc, "Second city, unsaved?", "q2")
         assert reply["content"]["status"] == "ok", reply["content"]
         assert server.last_messages[-3:] == [
@@ -766,21 +717,13 @@ def test_installed_server_session_runs_and_saves(tmp_path: Path, server: OpenAIS
             {"role": "assistant", "content": "Paris."},
             {"role": "user", "content": "Second city, unsaved?"}]
         cell["source"], cell["outputs"] = "Second city, unsaved?", as_saved(iopub)
-        _api(base, token, "PUT", "/api/contents/chat.msg.md",
-             {"type": "notebook", "format": "json", "content": nb})
+        jupyter.api("PUT", "/api/contents/chat.msg.md",
+                    {"type": "notebook", "format": "json", "content": nb})
         text = (root / "chat.msg.md").read_text()
         assert "Second city, unsaved?\n\n## %%%[^q2.1]\n[^q2.1]: [writer] time=" in text
         assert text.rstrip().endswith("Lyon.")
         assert "127.0.0.1" not in text
     finally:
-        if kc is not None:
-            kc.stop_channels()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         server.reset()
 
 

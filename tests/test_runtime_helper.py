@@ -75,10 +75,13 @@ def test_helper_counts_tokens_like_litellm(helper) -> None:
 
 
 def test_the_socket_is_the_same_before_and_after_litellm_is_imported() -> None:
-    """``tce`` looks for the helper before it imports litellm, which sets its defaults."""
-    from jupyter_percent_agent.litellm_setup import LITELLM_ENV_DEFAULTS
+    """``tce`` looks for the helper before it imports litellm, which sets its defaults and
+    forces what must hold whatever the user set."""
+    from jupyter_percent_agent.litellm_setup import LITELLM_ENV_DEFAULTS, LITELLM_ENV_FORCED
 
     user = {"OPENAI_API_KEY": "a"}
     assert warm.socket_path(user) == warm.socket_path({**user, **LITELLM_ENV_DEFAULTS})
+    assert warm.socket_path(user) == warm.socket_path({**user, **LITELLM_ENV_FORCED})
+    assert warm.socket_path(user) == warm.socket_path({**user, "LITELLM_MODE": "DEV"})
     assert warm.socket_path(user) != warm.socket_path(
         {**user, "LITELLM_LOCAL_MODEL_COST_MAP": "False"})

@@ -9,12 +9,9 @@ import os
 import pty
 import select
 import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,44 +140,6 @@ def test_a_terminal_gets_a_progress_bar(project: Path, model: OpenAIServer) -> N
 
 # -- Dask distributed ----------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def dask_cluster(model: OpenAIServer) -> Iterator[str]:
-    """A real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1."""
-    pytest.importorskip("distributed")
-    from distributed import Client
-
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PERCENT_AGENT_BACKOFF": "0"}
-    common = ["--no-dashboard"]
-    procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
-                               "--port", str(port), *common], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        for _ in range(2):
-            procs.append(subprocess.Popen(
-                [str(BIN / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "2",
-                 "--host", "127.0.0.1", *common], env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        with Client(address, timeout="30s") as client:
-            client.wait_for_workers(2, timeout=60)
-        yield address
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
 def steps(path: str) -> list[tuple[str, int]]:
     nb = fmt.read(path)
     return [(a["task_id"], a["attempt"]) for a in (fmt.cell_attrs(c) for c in nb["cells"])
@@ -189,7 +148,8 @@ def steps(path: str) -> list[tuple[str, int]]:
 
 @pytest.mark.slow
 def test_a_dask_cluster_gives_the_results_and_transcripts_of_a_local_run(
-        project: Path, model: OpenAIServer, dask_cluster: str) -> None:
+        project: Path, model: OpenAIServer, dask_cluster) -> None:
+    address = dask_cluster()
     inputs = write_inputs(project / "topics.jsonl", [f"t{i}" for i in range(6)] + ["FAIL-x"])
     sop = str(project / "sop")
     local = CliRunner().invoke(main, ["run", "w/main", "--sop", sop, "--inputs", str(inputs),
@@ -197,7 +157,7 @@ def test_a_dask_cluster_gives_the_results_and_transcripts_of_a_local_run(
     assert local.exit_code == 1, local.output
     calls = len(model.chat_requests)
     remote = CliRunner().invoke(main, ["run", "w/main", "--sop", sop, "--inputs", str(inputs),
-                                       "--cluster", dask_cluster, "--concurrency", "3",
+                                       "--cluster", address, "--concurrency", "3",
                                        "--runs", str(project / "remote"), "--json"])
     assert remote.exit_code == 1, remote.output
     assert len(model.chat_requests) == 2 * calls, remote.output  # the workers' calls
@@ -216,7 +176,8 @@ def test_a_dask_cluster_gives_the_results_and_transcripts_of_a_local_run(
     assert there[7]["error"]["error_type"] == "model_error"
 
 
-def test_an_unreachable_cluster_is_named(project: Path, model: OpenAIServer) -> None:
+def test_an_unreachable_cluster_is_named(project: Path, model: OpenAIServer,
+                                         free_port) -> None:
     inputs = write_inputs(project / "topics.jsonl", ["a"])
     r = CliRunner().invoke(main, ["run", "w/main", "--sop", str(project / "sop"), "--inputs",
                                   str(inputs), "--cluster", f"tcp://127.0.0.1:{free_port()}"])

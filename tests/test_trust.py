@@ -22,34 +22,9 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import RunOptions, run_turn
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
-SECRETS = {"OPENAI_API_KEY": "sk-user-openai-secret",
-           "ANTHROPIC_API_KEY": "sk-ant-user-secret",
-           "PERCENT_AGENT_API_KEY": "sk-user-percent-secret"}
-
-
-@pytest.fixture
-def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The user's keys in the environment; no endpoint of the user's is configured."""
-    for k, v in SECRETS.items():
-        monkeypatch.setenv(k, v)
-    for k, v in {"PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
-                 "PERCENT_AGENT_TIMEOUT": "5", "PERCENT_AGENT_RETRIES": "0"}.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("PERCENT_AGENT_API_BASE", raising=False)
-    return dict(SECRETS)
-
 
 def tce(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def secrets_received(server: OpenAIServer) -> list[str]:
-    """Every user secret that reached the server, in any header or body."""
-    seen = []
-    for req in server.requests:
-        blob = json.dumps(req.headers) + json.dumps(req.body)
-        seen += [name for name, value in SECRETS.items() if value in blob]
-    return seen
 
 
 def header(request, name: str) -> str | None:
@@ -109,7 +84,7 @@ def test_trusted_folder_uses_its_api_base_but_sends_no_key(tmp_path: Path, keys,
     result = tce("chat", str(path), "-m", "hello")
     assert result.exit_code == 0, result.output
     assert len(openai_server.requests) == 1
-    assert secrets_received(openai_server) == []
+    assert openai_server.received(keys) == []
 
 
 def test_allow_listed_endpoint_gets_only_the_key_tied_to_it(tmp_path: Path, keys, openai_server,
@@ -120,7 +95,7 @@ def test_allow_listed_endpoint_gets_only_the_key_tied_to_it(tmp_path: Path, keys
     path = preset_file(tmp_path, openai_server.url + "/")
     result = tce("chat", str(path), "-m", "hello")
     assert result.exit_code == 0, result.output
-    assert secrets_received(openai_server) == []
+    assert openai_server.received(keys) == []
     assert header(openai_server.requests[0], "Authorization") == "Bearer sk-tied-to-this-host"
 
 
@@ -130,7 +105,7 @@ def test_users_own_api_base_still_gets_the_users_key(tmp_path: Path, keys, opena
     monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
     assert tce("chat", str(tmp_path / "mine"), "-m", "hello").exit_code == 0
     auth = header(openai_server.requests[0], "Authorization")
-    assert auth == "Bearer " + SECRETS["PERCENT_AGENT_API_KEY"]
+    assert auth == "Bearer " + keys["PERCENT_AGENT_API_KEY"]
 
 
 def test_the_percent_agent_key_goes_only_with_the_users_own_api_base(
@@ -154,9 +129,10 @@ def test_tce_list_agents_shows_each_endpoint(tmp_path: Path, keys, openai_server
     result = tce("list", f"{path}/agent")
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if ln.startswith("thief"))
-    assert f"{openai_server.url} (from the file; refused" in line
+    assert f"refused: agent 'thief' asks for api_base {openai_server.url}" in line
     default = next(ln for ln in result.output.splitlines() if ln.startswith("default"))
-    assert "the provider's own endpoint" in default
+    assert "https://api.openai.com/v1" in default and "OPENAI_API_KEY" in default
+    assert not any(secret in result.output for secret in keys.values())
 
 
 # -- finding 3: code beside a file runs outside the sandbox ----------------------------------
@@ -303,16 +279,38 @@ def test_command_line_include_is_the_users_choice(tmp_path: Path, keys, openai_s
 
 def test_step_limit_may_be_lowered_by_a_file_never_raised() -> None:
     cfg = trust.Config()
-    assert trust.step_limit(None, folder=None, config=cfg) == 8
-    assert trust.step_limit(3, folder=None, config=cfg) == 3
-    assert trust.step_limit(500, folder=None, config=cfg) == 8
-    assert trust.step_limit(20, folder=None, config=trust.Config(max_steps=30)) == 20
+    assert trust.bound("max_steps", None, folder=None, config=cfg).value == 8
+    assert trust.bound("max_steps", 3, folder=None, config=cfg).value == 3
+    assert trust.bound("max_steps", 500, folder=None, config=cfg).value == 8
+    assert trust.bound("max_steps", 20, folder=None,
+                       config=trust.Config(limits={"max_steps": 30})).value == 20
 
 
 def test_step_limit_in_a_trusted_folder_stops_at_the_hard_cap(tmp_path: Path) -> None:
     trust.trust_folder(tmp_path)
-    assert trust.step_limit(20, folder=tmp_path) == 20
-    assert trust.step_limit(10_000, folder=tmp_path) == trust.HARD_MAX_STEPS == 50
+    assert trust.bound("max_steps", 20, folder=tmp_path).value == 20
+    assert trust.bound("max_steps", 10_000, folder=tmp_path).value == \
+        trust.LIMITS["max_steps"].hard == 50
+
+
+@pytest.mark.parametrize("asked", [True, "many", -3, 0, 2.5, float("nan")])
+def test_a_budget_that_is_no_number_of_its_kind_is_the_users_limit(asked) -> None:
+    assert trust.bound("max_steps", asked, folder=None).value == 8
+
+
+def test_every_budget_has_a_limit_of_the_users_that_their_config_changes() -> None:
+    write = {"max_steps": 3, "task_max_steps": 7, "retries": 0, "timeout": 1.5,
+             "tool_timeout": 2, "tool_limit": 4, "max_output_tokens": 100,
+             "context_window": 1000}
+    assert set(write) == set(trust.LIMITS)
+    trust.config_path().parent.mkdir(parents=True, exist_ok=True)
+    trust.config_path().write_text("".join(f"{k} = {v}\n" for k, v in write.items()))
+    for name, value in write.items():
+        assert trust.bound(name, 10**9, folder=None).value == value
+        assert trust.bound(name, None, folder=None).value == value
+    trust.config_path().write_text("tool_timeout = \"long\"\n")
+    with pytest.raises(trust.ConfigError, match=r"tool_timeout .* must be a positive number"):
+        trust.load_config()
 
 
 # -- the trust store -------------------------------------------------------------------------
@@ -407,7 +405,7 @@ def test_a_file_cannot_raise_the_step_limit(tmp_path: Path, keys, openai_server,
         "code = '''\n__result__ = noop()\n'''\n")
     result = tce("chat", str(path), "-m", "go")
     assert result.exit_code == 1, result.output
-    assert len(openai_server.chat_requests) == trust.DEFAULT_MAX_STEPS == 8
+    assert len(openai_server.chat_requests) == trust.LIMITS["max_steps"].default == 8
     assert "no final answer after 8 steps" in result.output
 
 

@@ -5,9 +5,10 @@ modules are imported. This module is installed at the root of site-packages and 
 ``jupyter_percent_agent_hook.pth`` (or, on Python 3.15+, by the PEP 829 entry point in
 ``jupyter_percent_agent_hook.start``). It uses the standard library only and never imports
 jupytext: ``install()`` puts a meta-path finder first on ``sys.meta_path`` that does nothing
-but compare module names, until ``jupytext.formats``, ``jupytext.jupytext`` or
-``jupytext.combine`` is imported; right after such a module has run,
-``jupyter_percent_agent.jupytext_format`` patches it.
+but compare module names, until ``jupytext.formats``, ``jupytext.config``, ``jupytext.jupytext``,
+``jupytext.combine`` or ``jupytext.cli`` is imported; right after such a module has run,
+``jupyter_percent_agent.jupytext_format`` patches it, before another module can import
+its names.
 
 Set ``JUPYTER_PERCENT_AGENT_NO_HOOK=1`` to turn the hook off.
 """
@@ -16,7 +17,8 @@ import os
 import sys
 
 ENV_DISABLE = "JUPYTER_PERCENT_AGENT_NO_HOOK"
-WATCHED = frozenset(("jupytext.combine", "jupytext.formats", "jupytext.jupytext"))
+WATCHED = frozenset(("jupytext.cli", "jupytext.combine", "jupytext.config", "jupytext.formats",
+                     "jupytext.jupytext"))
 
 
 def disabled():
@@ -89,7 +91,8 @@ def install():
         return
     if not any(isinstance(f, MsgFormatFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, MsgFormatFinder())
-    for name in ("jupytext.formats", "jupytext.jupytext", "jupytext.combine"):
+    for name in ("jupytext.formats", "jupytext.config", "jupytext.jupytext", "jupytext.combine",
+                 "jupytext.cli"):
         module = sys.modules.get(name)
         if module is not None:
             _register(module)

@@ -1,6 +1,8 @@
 """``tce list``: the cells of a message file, or the agents it defines (``ITEM/agent``).
 
-Imports only click and the format core, so it starts fast on large files.
+The cells: imports only click, the format core and the trust rules, so it starts fast on
+large files. The agents: where each model's calls would go and with which key is litellm's
+routing (``runtime.models.call_route``, as a call decides it), so ``ITEM/agent`` imports it.
 """
 
 from __future__ import annotations
@@ -22,12 +24,34 @@ def _split_agent_item(item: str) -> tuple[str, bool]:
     return item, False
 
 
-def cell_rows(nb: dict) -> list[dict[str, Any]]:
-    """One row per cell: index, id, type, title, agent, history."""
+CELL_BUDGETS = {"tool_call": ("timeout", "tool_timeout"), "toolchain": ("timeout", "tool_timeout"),
+                "task": ("max_steps", "task_max_steps")}
+"""The numbers a cell of a kind may set: (its attribute, the budget that bounds it)."""
+
+
+def cell_limits(cell: dict, kind: str, folder: Path | None, config: Any = None) -> list[str]:
+    """The budgets ``cell`` asks for that the trust rules lower (``trust.bound``)."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent import trust
+
+    if kind not in CELL_BUDGETS:
+        return []
+    attr, budget = CELL_BUDGETS[kind]
+    asked = fmt.cell_attrs(cell).get(attr)
+    if asked is None:
+        return []
+    bounded = trust.bound(budget, asked, folder=folder, config=config)
+    return [bounded.describe()] if bounded.lowered else []
+
+
+def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
+    """One row per cell: index, id, type, title, agent, history (and ``limits``: the numbers
+    it sets that are lowered, when any)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime import history as hist
 
     rows = []
+    config = None  # the user's config, read once, for the first cell that sets a budget
     for i, cell in enumerate(hist.conversation_cells(nb), start=1):
         kind = fmt.cell_kind(cell)
         meta = cell.get("metadata") or {}  # the attributes, flat (docs/format.md)
@@ -42,9 +66,17 @@ def cell_rows(nb: dict) -> list[dict[str, Any]]:
                         seen.append(name)
             agent = ",".join(seen)
         title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
-        rows.append({"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
-                     "agent": agent or "", "outputs": len(outputs),
-                     "history": hist.history_mode(meta.get("history"), kind)})
+        row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
+               "agent": agent or "", "outputs": len(outputs),
+               "history": hist.history_mode(meta.get("history"), kind)}
+        if kind in CELL_BUDGETS and config is None:
+            from jupyter_percent_agent import trust
+
+            config = trust.load_config()
+        limits = cell_limits(cell, kind, folder, config)
+        if limits:
+            row["limits"] = limits
+        rows.append(row)
     return rows
 
 
@@ -53,25 +85,46 @@ def _first_line(text: str, width: int = 50) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def endpoint(api_base: str | None, folder: Path | None, name: str) -> str:
-    """Where an agent's conversations would go, or what was refused."""
+def model_routes(agent: Any, folder: Path | None) -> list[dict[str, Any]]:
+    """Where each of ``agent``'s models would send a conversation, decided as a call decides
+    it: ``{model, provider, endpoint, key}`` (``key``: a variable's name, never its value), or
+    ``{model, refused}`` with the one-line refusal."""
     from jupyter_percent_agent import trust
+    from jupyter_percent_agent.litellm_setup import import_litellm
+    from jupyter_percent_agent.runtime.models import Refused, call_route, spec_for
 
     try:
-        return trust.route_for(api_base, folder=folder, agent=name).describe()
-    except trust.TrustError:
-        return f"{api_base} (from the file; refused: its folder is not trusted)"
+        trust.route_for(agent.api_base, folder=folder, agent=agent.name)
+    except trust.TrustError as exc:  # the agent's own api_base: every model goes there
+        return [{"model": m, "refused": str(exc)} for m in agent.models]
+    litellm = import_litellm()
+    out: list[dict[str, Any]] = []
+    for model in agent.models:
+        try:
+            route = trust.route_agent(agent.name, agent.api_base, [model], folder=folder,
+                                      from_file=agent.source != "environment")
+            how = call_route(litellm, spec_for(agent, [], route=route), model)
+        except trust.TrustError as exc:
+            out.append({"model": model, "refused": str(exc)})
+            continue
+        except Refused as exc:
+            out.append({"model": model, "refused": exc.failure.detail})
+            continue
+        out.append({"model": model, "provider": how.provider or "", "endpoint": how.endpoint,
+                    "key": how.key_name})
+    return out
 
 
 def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     """One row per agent: the presets and definition cells, ``default`` (the environment's
     agent, with the models it would use now), then agents seen only in replies. ``default``
-    marks the agent that answers a message naming none; ``endpoint`` where each one's
-    conversations go (``trust.route_for``)."""
+    marks the agent that answers a message naming none; ``limits`` the budgets its file asks
+    for that are lowered; ``routes`` where each model's conversations go (``model_routes``)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime.agents import (
         DEFAULT_AGENT_NAME,
         AgentError,
+        bound_agent,
         environment_agent,
         known_agents,
         resolve_agent,
@@ -86,9 +139,11 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         answering = None
     rows = []
     for name, agent in agents.items():
+        bounded, budgets = bound_agent(agent, folder)
         rows.append({"name": name, "source": agent.source, "models": agent.models,
                      "tools": agent.tools or [], "default": name == answering,
-                     "endpoint": endpoint(agent.api_base, folder, name)})
+                     "limits": [b.describe() for b in budgets if b.lowered],
+                     "routes": model_routes(bounded, folder)})
     seen = {r["name"] for r in rows}
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []) or []:
@@ -97,8 +152,27 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
                 if name and name not in seen:
                     seen.add(name)
                     rows.append({"name": name, "source": "replies only", "models": [],
-                                 "tools": [], "default": False, "endpoint": ""})
+                                 "tools": [], "default": False, "limits": [], "routes": []})
     return rows
+
+
+AGENT_COLUMNS = ["name", "source", "default", "tools", "limits", "model", "provider",
+                 "endpoint", "key"]
+
+
+def agent_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The agents' rows as the table shows them: one line per model, the agent's own columns
+    on its first; a refused model's KEY says why."""
+    lines = []
+    for row in rows:
+        own = {k: row[k] for k in ("name", "source", "default", "tools", "limits")}
+        for i, route in enumerate(row["routes"] or [{}]):
+            line = own if i == 0 else {k: "" for k in own}
+            lines.append({**line, "model": route.get("model", ""),
+                          "provider": route.get("provider", ""),
+                          "endpoint": route.get("endpoint", ""),
+                          "key": route.get("key") or route.get("refused", "")})
+    return lines
 
 
 @click.command("list")
@@ -117,15 +191,17 @@ def list_(item: str, as_json: bool) -> None:
             rows = agent_rows(nb, path.parent)
         except AgentError as exc:
             fail(str(exc), EXIT_AGENT)
-        cols = ["name", "source", "models", "tools", "default", "endpoint"]
+        cols, shown = AGENT_COLUMNS, agent_table(rows)
     else:
-        rows = cell_rows(nb)
+        rows = shown = cell_rows(nb, path.parent)
         cols = ["index", "type", "title", "agent", "history"]
+        if any("limits" in r for r in rows):
+            cols.append("limits")
     out = sys.stdout
     if as_json:
         out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         return
-    table = [[_cell(r[c]) for c in cols] for r in rows]
+    table = [[_cell(r.get(c, "")) for c in cols] for r in shown]
     widths = [max([len(c)] + [len(row[i]) for row in table]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
@@ -137,5 +213,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "*" if value else ""
     if isinstance(value, list):
-        return ",".join(map(str, value))
+        return ", ".join(map(str, value)) if any(" " in str(v) for v in value) \
+            else ",".join(map(str, value))
     return str(value)

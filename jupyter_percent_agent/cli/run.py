@@ -58,7 +58,7 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
     """Run TASK_ID (e.g. blog/generate_blog) of the SOP folder on an initial context,
     writing its transcript (a message file) after every step. TASK_ID may be a request in
     words ("写一篇关于城市交通的博客"): the folder's index picks the plan, and says why."""
-    from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS
+    from jupyter_percent_agent import trust
 
     options = {"model": model}
     if resume:
@@ -80,7 +80,8 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
 
         import_models_soon()
     runs = Path(runs_dir) if runs_dir else None
-    steps = max_steps or DEFAULT_MAX_STEPS
+    # --max-steps is the user's own choice; without it, the user's limit (config.toml)
+    steps = max_steps or int(trust.bound("task_max_steps", None, folder=None).value or 1)
     if inputs:
         sys.exit(_many(sop, task_id, inputs, runs, steps, concurrency, cluster, as_json,
                        **options))
@@ -164,6 +165,8 @@ class Progress:
             self.path = event.path
             if not self.quiet:
                 click.echo(f"transcript: {event.path}", err=True)
+                for limit in event.limits:
+                    click.echo(f"limit lowered: {limit}", err=True)
         elif self.quiet:
             return
         elif isinstance(event, StepStarted):

@@ -28,6 +28,13 @@ adapter (``jupyter_percent_agent.jupytext_format``). What this layer adds:
 - a message notebook whose file is a symbolic link out of its folder, a FIFO, a device or a
   ``/proc`` file is refused (403) before anything reads or writes it (``format.safe_path``);
   a save through a link inside the folder writes the link's target and keeps the link;
+- a jupytext configuration written in Python (``.jupytext.py``, read when hidden files are
+  allowed) in a folder the user has not trusted is skipped with a warning in the server's
+  log (``jupytext_format.python_config_refusal``), for every file, not only message files:
+  jupytext would run it in the server, with the user's keys;
+- a message notebook paired (front matter or ``jupytext.toml``) with a file out of its folder,
+  or in a version-control, hidden or ``toolbox/`` folder, is refused (403) before jupytext reads
+  or writes any of its pairs (``contents.pairing``);
 
 The server extension (``_link_jupyter_server_extension``) sets
 ``ServerApp.contents_manager_class`` before the contents manager is created, and keeps it
@@ -242,6 +249,41 @@ def _refuse_unsafe_path(os_path: str, path: str) -> None:
                         reason="Refused") from None
 
 
+def _refuse_pairs(path: str, nb: Any, config: Any, os_path: str, action: str) -> None:
+    """A 403 for a message notebook paired with a file it may not name (``contents.pairing``)."""
+    from tornado.web import HTTPError
+
+    from jupyter_percent_agent import trust
+    from jupyter_percent_agent.contents.pairing import refuse_outside_notebook_pairs
+
+    try:
+        refuse_outside_notebook_pairs(path, nb, config, os.path.dirname(os_path))
+    except trust.TrustError as err:
+        raise HTTPError(403, f"Cannot {action} {path}: {err}", reason="Refused") from None
+
+
+def _opened_pairs(path: str, os_path: str, config: Any) -> None:
+    """Before a message file opens: refuse it if it names a pairing it may not (jupytext
+    would read that file). Files that name no pairing are not parsed twice."""
+    from jupyter_percent_agent import format as core
+    from jupyter_percent_agent.contents.pairing import names_a_pairing
+    from jupyter_percent_agent.jupytext_format import is_message_path, looks_like_message_text
+
+    try:
+        text = core.read_text(os_path)
+    except (OSError, UnicodeDecodeError, core.FormatError):
+        return  # jupytext's own reading reports it
+    if not names_a_pairing(text, config):
+        return
+    if not (is_message_path(path) or looks_like_message_text(text)):
+        return
+    try:
+        nb = core.reads(text, path=path)
+    except core.FormatError:
+        return  # reported, with its line, by the read that follows
+    _refuse_pairs(path, nb, config, os_path, "open")
+
+
 def _wants_notebook(path: str, type: str | None) -> bool:
     return _is_md(path) and type not in ("file", "directory")
 
@@ -302,6 +344,19 @@ class _MessageFilesMixin:
 
         return path_hint(path.strip("/") if _is_md(path) else None)
 
+    def _skips_config(self, config_file: Any, is_os_path: bool) -> bool:
+        """A jupytext configuration written in Python in an untrusted folder: logged, not run."""
+        if not isinstance(config_file, str) or not config_file.endswith(".py"):
+            return False
+        from jupyter_percent_agent.jupytext_format import python_config_refusal
+
+        os_path = config_file if is_os_path else self._get_os_path(config_file)  # type: ignore[attr-defined]
+        refusal = python_config_refusal(os_path)
+        if refusal is None:
+            return False
+        self.log.warning("[jupyter-percent-agent] %s", refusal)  # type: ignore[attr-defined]
+        return True
+
 
 class _SyncMessageFiles(_MessageFilesMixin):
     def get(
@@ -315,7 +370,11 @@ class _SyncMessageFiles(_MessageFilesMixin):
         if not _is_md(path):
             return super().get(path, content=content, type=type, format=format, **kwargs)
         if _wants_notebook(path, type):
-            _refuse_unsafe_path(self._get_os_path(path.strip("/")), path)  # type: ignore[attr-defined]
+            plain = path.strip("/")
+            os_path = self._get_os_path(plain)  # type: ignore[attr-defined]
+            _refuse_unsafe_path(os_path, path)
+            if content and os.path.isfile(os_path):
+                _opened_pairs(plain, os_path, self.get_config(plain))  # type: ignore[attr-defined]
         with self._hint(path):
             try:
                 model = super().get(path, content=content, type=type, format=format, **kwargs)
@@ -333,7 +392,11 @@ class _SyncMessageFiles(_MessageFilesMixin):
         if model.get("type") == "notebook":
             _refuse_unsafe_path(self._get_os_path(plain), path)  # type: ignore[attr-defined]
         model = _for_the_file(model, plain)
-        if self._single_message_file(model, plain, self.get_config(plain)):  # type: ignore[attr-defined]
+        config = self.get_config(plain)  # type: ignore[attr-defined]
+        if _message_metadata(model, plain) is not None:
+            _refuse_pairs(plain, model["content"], config,
+                          self._get_os_path(plain), "save")  # type: ignore[attr-defined]
+        if self._single_message_file(model, plain, config):
             text_model = self._text_model(model, plain)
             return super(self._jupytext_cls, self).save(text_model, path)
         with self._hint(path):
@@ -356,6 +419,13 @@ class _SyncMessageFiles(_MessageFilesMixin):
     def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
         return super().new(self._seed_new(model, path.strip("/")), path)
 
+    def load_config_file(self, config_file: Any, *, prev_config_file: Any, prev_config: Any,
+                         is_os_path: bool = False) -> Any:
+        if self._skips_config(config_file, is_os_path):
+            return None
+        return super().load_config_file(config_file, prev_config_file=prev_config_file,
+                                        prev_config=prev_config, is_os_path=is_os_path)
+
 
 class _AsyncMessageFiles(_MessageFilesMixin):
     async def get(
@@ -369,7 +439,12 @@ class _AsyncMessageFiles(_MessageFilesMixin):
         if not _is_md(path):
             return await super().get(path, content=content, type=type, format=format, **kwargs)
         if _wants_notebook(path, type):
-            _refuse_unsafe_path(self._get_os_path(path.strip("/")), path)  # type: ignore[attr-defined]
+            plain = path.strip("/")
+            os_path = self._get_os_path(plain)  # type: ignore[attr-defined]
+            _refuse_unsafe_path(os_path, path)
+            if content and os.path.isfile(os_path):
+                config = await self.get_config(plain)  # type: ignore[attr-defined]
+                _opened_pairs(plain, os_path, config)
         with self._hint(path):
             try:
                 model = await super().get(path, content=content, type=type, format=format, **kwargs)
@@ -388,6 +463,9 @@ class _AsyncMessageFiles(_MessageFilesMixin):
             _refuse_unsafe_path(self._get_os_path(plain), path)  # type: ignore[attr-defined]
         model = _for_the_file(model, plain)
         config = await self.get_config(plain)  # type: ignore[attr-defined]
+        if _message_metadata(model, plain) is not None:
+            _refuse_pairs(plain, model["content"], config,
+                          self._get_os_path(plain), "save")  # type: ignore[attr-defined]
         if self._single_message_file(model, plain, config):
             text_model = self._text_model(model, plain)
             return await super(self._jupytext_cls, self).save(text_model, path)
@@ -402,6 +480,13 @@ class _AsyncMessageFiles(_MessageFilesMixin):
 
     async def new(self, model: dict[str, Any] | None = None, path: str = "") -> dict[str, Any]:
         return await super().new(self._seed_new(model, path.strip("/")), path)
+
+    async def load_config_file(self, config_file: Any, *, prev_config_file: Any,
+                               prev_config: Any, is_os_path: bool = False) -> Any:
+        if self._skips_config(config_file, is_os_path):
+            return None
+        return await super().load_config_file(config_file, prev_config_file=prev_config_file,
+                                              prev_config=prev_config, is_os_path=is_os_path)
 
     async def _save_file(self, os_path: str, content: Any, format: str | None) -> None:
         if not _replaceable(os_path, format):

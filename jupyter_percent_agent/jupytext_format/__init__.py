@@ -19,7 +19,16 @@ changes to its module state, all made here and nowhere else:
   mirror of it, not the place its outputs come from;
 - ``drop_text_representation_metadata`` (jupytext's copy of a notebook for an ``.ipynb``)
   keeps the other top-level keys of a notebook read from a message file, so that a later
-  nbformat's keys survive ``.ipynb`` -> ``.msg.md`` -> ``.ipynb``.
+  nbformat's keys survive ``.ipynb`` -> ``.msg.md`` -> ``.ipynb``;
+- ``jupytext.config.load_jupytext_configuration_file`` skips a configuration written in
+  Python (``.jupytext.py``, which jupytext runs with traitlets' ``PyFileConfigLoader``) that
+  lies in a folder the user has not trusted (:func:`python_config_refusal`), saying so on
+  stderr: jupytext looks for it beside the file and in every folder above, so a cloned
+  folder's Python would run with the user's keys in every ``jupytext`` command run on a
+  file in it. Which pairing a config asks for is only known once it has run, so the rule
+  holds for every file jupytext opens in a process where this adapter is loaded, not for
+  message files only. Declarative configurations (``jupytext.toml``, ``.jupytext``...)
+  are read as always.
 
 Everything else (pairing, ``--sync``, ``--test-strict``, the contents manager) is jupytext's
 own code. ``register()`` applies all of it to an imported jupytext; the startup hook
@@ -55,6 +64,7 @@ __all__ = [
     "message_text",
     "on_jupytext_module_loaded",
     "path_hint",
+    "python_config_refusal",
     "register",
 ]
 
@@ -333,8 +343,10 @@ def _is_msg_source(nb_source: Any, fmt: Any) -> bool:
         return fmt["format_name"] == FORMAT_NAME
     if isinstance(fmt, str) and fmt:
         return fmt.endswith(":" + FORMAT_NAME) or fmt.lower().endswith(SUFFIX + EXTENSION)
-    text_repr = nb_source.metadata.get("jupytext", {}).get("text_representation", {})
-    return text_repr.get("format_name") == FORMAT_NAME
+    # a NotebookNode, or the plain dict the contents manager hands over
+    jupytext_meta = (nb_source.get("metadata") or {}).get("jupytext") or {}
+    text_repr = jupytext_meta.get("text_representation") or {}
+    return isinstance(text_repr, Mapping) and text_repr.get("format_name") == FORMAT_NAME
 
 
 def _patch_combine(combine: ModuleType) -> None:
@@ -357,6 +369,47 @@ def _patch_combine(combine: ModuleType) -> None:
     _rebind(original_combine, combine.combine_inputs_with_outputs)
 
 
+def python_config_refusal(config_file: str | os.PathLike[str]) -> str | None:
+    """Why the jupytext configuration ``config_file`` may not run, or None when it may.
+
+    Only a configuration written in Python runs code. It may run from the user's own
+    configuration folders (jupytext's global ones: ``~/.config/jupytext``, ``$HOME``...) and
+    from a trusted folder (``tce trust``); from anywhere else it is skipped.
+    """
+    path = os.path.abspath(os.fspath(config_file))
+    if not path.endswith(".py"):
+        return None
+    folder = os.path.dirname(path)
+    real = os.path.realpath(folder)
+    config = sys.modules.get("jupytext.config")
+    user_dirs = config.global_jupytext_configuration_directories() if config else ()
+    if any(os.path.realpath(d) == real for d in user_dirs):
+        return None
+    from jupyter_percent_agent import trust
+
+    if trust.is_trusted(folder):
+        return None
+    return (f"skipped {path}: a jupytext configuration written in Python runs as you, and "
+            f"{folder} is not a trusted folder; to allow it: tce trust {folder}")
+
+
+def _patch_config(config: ModuleType) -> None:
+    if _is_patched(config.load_jupytext_configuration_file):
+        return
+    original_load = config.load_jupytext_configuration_file
+
+    def load_jupytext_configuration_file(config_file: Any, stream: Any = None) -> Any:
+        refusal = python_config_refusal(config_file)
+        if refusal is not None:
+            print(f"jupyter-percent-agent: {refusal}", file=sys.stderr)
+            return None  # as if there were no configuration file
+        return original_load(config_file, stream)
+
+    config.load_jupytext_configuration_file = _mark(load_jupytext_configuration_file,
+                                                    original_load)
+    _rebind(original_load, config.load_jupytext_configuration_file)
+
+
 def on_jupytext_module_loaded(module: ModuleType) -> None:
     """Called by the startup hook right after a watched jupytext module has run."""
     if module.__name__ == "jupytext.formats":
@@ -365,15 +418,23 @@ def on_jupytext_module_loaded(module: ModuleType) -> None:
         _patch_converter(module)
     elif module.__name__ == "jupytext.combine":
         _patch_combine(module)
+    elif module.__name__ == "jupytext.config":
+        _patch_config(module)
+    elif module.__name__ == "jupytext.cli":
+        from jupyter_percent_agent.jupytext_format.pairs import patch_cli
+
+        patch_cli(module, FORMAT_NAME)  # a message file's pairs stay in its folder (pairs.py)
 
 
 def register() -> None:
     """Register the message format with jupytext (idempotent); imports jupytext."""
     import jupytext.combine
+    import jupytext.config
     import jupytext.formats
     import jupytext.jupytext
 
     _patch_formats(jupytext.formats)
+    _patch_config(jupytext.config)
     _patch_converter(jupytext.jupytext)
     _patch_combine(jupytext.combine)
 
@@ -382,10 +443,13 @@ def is_registered() -> bool:
     """Whether the loaded jupytext (if any) knows the message format."""
     formats = sys.modules.get("jupytext.formats")
     jupytext_module = sys.modules.get("jupytext.jupytext")
+    config = sys.modules.get("jupytext.config")
     return bool(
         formats is not None
         and jupytext_module is not None
+        and config is not None
         and FORMAT_NAME in formats._VALID_FORMAT_NAMES
         and _is_patched(formats.guess_format)
         and _is_patched(jupytext_module.TextNotebookConverter.reads)
+        and _is_patched(config.load_jupytext_configuration_file)
     )

@@ -1,4 +1,9 @@
-"""``python -m jupyter_percent_agent.kernel -f CONNECTION_FILE``: start the agent kernel."""
+"""``python -m jupyter_percent_agent.kernel -f CONNECTION_FILE``: start the agent kernel.
+
+The kernelspec starts it through ``jupyter_percent_agent.safe_start``, so that nothing of the
+notebook's folder is on ``sys.path``; IPython is told not to put it back (``ignore_cwd``: it
+inserts the working folder unless told so, and older IPythons ignore ``-P``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ def main() -> None:
 
     from jupyter_percent_agent.kernel.kernel import AgentKernel
 
-    IPKernelApp.launch_instance(kernel_class=AgentKernel)
+    IPKernelApp.launch_instance(kernel_class=AgentKernel, ignore_cwd=True)
 
 
 if __name__ == "__main__":

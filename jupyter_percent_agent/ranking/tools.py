@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from jupyter_percent_agent.trust import LIMITS
+
 from .embed import Embedder, EmbeddingError, shared_embedder
 from .fusion import LEXICAL_WEIGHT, combine
 from .text import TERMS_TABLE, bm25_scores, columns
@@ -23,7 +25,7 @@ from .text import TERMS_TABLE, bm25_scores, columns
 if TYPE_CHECKING:
     import numpy as np
 
-DEFAULT_TOOL_LIMIT = 12
+DEFAULT_TOOL_LIMIT = int(LIMITS["tool_limit"].default or 0)
 _CACHE_SIZE = 4096
 
 

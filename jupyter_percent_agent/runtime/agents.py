@@ -3,7 +3,8 @@
 An agent is a system prompt plus inference settings. Presets live in the front matter
 (``agents:``); temporary agents are ``definition="agent"`` cells whose body is a YAML front
 matter (in a ```yaml fence or between bare ``---`` lines) followed by the system prompt.
-Pure functions over the notebook dict; nothing here touches the network or litellm.
+Pure functions over the notebook dict (and the user's limits, for ``bound_agent``); nothing
+here touches the network or litellm.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_AGENT_NAME = "default"
@@ -39,7 +41,7 @@ class Agent:
     tools: list[str] | None = None
     api_base: str | None = None
     timeout: float | None = None
-    max_steps: int | None = None  # None: the user's limit (trust.step_limit)
+    max_steps: int | None = None  # None: the user's limit (bound_agent)
     tool_limit: int | None = None  # tools offered per message, when it has more (default 12)
     source: str = "environment"  # "preset", "cell", "environment"
 
@@ -49,6 +51,23 @@ class Agent:
 
 
 _FIELDS = {f.name for f in fields(Agent)} - {"name", "source"}
+
+
+BUDGETS = ("max_steps", "timeout", "tool_limit", "max_output_tokens", "context_window")
+"""The numbers an agent's definition may set that a run spends (``trust.LIMITS``)."""
+
+
+def bound_agent(agent: Agent, folder: os.PathLike[str] | str | None
+                ) -> tuple[Agent, list[trust.Bounded]]:
+    """The agent as a run uses it, each of its budgets bounded by the trust rules for a file
+    in ``folder`` (a file may lower the user's limit, a trusted folder raise it to the hard
+    cap); and those budgets, so that a front end can say which were lowered."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    where = Path(folder) if folder is not None else None
+    budgets = [trust.bound(name, getattr(agent, name), folder=where) for name in BUDGETS]
+    return replace(agent, **{b.name: b.value for b in budgets}), budgets
 
 
 def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,

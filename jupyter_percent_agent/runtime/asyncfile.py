@@ -2,7 +2,9 @@
 
 Running the cell asks its agent and writes the reply into FILE (atomically); once FILE holds
 a result, running the cell again shows it without calling any model. FILE is named by the
-file, so it must lie inside the file's own folder (``trust.resolve_inside``).
+file and receives model text, so it must be a ``.md`` file inside the file's own folder, out of
+version-control, hidden and ``toolbox/`` folders (``trust.resolve_inside``): never something
+that is later imported or run.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def async_file(cell: Mapping[str, Any], base_dir: Path) -> Path | None:
     link = fmt.cell_link(cell)
     if link is None:
         return None
-    return trust.resolve_inside(base_dir, link, what="[async] file")
+    return trust.resolve_inside(base_dir, link, what="[async] file", suffix=".md")
 
 
 def landed(cell: Mapping[str, Any], run: Run, base_dir: Path) -> bool:

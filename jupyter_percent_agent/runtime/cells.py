@@ -71,7 +71,7 @@ async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None
     try:
         toolset = tool_cell_tools(names, base_dir, nb)
         args = _args(attrs.get("args") if kind == "tool_call" else attrs.get("params"))
-        timeout = float(attrs.get("timeout") or 30)
+        timeout = trust.bound("tool_timeout", attrs.get("timeout"), folder=base_dir)
     except trust.TrustError:
         raise  # the front end says what was refused and how to allow it
     except Exception as exc:  # bad arguments or a toolbox that does not load
@@ -85,7 +85,7 @@ async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None
         status, text = "success", ""
         try:
             data, instruction = await _call(toolset, name, data, first=not i, run=run,
-                                            timeout=timeout)
+                                            timeout=float(timeout.value or 0))
             # a text result reads as written (seed 000: "北京 25°C 晴朗"); data as JSON
             text = data if isinstance(data, str) else to_json_text(data)
             if instruction:
@@ -94,10 +94,12 @@ async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None
             kind = exc.kind if isinstance(exc, SandboxFailure) else type(exc).__name__
             status, text = "fail", f"{kind}: {exc}"
             run.fail(kind, text)
+        shown: dict[str, Any] = {"tool": name,
+                                 "duration": round(time.monotonic() - started, 3)}
+        if timeout.lowered:  # the file asked for more time than it may have: say so
+            shown["limits"] = timeout.describe()
         run.emit(fmt.tool_result_output(text, out_id=run.next_output_id(), status=status,
-                                        attrs={"tool": name,
-                                               "duration": round(time.monotonic() - started,
-                                                                 3)}))
+                                        attrs=shown))
         if status != "success":
             return
     run.answer(to_json_text(data))

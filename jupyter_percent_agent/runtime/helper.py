@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.litellm_setup import LITELLM_ENV_DEFAULTS
+from jupyter_percent_agent import safe_start
+from jupyter_percent_agent.litellm_setup import LITELLM_ENV_DEFAULTS, LITELLM_ENV_FORCED
 from jupyter_percent_agent.runtime.events import Delta, Event, OnEvent, Reasoning, Retry
 from jupyter_percent_agent.runtime.models import CallResult, CallSpec
 
@@ -60,10 +61,10 @@ def socket_path(env: dict[str, str] | None = None) -> Path:
     """Where the helper for this environment listens.
 
     The environment is taken as it is once litellm is imported (``import_litellm`` fills in
-    ``LITELLM_ENV_DEFAULTS``): a ``tce`` that has not imported it yet looks for the same socket
-    as the helper, which has.
+    ``LITELLM_ENV_DEFAULTS`` and sets ``LITELLM_ENV_FORCED``): a ``tce`` that has not imported
+    it yet looks for the same socket as the helper, which has.
     """
-    env = {**LITELLM_ENV_DEFAULTS, **(os.environ if env is None else env)}
+    env = {**LITELLM_ENV_DEFAULTS, **(os.environ if env is None else env), **LITELLM_ENV_FORCED}
     h = hashlib.sha256()
     for key in sorted(env):
         if key not in _VOLATILE:
@@ -99,9 +100,11 @@ def spawn(path: Path) -> None:
     folder = path.parent
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.helper", str(path)],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    # -P and a cleaned PYTHONPATH: nothing of the folder tce runs in is ever imported here
+    subprocess.Popen(safe_start.python_command("jupyter_percent_agent.runtime.helper", str(path)),
+                     env=safe_start.safe_env(), stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
 
 
 def _start(path: Path) -> None:

@@ -5,7 +5,9 @@ The call is described by a ``CallSpec`` of plain JSON data so that it can be mad
 the warm helper process (``runtime.helper``); which one is the transport's choice
 (``runtime.transport``). litellm is imported only when a call is made, with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that it never reaches for the network at import.
-Keys and ``api_base`` travel in the spec, never into a message file.
+Keys and ``api_base`` travel in the spec, never into a message file. Every call passes its key
+explicitly when litellm would otherwise lend one provider's key to another endpoint
+(``runtime.routing``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
+from jupyter_percent_agent.runtime import routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
-from jupyter_percent_agent.trust import NO_KEY, Route, route_for
+from jupyter_percent_agent.trust import NO_KEY, Route, bound, public_url, route_agent
 
 
 @dataclass
@@ -37,9 +41,24 @@ class CallSpec:
     timeout: float = 120.0
     retries: int = 2
     backoff: float = 1.0
+    key_env: str | None = None  # the variable ``api_key`` came from (never the value), for people
+    routes: dict[str, list[str | None]] = field(default_factory=dict)
+    """Models whose calls go elsewhere than ``api_base`` (a URL in the name): ``[api_base,
+    api_key, key_env]``."""
+    file_folder: str | None = None
+    """The folder of the file that chose ``models`` ("": a file of no known folder; None: the
+    user chose them): a host a model's name makes litellm pick is judged as that file's
+    ``api_base`` (``trust.route_for``)."""
+    agent: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def route(self, model: str) -> tuple[str | None, str | None, str | None]:
+        """(api_base, api_key, key_env) for ``model``."""
+        base, key, key_env = self.routes.get(model) or (self.api_base, self.api_key,
+                                                        self.key_env)
+        return base, key, key_env
 
 
 @dataclass
@@ -69,12 +88,13 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
              env: Mapping[str, str] | None = None, route: Route | None = None) -> CallSpec:
     """The call an agent makes for ``messages``, with settings from the agent and the
     environment (``PERCENT_AGENT_TIMEOUT``, ``PERCENT_AGENT_RETRIES``,
-    ``PERCENT_AGENT_BACKOFF``). ``route`` (``trust.route_for``) says where the call goes and
-    with which key; without one, an ``api_base`` the agent's file chose is refused unless the
-    user allow-listed it (``TrustError``)."""
+    ``PERCENT_AGENT_BACKOFF``). ``route`` (``trust.route_agent``) says where the call goes
+    and with which key; without one, an ``api_base`` the agent's file chose (or a URL in a
+    model's name) is refused unless the user allow-listed it (``TrustError``)."""
     env = os.environ if env is None else env
     if route is None:
-        route = route_for(agent.api_base, folder=None, agent=agent.name, env=env)
+        route = route_agent(agent.name, agent.api_base, agent.models,
+                            from_file=agent.source != "environment", folder=None, env=env)
     params: dict[str, Any] = {}
     if agent.max_output_tokens:
         params["max_tokens"] = agent.max_output_tokens
@@ -89,7 +109,11 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
         params=params,
         api_base=route.api_base,
         api_key=route.api_key,
-        timeout=float(agent.timeout or env.get("PERCENT_AGENT_TIMEOUT") or 120),
+        key_env=route.key_env,
+        routes={m: [r.api_base, r.api_key, r.key_env] for m, r in route.by_model},
+        file_folder=route.file_folder,
+        agent=agent.name,
+        timeout=float(agent.timeout or bound("timeout", None, folder=None, env=env).value or 0),
         retries=int(env.get("PERCENT_AGENT_RETRIES", 2)),
         backoff=float(env.get("PERCENT_AGENT_BACKOFF", 1.0)),
     )
@@ -137,22 +161,11 @@ def _provider_model(litellm: Any, name: str, api_base: str | None) -> str:
     if not base:
         return name
     if name not in _KNOWN_PROVIDER:  # litellm's answer raises for an unknown name: costly
-        try:
-            litellm.get_llm_provider(name)
-            _KNOWN_PROVIDER[name] = True
-        except Exception:
-            _KNOWN_PROVIDER[name] = False
+        _KNOWN_PROVIDER[name] = routing.provider_of(litellm, name) is not None
     return name if _KNOWN_PROVIDER[name] else "openai/" + name
 
 
 _KNOWN_PROVIDER: dict[str, bool] = {}
-
-
-def _is_openai(litellm: Any, routed: str) -> bool:
-    try:
-        return litellm.get_llm_provider(routed)[1] in ("openai", "openai_like", "custom_openai")
-    except Exception:
-        return False
 
 
 @dataclass
@@ -203,20 +216,6 @@ def _connection_cause(chain: list[BaseException]) -> str | None:
     return None
 
 
-def public_url(url: str) -> str:
-    """``url`` without credentials, query or fragment (a key sometimes travels there)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, "", "")) or url
-    except ValueError:
-        return "(an api_base that is not a valid URL)"
-
-
 def _key_variables(litellm: Any, routed: str) -> list[str]:
     """The environment variables litellm reads the key of ``routed``'s provider from."""
     try:
@@ -233,16 +232,16 @@ _MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "Transf
 
 def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Failure:
     """Turn litellm's exception into a reason naming the server or the missing key."""
+    if isinstance(exc, Refused):
+        return exc.failure
     chain = _chain(exc)
-    routed = _provider_model(litellm, model, spec.api_base)
-    try:
-        provider = litellm.get_llm_provider(routed)[1]
-    except Exception:
-        provider = None
-    server = f"the model server at {public_url(spec.api_base)}" if spec.api_base else (
+    api_base = spec.route(model)[0]
+    routed = _provider_model(litellm, model, api_base)
+    provider = routing.provider_of(litellm, routed)
+    server = f"the model server at {public_url(api_base)}" if api_base else (
         f"the {provider} model server for {model}" if provider else
         f"the model server for {model}")
-    server_recorded = ("the model server at the configured api_base" if spec.api_base
+    server_recorded = ("the model server at the configured api_base" if api_base
                        else server)
     text = " ".join(str(exc).split()).lower()
     if isinstance(exc, getattr(litellm, "Timeout", ())) or isinstance(exc, TimeoutError):
@@ -251,7 +250,7 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         return Failure("Timeout", f"{server_recorded} {tail}", f"{server} {tail}")
     if "missing" in text and any(w in text for w in ("credential", "api key", "api_key")):
         names = _key_variables(litellm, routed)
-        which = ("PERCENT_AGENT_API_KEY" if spec.api_base else
+        which = ("PERCENT_AGENT_API_KEY" if api_base else
                  " or ".join(names) or "the provider's API key variable")
         where = (f"{model} ({provider})" if provider and not model.startswith(provider + "/")
                  else model)
@@ -266,12 +265,13 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
                        f"cannot reach {server} ({cause})")
     status = getattr(exc, "status_code", None)
     if status in (401, 403):
-        hint = "set PERCENT_AGENT_API_KEY" if spec.api_base else "check the key"
+        hint = "set PERCENT_AGENT_API_KEY" if api_base else "check the key"
         tail = f"refused the API key (HTTP {status}): {hint}"
         return Failure("AuthenticationError", f"{server_recorded} {tail}", f"{server} {tail}")
     line = one_line(exc)
-    if spec.api_key:
-        line = line.replace(spec.api_key, "***")
+    for key in (spec.api_key, *(route[1] for route in spec.routes.values())):
+        if key and key != NO_KEY:
+            line = line.replace(key, "***")
     return Failure(type(exc).__name__, line, line)
 
 
@@ -298,6 +298,8 @@ def _credentials_in(api_base: str | None) -> Failure | None:
 
 
 def _retryable(litellm: Any, exc: BaseException) -> bool:
+    if isinstance(exc, Refused):
+        return False
     if "credentials" in str(exc).lower() or "api_key" in str(exc).lower():
         return False  # a missing key does not come back by retrying
     kinds = tuple(getattr(litellm, n) for n in (
@@ -333,18 +335,68 @@ def _server_cost(response: Any) -> float | None:
         return None
 
 
+class Refused(Exception):
+    """A call decided against before it was made (``failure`` says why)."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.text)
+        self.failure = failure
+
+
+@dataclass(frozen=True)
+class CallRoute:
+    """How one model is called, decided before the call: the name litellm routes, the
+    ``api_base`` and key passed (None: litellm's own), and for people the provider, where
+    the call goes and which key goes with it (a variable's name, never its value)."""
+
+    routed: str
+    api_base: str | None
+    api_key: str | None
+    provider: str | None
+    endpoint: str
+    key_name: str
+
+
+def call_route(litellm: Any, spec: CallSpec, model: str) -> CallRoute:
+    """How ``model`` of ``spec`` is called. An ``api_base`` gets the key ``trust.route_for``
+    tied to it, or the placeholder: never a provider's from the environment. With none,
+    litellm's own routing (``routing.resolve``) gives the provider's own key, or the
+    placeholder where litellm would lend another's; a host the model's name chose, for models
+    a file chose, is judged as that file's ``api_base``. Raises :class:`Refused`."""
+    base, key, key_env = spec.route(model)
+    routed = _provider_model(litellm, model, base)
+    if base:
+        shown = trust.Route(base, key, "", key_env=key_env).key_name()
+        return CallRoute(routed, base, key or NO_KEY, routing.provider_of(litellm, routed),
+                         public_url(base), shown)
+    where = routing.resolve(litellm, routed)
+    if where.problem:
+        raise Refused(Failure("APIConnectionError", where.problem, where.problem))
+    endpoint = public_url(where.endpoint) if where.endpoint else "the provider's own endpoint"
+    if where.named and where.endpoint and spec.file_folder is not None:
+        from pathlib import Path
+
+        try:
+            chosen = trust.route_for(where.endpoint,
+                                     folder=Path(spec.file_folder) if spec.file_folder else None,
+                                     agent=spec.agent, asking=f"model {model!r} names the "
+                                     f"host {public_url(where.endpoint)}")
+        except trust.TrustError as exc:
+            raise Refused(Failure("TrustError", str(exc), str(exc))) from None
+        return CallRoute(routed, None, chosen.api_key or NO_KEY, where.provider, endpoint,
+                         chosen.key_name())
+    return CallRoute(routed, None, where.key, where.provider, endpoint, where.key_name)
+
+
 async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
                    result: CallResult) -> None:
     kwargs: dict[str, Any] = dict(spec.params)
-    routed = _provider_model(litellm, model, spec.api_base)
-    if spec.api_base:
-        kwargs["api_base"] = spec.api_base
-    key = spec.api_key
-    if key is None and spec.api_base and _is_openai(litellm, routed) \
-            and not os.environ.get("OPENAI_API_KEY"):
-        key = NO_KEY  # local servers (Ollama, vLLM) need none, the OpenAI client wants one
-    if key:
-        kwargs["api_key"] = key
+    how = call_route(litellm, spec, model)
+    routed, base = how.routed, how.api_base
+    if base:
+        kwargs["api_base"] = base
+    if how.api_key:
+        kwargs["api_key"] = how.api_key
     response = await litellm.acompletion(
         model=routed, messages=spec.messages, stream=True,
         stream_options={"include_usage": True}, timeout=spec.timeout,
@@ -371,7 +423,7 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
         result.tokens_out = litellm.token_counter(model=routed, text=result.text)
     # litellm prices by model name, which says nothing of what a server of the user's own
     # (Ollama, vLLM, a proxy) charges: there, only a cost the server reports is recorded
-    result.cost = (_server_cost(response) if spec.api_base
+    result.cost = (_server_cost(response) if base
                    else list_price(litellm, routed, result.tokens_in, result.tokens_out))
 
 
@@ -386,7 +438,8 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     except Exception as exc:  # pragma: no cover - broken installation
         result.error, result.error_type = one_line(exc), type(exc).__name__
         return result
-    last: Failure | None = _credentials_in(spec.api_base)
+    last: Failure | None = next(filter(None, map(_credentials_in, [
+        spec.api_base, *(route[0] for route in spec.routes.values())])), None)
     for n, model in enumerate(spec.models if last is None else ()):
         for attempt in range(spec.retries + 1):
             result.text, result.reasoning = "", ""

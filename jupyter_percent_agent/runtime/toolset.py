@@ -59,9 +59,9 @@ class Toolset:
 
 
 def _toolbox(base_dir: Path | None) -> Path | None:
-    if base_dir is None or not (base_dir / "toolbox").is_dir():
+    if base_dir is None or not (base_dir / trust.TOOLBOX).is_dir():
         return None
-    return base_dir / "toolbox"
+    return base_dir / trust.TOOLBOX
 
 
 def defined_tools(nb: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,9 +154,9 @@ def used_tools(cells: Sequence[Mapping[str, Any]]) -> set[str]:
 def offered_tools(agent: Agent, toolset: Toolset, message: str,
                   earlier: Sequence[Mapping[str, Any]]) -> list[str] | None:
     """The tools to describe to the model for ``message``: all of them (None) when they are no
-    more than the agent's ``tool_limit`` (12), else those that fit the message best, plus any
-    the conversation already used (``ranking.tools.select_tools``). Every tool stays
-    callable."""
+    more than the agent's ``tool_limit`` (the user's limit, 12), else those that fit the
+    message best, plus any the conversation already used (``ranking.tools.select_tools``).
+    Every tool stays callable."""
     from jupyter_percent_agent.ranking.tools import DEFAULT_TOOL_LIMIT, select_tools
 
     limit = agent.tool_limit or DEFAULT_TOOL_LIMIT

@@ -18,8 +18,8 @@ from typing import Any
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.runtime.agents import Agent, resolve_agent
-from jupyter_percent_agent.runtime.asyncfile import land, landed
+from jupyter_percent_agent.runtime.agents import Agent, bound_agent, resolve_agent
+from jupyter_percent_agent.runtime.asyncfile import async_file, land, landed
 from jupyter_percent_agent.runtime.context import Selections, plan_history, selections
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.run import Run
@@ -77,25 +77,31 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
-    may not choose), ``SelectionError``, ``FormatError`` (front matter) before anything runs."""
+    may not choose, a URL in a model's name, an ``[async]`` file it may not write),
+    ``SelectionError``, ``FormatError`` (front matter) before anything runs. The agent's
+    budgets are bounded here (``agents.bound_agent``)."""
     index, cell = find_cell(nb, cell_id)
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
-    agent = resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
-                          env=options.env)
-    route = trust.route_for(agent.api_base, folder=options.folder, agent=agent.name,
-                            env=options.env)
+    agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
+                                         env=options.env), options.folder)
+    # models a file chose (not the user's own: the environment's agent, or --model)
+    from_file = agent.source != "environment" and not options.model
+    route = trust.route_agent(agent.name, agent.api_base, agent.models, from_file=from_file,
+                              folder=options.folder, env=options.env)
+    if kind == "async":
+        async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
     return Plan(cell_id, index, kind, agent, route,
                 selections(nb, options.include, options.exclude))
 
 
 def step_limit(options: RunOptions, agent: Agent) -> int:
-    """ATTP steps for one message: the caller's own limit, else the agent's as the trust
-    rules allow (a file may lower the user's limit, not raise it)."""
+    """ATTP steps for one message: the caller's own limit (up to the hard cap), else the
+    agent's, as ``plan`` bounded it (a file may lower the user's limit, not raise it)."""
     if options.max_steps:
-        return min(options.max_steps, trust.HARD_MAX_STEPS)
-    return trust.step_limit(agent.max_steps, folder=options.folder)
+        return min(options.max_steps, int(trust.LIMITS["max_steps"].hard))
+    return int(agent.max_steps or trust.bound("max_steps", None, folder=None).value or 1)
 
 
 async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,

@@ -36,7 +36,9 @@ class Turn:
 
 
 def toolbox_dir(base_dir: Path) -> Path:
-    return base_dir / "toolbox"
+    from jupyter_percent_agent import trust
+
+    return base_dir / trust.TOOLBOX
 
 
 def turn_notebook(agents: Mapping[str, Any], path: str = "turn.msg.md") -> dict[str, Any]:
@@ -134,6 +136,22 @@ def agent_problem(name: str, props: Any) -> str | None:
     except TypeError as exc:
         return f"bad settings: {exc}"
     return None
+
+
+def agent_limits(agents: Mapping[str, Mapping[str, Any]], base_dir: Path
+                 ) -> list[tuple[str, str]]:
+    """(agent, budget) for each budget of ``agents`` (name -> settings) that the runtime
+    lowers for a folder in ``base_dir`` (``runtime.agents.bound_agent``)."""
+    from jupyter_percent_agent.runtime.agents import AgentError, agent_from_mapping, bound_agent
+
+    out = []
+    for name, props in agents.items():
+        try:
+            agent = agent_from_mapping(name, props, source="preset")
+        except (AgentError, TypeError):
+            continue  # the folder's check reports it
+        out += [(name, b.describe()) for b in bound_agent(agent, base_dir)[1] if b.lowered]
+    return out
 
 
 def toolbox_refusal(base_dir: Path, tool_ids: Collection[str],

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent import trust
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import Problem
 from jupyter_percent_agent.tasks.runner import (
@@ -66,25 +67,29 @@ async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
                     context: dict[str, Any] | None = None, *,
                     runs_dir: str | os.PathLike[str] | None = None,
                     max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None,
-                    on_event: OnEvent | None = None, tag: str | None = None) -> TaskResult:
+                    on_event: OnEvent | None = None, tag: str | None = None,
+                    lowered: tuple[str, ...] = ()) -> TaskResult:
     """Run ``task_id`` of ``sop`` (a folder or a loaded :class:`Sop`) on ``context``.
 
     Writes ``runs/TASK-TIMESTAMP.msg.md`` beside the folder (or in ``runs_dir``) after every
     step. Raises :class:`SopError` (every problem of the folder) before anything runs, and
     ``ValueError`` for a context that is not a JSON object; a step that fails is not an
-    exception: the result says ``failed`` and why.
+    exception: the result says ``failed`` and why. ``lowered``: the caller's own budgets
+    that were lowered (a ``[task]`` cell's ``max_steps``), recorded in the transcript with the
+    folder's (``Sop.lowered_limits``).
     """
     loaded = as_sop(sop)
     check_task(loaded, task_id)
     start = initial_context(context)
     folder = Path(runs_dir) if runs_dir is not None else default_runs_dir(loaded)
     path = tr.claim_path(folder, task_id, tag=tag)
+    limits = (*lowered, *loaded.lowered_limits())
     nb = tr.new_transcript(path, task_id=task_id, sop_root=loaded.root, context=start,
-                           agents=loaded.agents, max_steps=max_steps)
+                           agents=loaded.agents, max_steps=max_steps, limits=limits)
     state = State(context=json.loads(json.dumps(start)), stack=[Item(task_id)],
                   frames={0: [task_id]})
     runner = Runner(loaded, task_id, nb, path, state, max_steps=max_steps, model=model,
-                    on_event=on_event)
+                    on_event=on_event, limits=limits)
     return await runner.run()
 
 
@@ -113,7 +118,9 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
     status, saved = tr.read_state(nb, path)
     state = State.from_json(saved)
     task_id = header["task"]
-    steps = max_steps or int(header.get("max_steps") or DEFAULT_MAX_STEPS)
+    # the transcript is a file like any other: its step budget is bounded as a [task] cell's
+    steps = max_steps or int(trust.bound("task_max_steps", header.get("max_steps"),
+                                         folder=path.parent).value or DEFAULT_MAX_STEPS)
     if status in ("succeeded", "failed"):
         return TaskResult(status, task_id, state.context, path, state.steps, state.error)
     loaded = as_sop(sop if sop is not None else header["sop"])

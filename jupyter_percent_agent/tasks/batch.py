@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,10 +103,22 @@ async def run_inputs(sop: Sop, task_id: str, jobs: list[Job], *, concurrency: in
 
 def run_remote(spec: dict[str, Any]) -> dict[str, Any]:
     """One job on a Dask worker: load the SOP folder there (by path), run, return the result.
-    Plain data in and out, so it pickles by reference to this module."""
+    Plain data in and out, so it pickles by reference to this module.
+
+    A worker that may import from the folder it runs in (started without ``PYTHONSAFEPATH=1``)
+    runs nothing: a cloned folder it was started in could be running its code there, next to
+    the keys in its environment, and the model call would import more from it.
+    """
+    from jupyter_percent_agent.safe_start import imports_from_working_folder
+    from jupyter_percent_agent.tasks.runner import TRUST_ERROR
     from jupyter_percent_agent.tasks.sop import load_sop
 
     job = Job(spec["index"], spec.get("context"), spec.get("error"))
+    if imports_from_working_folder():
+        return failed(job, f"refused: the Dask worker on {platform.node()} (pid {os.getpid()}) "
+                      "may import code from the folder it runs in; to allow it: start the "
+                      "workers with PYTHONSAFEPATH=1 (PYTHONSAFEPATH=1 dask worker ADDRESS)",
+                      TRUST_ERROR, task_id=spec["task_id"])
     try:
         sop = load_sop(spec["sop"])
     except FileNotFoundError as exc:

@@ -89,8 +89,10 @@ class _Outputs:
 
     def __call__(self, event: Any) -> None:
         match event:
-            case RunStarted(path=path):
+            case RunStarted(path=path, limits=limits):
                 self.run.transcript = path
+                for limit in limits:
+                    self.line(f"limit lowered: {limit}")
             case StepStarted(info=info):
                 self.step = info
             case StepFinished(info=info):
@@ -157,11 +159,11 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
             task_id, sop, context = _read(cell, attrs, base_dir)
             runs = trust.resolve_inside(base_dir, str(attrs["runs"]), what="[task] runs",
                                         directory=True) if attrs.get("runs") else None
-            max_steps = attrs.get("max_steps")
-            options: dict[str, Any] = {"max_steps": max_steps} if isinstance(max_steps, int) \
-                else {}
+            steps = trust.bound("task_max_steps", attrs.get("max_steps"), folder=base_dir)
             result = await arun_task(sop, task_id, context, runs_dir=runs, model=model,
-                                     on_event=outputs, **options)
+                                     on_event=outputs, max_steps=int(steps.value or 0),
+                                     lowered=(f"[task] cell: {steps.describe()}",)
+                                     if steps.lowered else ())
     except (SopError, ValueError, OSError, tr.TranscriptError) as exc:
         run.status, run.error_type, run.error = "error", type(exc).__name__, str(exc)
         outputs.emit(fmt.error_output(run.error_type, run.error, [], out_id=outputs._id()))

@@ -11,9 +11,12 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
-    """The run's transcript is ``path`` (written after every step)."""
+    """The run's transcript is ``path`` (written after every step). ``limits``: the budgets
+    its files asked for that were lowered (``trust.Bounded.describe``), as its transcript
+    records them."""
 
     path: Path
+    limits: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from jupyter_percent_agent.tasks.documents import TaskDocument
 from jupyter_percent_agent.tasks.events import OnEvent, RunStarted, StepFinished, StepStarted
 from jupyter_percent_agent.tasks.sop import Sop
 
-DEFAULT_MAX_STEPS = 100
+DEFAULT_MAX_STEPS = int(trust.LIMITS["task_max_steps"].default or 0)
 PLANNER_AGENT = "planner"
 FEEDBACK_HEADING = "\n\n---\nFeedback on the previous attempt (fix this):\n"
 INPUTS_HEADING = "\n\n---\nInputs:\n"
@@ -140,7 +140,7 @@ class Runner:
 
     def __init__(self, sop: Sop, task_id: str, nb: dict[str, Any], path: Path, state: State,
                  *, max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None,
-                 on_event: OnEvent | None = None) -> None:
+                 on_event: OnEvent | None = None, limits: tuple[str, ...] = ()) -> None:
         self.sop = sop
         self.task_id = task_id
         self.nb = nb
@@ -152,6 +152,8 @@ class Runner:
         self._current: dict[str, Any] | None = None
         self.saver = tr.Saver(path)
         self.turn_nb = adapter.turn_notebook(sop.agents)
+        self.limits = limits
+        self._retries: dict[str, int] = {}
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -164,7 +166,7 @@ class Runner:
 
     async def _loop(self) -> TaskResult:
         state = self.state
-        self.on_event(RunStarted(self.path))
+        self.on_event(RunStarted(self.path, self.limits))
         await self._save("running")  # the run exists from its start, resumable at once
         refusal = self._toolbox_refusal()
         if refusal is not None:  # before any model call: a later tool step would be refused
@@ -435,20 +437,29 @@ class Runner:
 
     # -- failures ----------------------------------------------------------------------
 
+    def _retry_budget(self, doc: TaskDocument) -> int:
+        """The retries ``doc`` may have: its SOP folder's number, bounded (a folder may
+        lower the user's limit, never raise it; ``Sop.lowered_limits``)."""
+        if doc.task_id not in self._retries:
+            self._retries[doc.task_id] = int(trust.bound(
+                "retries", doc.on_failure.retry, folder=self.sop.root).value or 0)
+        return self._retries[doc.task_id]
+
     async def _on_failure(self, item: Item, doc: TaskDocument, failure: Failure
                           ) -> tuple[str, dict[str, Any] | None]:
         """Push what runs next after ``item`` failed: (what was decided, the run's error when
         nothing can be done)."""
         policy = doc.on_failure
         stack = self.state.stack
-        if item.after in ("", "retry") and item.attempt <= policy.retry:
+        retries = self._retry_budget(doc)
+        if item.after in ("", "retry") and item.attempt <= retries:
             again = Item(item.task_id, item.frame, item.index, item.attempt + 1, after="retry",
                          replanned=item.replanned)
             producer = self._producer(item, doc)
             if producer is None:
                 again.feedback = failure.message
                 stack.append(again)
-                return f"retry {item.attempt + 1}/{policy.retry + 1}", None
+                return f"retry {item.attempt + 1}/{retries + 1}", None
             stack.append(again)
             stack.append(Item(producer.task_id, producer.frame, producer.index,
                               item.attempt + 1, feedback=failure.message, after="retry"))

@@ -81,6 +81,20 @@ class Sop:
         can reach (plan steps, error routes), or a replan."""
         return any(d.is_llm or d.on_failure.replan for d in self.reachable(task_id))
 
+    def lowered_limits(self) -> list[str]:
+        """The budgets this folder asks for that the trust rules lower (retries of its
+        documents, its agents' numbers), each as ``WHO: BUDGET (asked N; RULE)``."""
+        from jupyter_percent_agent import trust
+
+        out = []
+        for doc in self.documents.values():
+            retries = trust.bound("retries", doc.on_failure.retry, folder=self.root)
+            if retries.lowered:
+                out.append(f"{doc.task_id}: {retries.describe()}")
+        for name, budget in adapter.agent_limits(self.agents, self.base_dir):
+            out.append(f"agent {name}: {budget}")
+        return out
+
     def raise_problems(self) -> None:
         if self.problems:
             raise SopError(self.problems, self.root)

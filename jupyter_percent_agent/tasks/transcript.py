@@ -56,13 +56,18 @@ def claim_path(runs_dir: Path, task_id: str, *, tag: str | None = None) -> Path:
 
 
 def new_transcript(path: Path, *, task_id: str, sop_root: Path, context: Any,
-                   agents: Mapping[str, Any], max_steps: int) -> dict[str, Any]:
-    """The notebook of a new run (not written yet)."""
+                   agents: Mapping[str, Any], max_steps: int,
+                   limits: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The notebook of a new run (not written yet). ``limits``: the budgets its files asked
+    for that were lowered, recorded in the header (``task_run: limits:``)."""
     nb = fmt.reads("", path=str(path))
     sop = Path(os.path.relpath(sop_root.resolve(), path.parent.resolve())).as_posix()
-    fmt.set_front_matter(nb, RUN_KEY, {
+    header: dict[str, Any] = {
         "task": task_id, "sop": sop, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "max_steps": max_steps, "context": context})
+        "max_steps": max_steps, "context": context}
+    if limits:
+        header["limits"] = list(limits)
+    fmt.set_front_matter(nb, RUN_KEY, header)
     if agents:
         fmt.set_front_matter(nb, "agents", {k: dict(v) for k, v in agents.items()})
     return nb

@@ -33,7 +33,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -201,6 +201,15 @@ class OpenAIServer:
         with self._lock:
             self._queue.extend(replies)
         return self
+
+    def received(self, secrets: Mapping[str, str]) -> list[str]:
+        """The names of ``secrets`` (name -> value) whose value reached this server, in any
+        header or body: what a test of a hostile file expects to be empty."""
+        seen: list[str] = []
+        for request in list(self.requests):
+            blob = json.dumps(dict(request.headers)) + json.dumps(request.body)
+            seen += [name for name, value in secrets.items() if value in blob]
+        return seen
 
     def reset(self) -> None:
         with self._lock:

@@ -12,11 +12,11 @@ every front end can afford to ask.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from jupyter_percent_agent.trust.config import (
-    DEFAULT_MAX_STEPS,
-    HARD_MAX_STEPS,
     Config,
     ConfigError,
     Endpoint,
@@ -25,7 +25,14 @@ from jupyter_percent_agent.trust.config import (
     load_config,
     save_config,
 )
-from jupyter_percent_agent.trust.endpoints import NO_KEY, Route, route_for
+from jupyter_percent_agent.trust.endpoints import (
+    NO_KEY,
+    Route,
+    named_url,
+    public_url,
+    route_agent,
+    route_for,
+)
 from jupyter_percent_agent.trust.errors import TrustError
 from jupyter_percent_agent.trust.folders import (
     is_trusted,
@@ -33,43 +40,48 @@ from jupyter_percent_agent.trust.folders import (
     trusted_folders,
     untrust_folder,
 )
-from jupyter_percent_agent.trust.paths import private_dir, resolve_inside
+from jupyter_percent_agent.trust.limits import LIMITS, Bounded, Limit, clamp
+from jupyter_percent_agent.trust.paths import PATH_RULE, TOOLBOX, private_dir, resolve_inside
 
 __all__ = [
-    "DEFAULT_MAX_STEPS",
-    "HARD_MAX_STEPS",
+    "LIMITS",
     "NO_KEY",
+    "PATH_RULE",
+    "TOOLBOX",
+    "Bounded",
     "Config",
     "ConfigError",
     "Endpoint",
+    "Limit",
     "Route",
     "TrustError",
+    "bound",
     "config_dir",
     "config_path",
     "is_trusted",
     "load_config",
+    "named_url",
     "private_dir",
+    "public_url",
     "refuse_toolbox",
     "resolve_inside",
+    "route_agent",
     "route_for",
     "save_config",
-    "step_limit",
     "trust_folder",
     "trusted_folders",
     "untrust_folder",
 ]
 
 
-def step_limit(requested: int | None, *, folder: Path | None,
-               config: Config | None = None) -> int:
-    """The ATTP step limit for a run: a file may lower the user's limit (default 8), never
-    raise it; in a trusted folder it may raise it up to the hard cap (50)."""
+def bound(name: str, asked: Any, *, folder: Path | None, config: Config | None = None,
+          env: Mapping[str, str] | None = None) -> Bounded:
+    """What a run uses for the budget ``name`` (``LIMITS``: ``max_steps``, ``tool_timeout``...)
+    when a file in ``folder`` asks for ``asked``: a file may lower the user's limit, never
+    raise it; in a trusted folder it may raise it up to the hard cap."""
     config = config or load_config()
-    if requested is None or requested < 1:
-        return config.max_steps
-    if folder is not None and is_trusted(folder, config):
-        return min(requested, HARD_MAX_STEPS)
-    return min(requested, config.max_steps)
+    trusted = folder is not None and is_trusted(folder, config)
+    return clamp(name, asked, trusted=trusted, limits=config.limits, env=env)
 
 
 def refuse_toolbox(folder: Path, what: str) -> TrustError:

@@ -5,6 +5,7 @@ itself: ``$PERCENT_AGENT_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/jupyter-percent-a
 ``~/.config/jupyter-percent-agent``. It holds ``config.toml``::
 
     max_steps = 8                         # the ATTP step limit a file may lower, never raise
+    tool_timeout = 30                     # ... and every other budget a file may set (limits.py)
     trusted = ["/home/me/work/notes"]     # folders whose toolbox/ and api_base are used
 
     [[endpoints]]                         # model servers a file's api_base may name
@@ -22,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.trust.limits import LIMITS, number, user_limit
+
 CONFIG_NAME = "config.toml"
-DEFAULT_MAX_STEPS = 8
-HARD_MAX_STEPS = 50
 
 
 class ConfigError(ValueError):
@@ -60,8 +61,14 @@ class Config:
 
     trusted: tuple[Path, ...] = ()
     endpoints: tuple[Endpoint, ...] = ()
-    max_steps: int = DEFAULT_MAX_STEPS
+    limits: dict[str, int | float] = field(default_factory=dict)
+    """The user's own limits (``limits.LIMITS`` names them); those not set are the defaults."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def max_steps(self) -> int:
+        """The user's ATTP step limit."""
+        return int(user_limit("max_steps", self.limits, {}) or 0)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -90,11 +97,17 @@ def _parse(raw: dict[str, Any], path: Path) -> Config:
         if key_env is not None and not isinstance(key_env, str):
             raise ConfigError(f"{path}: endpoints[{i}].key_env must be a variable name")
         endpoints.append(Endpoint(base.strip(), key_env or None))
-    max_steps = raw.get("max_steps", DEFAULT_MAX_STEPS)
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ConfigError(f"{path}: max_steps must be a positive integer")
+    limits: dict[str, int | float] = {}
+    for name, limit in LIMITS.items():
+        if name in raw:
+            value = number(raw[name], integer=limit.integer, least=limit.least) \
+                if not isinstance(raw[name], str) else None
+            if value is None:
+                kind = "a positive integer" if limit.integer else "a positive number"
+                raise ConfigError(f"{path}: {name} ({limit.what}) must be {kind}")
+            limits[name] = min(value, limit.hard)
     return Config(trusted=tuple(Path(t) for t in trusted), endpoints=tuple(endpoints),
-                  max_steps=min(max_steps, HARD_MAX_STEPS), raw=raw)
+                  limits=limits, raw=raw)
 
 
 def save_config(config: Config, path: Path | None = None) -> Path:
@@ -110,8 +123,7 @@ def save_config(config: Config, path: Path | None = None) -> Path:
                             for e in config.endpoints]
     else:
         raw.pop("endpoints", None)
-    if config.max_steps != DEFAULT_MAX_STEPS or "max_steps" in raw:
-        raw["max_steps"] = config.max_steps
+    raw.update(config.limits)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_text(path, _dumps(raw), mode=0o600)
     return path

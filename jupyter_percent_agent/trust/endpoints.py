@@ -2,23 +2,28 @@
 
 Keys come from the user's environment and go only to the endpoint they belong to:
 
-- no ``api_base`` anywhere: the provider's own endpoint, with the provider's key (litellm's
-  own rules, e.g. ``OPENAI_API_KEY`` for OpenAI), never ``PERCENT_AGENT_API_KEY``;
+- no ``api_base`` anywhere: the provider's own endpoint, with the provider's own key (litellm
+  resolves both from the model's name; ``runtime.routing`` keeps it from lending one
+  provider's key to another), never ``PERCENT_AGENT_API_KEY``;
 - ``PERCENT_AGENT_API_BASE`` (the user's server, Ollama, vLLM, a LiteLLM proxy) gets
-  ``PERCENT_AGENT_API_KEY``;
+  ``PERCENT_AGENT_API_KEY``, or the placeholder key when that is unset: never a provider's;
 - an ``api_base`` written in a file (an agent preset, a ``definition="agent"`` cell, a SOP
   folder's ``_agents.yaml``) is used only when it is on the user's allow-list (then with the
   key the user tied to it, if any) or when the file's folder is trusted (then with no key at
   all), and is otherwise refused. It is never handed a key the user did not tie to it: a
   placeholder key is sent instead, so that litellm does not fall back to one from the
-  environment.
+  environment;
+- a model name from a file that names a URL (``huggingface/https://host/v1``), or whose
+  provider builds its host from the name, is such an ``api_base`` too (``route_agent``; the
+  second kind is found by litellm, at the call).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,33 +38,53 @@ NO_KEY = "no-key"
 @dataclass(frozen=True)
 class Route:
     """Where one agent's calls go. ``api_base`` None: the provider's own endpoint.
-    ``api_key`` None: litellm's own choice (the provider's key from the environment)."""
+    ``api_key`` None: the provider's own key (``runtime.routing`` says which).
+    ``by_model``: the routes of models whose name named a URL (``route_agent``).
+    ``file_folder``: the folder of the file that chose the agent's models ("": a file whose
+    folder is not known, never trusted; None: the user chose them), so that a host the name
+    makes litellm pick is judged as that file's."""
 
     api_base: str | None
     api_key: str | None
     source: str  # "provider", "environment", "allow-list", "trusted folder"
+    by_model: tuple[tuple[str, Route], ...] = ()
+    file_folder: str | None = None
+    key_env: str | None = None  # the variable ``api_key`` came from (None: none, or a placeholder)
+
+    def for_model(self, model: str) -> Route:
+        """The route of one of the agent's models."""
+        return next((r for m, r in self.by_model if m == model), self)
 
     def describe(self) -> str:
-        """One line for ``tce list FILE/agent`` (never the key itself)."""
-        where = _public(self.api_base) if self.api_base else "the provider's own endpoint"
+        """Where the calls go, for ``tce list FILE/agent`` (never the key itself)."""
+        where = public_url(self.api_base) if self.api_base else "the provider's own endpoint"
         if self.source == "environment":
             return f"{where} (PERCENT_AGENT_API_BASE)"
         if self.source == "allow-list":
             return f"{where} (from the file; on your allow-list)"
         if self.source == "trusted folder":
-            return f"{where} (from the file; trusted folder, no key sent)"
+            return f"{where} (from the file; trusted folder)"
         return where
 
+    def key_name(self) -> str:
+        """Which key goes with an ``api_base`` (the variable's name, never its value)."""
+        if self.key_env:
+            return self.key_env
+        if self.source == "trusted folder":
+            return "none (a trusted folder's api_base gets no key)"
+        return "none (a placeholder key is sent)"
 
-def _public(url: str) -> str:
+
+def public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (a key sometimes travels there)."""
     try:
         parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
     except ValueError:
         return "(an api_base that is not a valid URL)"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return f"{parts.scheme}://{host}{parts.path}"
+    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url
 
 
 def _key(url: str) -> tuple[str, str, int | None, str] | None:
@@ -89,37 +114,74 @@ def allowed_endpoint(file_base: str, config: Config) -> Endpoint | None:
 
 
 def route_for(file_base: str | None, *, folder: Path | None, agent: str,
-              env: Mapping[str, str] | None = None, config: Config | None = None) -> Route:
+              env: Mapping[str, str] | None = None, config: Config | None = None,
+              asking: str | None = None) -> Route:
     """The endpoint and key for an agent whose file (in ``folder``) asks for ``file_base``.
 
-    Raises :class:`TrustError` when the file asks for an endpoint it may not choose.
+    Raises :class:`TrustError` when the file asks for an endpoint it may not choose
+    (``asking``: what asked, in the refusal; by default the agent's ``api_base``).
     """
     env = os.environ if env is None else env
     user_base = (env.get("PERCENT_AGENT_API_BASE") or "").strip() or None
     user_key = env.get("PERCENT_AGENT_API_KEY") or None
     if not file_base:
-        if user_base:
-            return Route(user_base, user_key, "environment")
+        if user_base:  # with no key of its own it gets none: never a provider's
+            return Route(user_base, user_key or NO_KEY, "environment", key_env=_if(user_key))
         # PERCENT_AGENT_API_KEY belongs to PERCENT_AGENT_API_BASE: with no base, a file's
         # model (any provider, some of which take their host from the model's name) gets
         # only its provider's own key, by litellm's rules
         return Route(None, None, "provider")
     file_base = file_base.strip()
     if user_base and _key(file_base) is not None and _key(file_base) == _key(user_base):
-        return Route(file_base, user_key or NO_KEY, "environment")
+        return Route(file_base, user_key or NO_KEY, "environment", key_env=_if(user_key))
     config = config or load_config()
     entry = allowed_endpoint(file_base, config)
     if entry is not None:
         key = env.get(entry.key_env) if entry.key_env else None
-        return Route(file_base, key or NO_KEY, "allow-list")
+        return Route(file_base, key or NO_KEY, "allow-list", key_env=entry.key_env if key else None)
     if folder is not None and is_trusted(folder, config):
         return Route(file_base, NO_KEY, "trusted folder")
     folder = Path(os.path.abspath(folder)) if folder is not None else None
     where = f" in {folder}" if folder is not None else ""
     trust_it = f"trust the folder (tce trust {folder}) or " if folder is not None else ""
+    asking = asking or f"asks for api_base {public_url(file_base)}"
     raise TrustError(
-        f"agent {agent!r} asks for api_base {_public(file_base)}, and a file{where} may not "
+        f"agent {agent!r} {asking}, and a file{where} may not "
         "choose where conversations (and keys) go",
         f"to allow it, {trust_it}add the endpoint to your allow-list "
-        f"(tce trust --endpoint {_public(file_base)})",
+        f"(tce trust --endpoint {public_url(file_base)})",
         kind="api_base", folder=folder)
+
+
+def _if(user_key: str | None) -> str | None:
+    return "PERCENT_AGENT_API_KEY" if user_key else None
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,]*")
+
+
+def named_url(model: str) -> str | None:
+    """The URL a model's name holds (``huggingface/https://host/v1`` -> ``https://host/v1``):
+    some providers send the call there. None when it holds none."""
+    found = _URL.search(model)
+    return found.group(0) if found else None
+
+
+def route_agent(agent: str, api_base: str | None, models: Sequence[str], *, from_file: bool,
+                folder: Path | None, env: Mapping[str, str] | None = None,
+                config: Config | None = None) -> Route:
+    """Where an agent's calls go: ``route_for`` its ``api_base``; and, when its models come
+    from a file (``from_file``), each model whose name names a URL is an ``api_base`` that
+    file chose, under the same rules. Raises :class:`TrustError` for the first refused."""
+    route = route_for(api_base, folder=folder, agent=agent, env=env, config=config)
+    if not from_file:
+        return route
+    named = []
+    for model in models:
+        url = named_url(model)
+        if url is not None:
+            named.append((model, route_for(
+                url, folder=folder, agent=agent, env=env, config=config,
+                asking=f"model {model!r} names the host {public_url(url)}")))
+    return replace(route, by_model=tuple(named),
+                   file_folder=os.path.abspath(folder) if folder is not None else "")

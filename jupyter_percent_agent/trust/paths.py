@@ -1,9 +1,14 @@
-"""Paths a file names (``[async](FILE)``, ``include:``) stay inside the file's own folder, and
-the user's private runtime folder is really private.
+"""Paths a file names (``[async](FILE)``, ``include:``, pairings, a ``[task]`` cell's folders)
+stay inside the file's own folder, out of the folders other tools read, and the user's private
+runtime folder is really private.
 
 A path written in a message file is resolved against the file's folder and refused when it
-is absolute, climbs out with ``..``, leaves through a symlink, or names anything but a
-regular file (a FIFO would hang the reader, ``/proc`` and devices leak).
+is absolute, climbs out with ``..``, leaves through a symlink, names anything but a regular
+file (a FIFO would hang the reader, ``/proc`` and devices leak), or lies in a version-control
+folder (``.git``: its hooks and config run code), a hidden file or folder (tools' own state:
+``.venv``, ``.env``, ``.jupytext.py``...) or ``toolbox/`` (imported once the folder is trusted).
+A clone can ship any other file of its folder itself, so writing there adds nothing it could
+not do; these are the places a clone cannot fill, or that something later runs.
 """
 
 from __future__ import annotations
@@ -15,18 +20,30 @@ from pathlib import Path
 
 from jupyter_percent_agent.trust.errors import TrustError
 
+TOOLBOX = "toolbox"
+"""The folder of Python tool modules beside a file: imported only when its folder is trusted."""
+
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".pijul", "_darcs", "cvs", "rcs",
+                      "sccs", "_fossil_", ".fslckout"})
+"""Version-control folders (and Fossil's checkout files), case-folded: what they hold runs
+(hooks, ``core.fsmonitor``) and never comes with a clone."""
+
+PATH_RULE = ("a file may only name files of its own folder, outside version-control, hidden "
+             "and toolbox/ folders")
+
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "path",
-                   directory: bool = False) -> Path:
+                   directory: bool = False, suffix: str | None = None) -> Path:
     """``link`` (written in a file in ``folder``) as a real path inside ``folder``.
 
     The path need not exist (a file or folder to be written); if it exists it must be a
-    regular file (a folder with ``directory=True``). Raises :class:`TrustError` (kind
-    ``"path"``) otherwise.
+    regular file (a folder with ``directory=True``). ``suffix`` (``".md"``): the only kind of
+    file it may name. Raises :class:`TrustError` (kind ``"path"``) otherwise, in one line
+    naming the path and the rule.
     """
     text = str(link)
     if not text or "\0" in text:
@@ -39,6 +56,12 @@ def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "pa
     if not _inside(real, root):
         raise TrustError(f"{what} {text!r} leads out of the file's folder {root}",
                          "a file may only name files in its own folder", kind="path")
+    where = _tool_place(os.path.relpath(real, root))
+    if where is not None:
+        raise TrustError(f"{what} {text!r} names {where}", PATH_RULE, kind="path")
+    if suffix is not None and not directory and not real.lower().endswith(suffix):
+        raise TrustError(f"{what} {text!r} is not a {suffix} file",
+                         f"{what} names only {suffix} files", kind="path")
     try:
         st = os.stat(real)
     except FileNotFoundError:
@@ -48,6 +71,18 @@ def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "pa
     if not directory and not stat.S_ISREG(st.st_mode):
         raise TrustError(f"{what} {text!r} is not a regular file", kind="path")
     return Path(real)
+
+
+def _tool_place(rel: str) -> str | None:
+    """What makes a path relative to a file's folder one a file may not name, or None."""
+    for part in rel.split(os.sep):
+        if part.casefold() in VCS_DIRS:  # case-insensitive file systems: .GIT is .git
+            return f"{part}, a version-control folder"
+        if part.casefold() == TOOLBOX:
+            return "toolbox/, whose modules are imported once the folder is trusted"
+        if part.startswith(".") and part not in (".", ".."):
+            return f"{part}, a hidden file or folder"
+    return None
 
 
 def private_dir() -> Path:

@@ -1,0 +1,91 @@
+"""The files a message file is paired with stay home, whoever pairs them.
+
+jupytext reads and writes the files a notebook is paired with: those its front matter names
+(``jupyter: jupytext: formats``) and those a ``jupytext.toml`` asks for. For a message file
+both are text from its folder, so each paired path must be one the file may name
+(``trust.resolve_inside``): inside the file's folder, outside version-control, hidden and
+``toolbox/`` folders. jupytext's own check stops only a path that climbs above where it was
+asked from, and its save checks nothing, so ``prefix//py:percent`` could write a script
+anywhere below (a ``sitecustomize.py`` into a virtual environment, a file into ``.git``).
+A script paired beside the file (``py:percent``) stays allowed.
+
+The contents manager checks before JupyterLab's open and save (``contents.pairing``);
+``patch_cli`` makes the ``jupytext`` command check before ``--sync`` reads or writes a pair.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+from types import ModuleType
+from typing import Any
+
+from jupyter_percent_agent import trust
+
+_PATCHED = "__jupyter_percent_agent_pairs__"
+
+
+def pair_paths(path: str, formats: Any) -> list[str]:
+    """The paths jupytext pairs ``path`` with for ``formats`` (``path`` itself included),
+    as its own pairing code makes them; ``[path]`` when ``formats`` do not cover it."""
+    from jupytext.formats import long_form_multiple_formats
+    from jupytext.paired_paths import InconsistentPath, find_base_path_and_format, full_path
+
+    formats = long_form_multiple_formats(formats or [])
+    if len(formats) < 2:
+        return [path]
+    try:
+        base, _ = find_base_path_and_format(path, formats)
+    except InconsistentPath:  # jupytext drops formats that do not match the path
+        return [path]
+    return [full_path(base, f) for f in formats]
+
+
+def refuse_outside_pairs(path: str, formats: Any, folder: str) -> None:
+    """Raise ``TrustError`` (one line: the path and the rule) when the file at ``path``
+    (``/``-separated; ``folder``: its folder on disk) is paired by ``formats`` with a file it
+    may not name."""
+    here = posixpath.dirname(path)
+    for alt in pair_paths(path, formats):
+        if alt == path:
+            continue
+        link = posixpath.relpath(posixpath.normpath(alt), here or ".")
+        trust.resolve_inside(folder, link.replace("/", os.sep), what="pairing")
+
+
+def _is_message_pair(nb_file: str, formats: Any, format_name: str) -> bool:
+    from jupytext.formats import long_form_multiple_formats
+
+    from jupyter_percent_agent.format import is_message_path
+
+    return is_message_path(nb_file) or any(
+        f.get("format_name") == format_name for f in long_form_multiple_formats(formats or []))
+
+
+def patch_cli(cli: ModuleType, format_name: str) -> None:
+    """Make the ``jupytext`` command check the pairs of a message file (``NAME.msg.md``, or
+    a file in the ``format_name`` format) before ``--sync`` reads them
+    (``load_paired_notebook``) or writes them (``write_pair``)."""
+    if getattr(cli.write_pair, _PATCHED, False):
+        return
+    write_pair, load_paired = cli.write_pair, cli.load_paired_notebook
+
+    def _checked(nb_file: str, formats: Any) -> None:
+        if _is_message_pair(nb_file, formats, format_name):
+            refuse_outside_pairs(nb_file, formats, os.path.dirname(nb_file) or os.curdir)
+
+    @functools.wraps(write_pair)
+    def checked_write_pair(nb_file: str, formats: Any, *args: Any, **kwargs: Any) -> Any:
+        _checked(nb_file, formats)
+        return write_pair(nb_file, formats, *args, **kwargs)
+
+    @functools.wraps(load_paired)
+    def checked_load(notebook: Any, fmt: Any, config: Any, formats: Any, nb_file: str,
+                     *args: Any, **kwargs: Any) -> Any:
+        _checked(nb_file, formats)
+        return load_paired(notebook, fmt, config, formats, nb_file, *args, **kwargs)
+
+    for wrapper in (checked_write_pair, checked_load):
+        setattr(wrapper, _PATCHED, True)
+    cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
