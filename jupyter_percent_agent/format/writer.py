@@ -212,9 +212,23 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
         md = {k: v for k, v in md.items() if k != TRANSIENT}
     attrs, over = (md, None) if md.keys().isdisjoint(_IN_FLAT) else _attrs(md, _IN_FLAT)
     ns = md.get(NS)
-    if type(ns) is not dict:
+    if ns and type(ns) is not dict:
         ns = _ns(md)
-    t = ns.get("type") or ("raw" if ct == "raw" else "markdown")
+    if ns:
+        t = ns.get("type") or ("raw" if ct == "raw" else "markdown")
+        left = _left(ns, _IN_NS, over) if over or not ns.keys() <= _IN_NS else None
+        nsid = ns.get("id")
+        title = ns.get("title", "")
+        if title:
+            title = title.replace("\n", " ") if isinstance(title, str) else str(title)
+        level = ns.get("level", ctx.level)
+    else:  # no namespaced entry: every default
+        ns = _EMPTY
+        t = "raw" if ct == "raw" else "markdown"
+        left = _left(ns, _IN_NS, over) if over else None
+        nsid = None
+        title = ""
+        level = ctx.level
     struct: dict[str, Any] = {}
     if ct != ("raw" if t == "raw" else "code"):
         struct["cell_type"] = ct
@@ -223,7 +237,6 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
             struct["execution_count"] = cell["execution_count"]
     elif "attachments" in cell:
         struct["attachments"] = cell["attachments"]
-    left = _left(ns, _IN_NS, over) if over or not ns.keys() <= _IN_NS else None
     # a cell of a future type keeps its other fields, a known one a later minor version's
     known = CELL_FIELDS.get(ct, CELL_KEYS)
     if not cell.keys() <= known:
@@ -232,10 +245,7 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
     if ct not in CELL_TYPES and "source" not in cell:
         left = left or {}
         left["no_source"] = True
-    ref = unique_ref(ns.get("id") or cell.get("id") or "", ctx, seen)
-    title = ns.get("title", "")
-    if title:
-        title = title.replace("\n", " ") if isinstance(title, str) else str(title)
+    ref = unique_ref(nsid or cell.get("id") or "", ctx, seen)
     source = cell.get("source", "")
     if type(source) is not str:
         source = join_source(source)
@@ -258,7 +268,6 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
             body = block
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
-    level = ns.get("level", ctx.level) if ns else ctx.level
     texts.append(record_text(False, level, title, ref, t, ns.get("sub"), ns.get("link"), struct,
                              attrs, left, body, ctx.section))
     if ct == "code" and cell.get("outputs"):
