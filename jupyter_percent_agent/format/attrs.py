@@ -128,6 +128,7 @@ class _TokenTable(dict):
 
 
 _TOKENS: Final = _TokenTable()
+_TOKEN: Final = _TOKENS.__getitem__  # bound once: a line's tokens are looked up from C
 _HEADS: Final[dict[str, tuple[str | None, str | None, str | None]]] = {}
 # whole lines: the attributes of messages repeat from cell to cell
 _CACHE: Final[dict[str, Meta]] = {}
@@ -155,7 +156,7 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
             _HEADS[toks[0]] = head
     del toks[0]
     try:
-        attrs: dict[str, Any] = dict(map(_TOKENS.__getitem__, toks))
+        attrs: dict[str, Any] = dict(map(_TOKEN, toks))
     except _NotCanonical:
         return _parse_meta(s, need_type)
     if len(_CACHE) > 2048:
@@ -346,6 +347,7 @@ class _PairTable(dict):
 
 
 _PAIRS: Final = _PairTable()
+_PAIR: Final = _PAIRS.__getitem__  # bound once: pairs seen before are looked up from C
 
 
 def _joined(keys: Any, values: Any) -> str:
@@ -353,7 +355,7 @@ def _joined(keys: Any, values: Any) -> str:
     last key (the namespaced entry, last in a dict, is left out so): zip stops at the keys'."""
     # (zip with no keyword: a keyword argument costs its parsing on every call)
     try:
-        return " ".join(map(_PAIRS.__getitem__, zip(keys, map(type, values), values)))  # noqa: B905
+        return " ".join(map(_PAIR, zip(keys, map(type, values), values)))  # noqa: B905
     except TypeError:  # an unhashable value (a list or a dict)
         return " ".join([(_KEYS.get(k) or emit_key(k)) + "=" + emit_value(v)
                          for k, v in zip(keys, values)])  # noqa: B905
@@ -364,28 +366,23 @@ def emit_meta(typ: str | None, sub: str | None, link: str | None, struct: dict |
     """``[TYPE:SUB](LINK) k=v ...`` in canonical form: ``struct`` (what the writer adds for
     the notebook's own fields) as it is ordered, then ``attrs`` in the written order
     (:func:`key_order`), then ``ns`` as the namespaced entry."""
-    if typ is None:
-        text = ""
-    elif sub is None and link is None:
-        text = "[" + typ + "]"
-    else:
-        text = "[" + typ + (":" + sub if sub is not None else "") + "]"
-        if link is not None:
-            text += "(" + link + ")"
+    parts = []
+    if typ is not None:
+        if sub is None and link is None:
+            parts.append("[" + typ + "]")
+        else:
+            text = "[" + typ + (":" + sub if sub is not None else "") + "]"
+            parts.append(text + "(" + link + ")" if link is not None else text)
     if struct:
-        text = _then(text, _joined(struct.keys(), struct.values()))
+        parts.append(_joined(struct.keys(), struct.values()))
     if attrs:
         keys = tuple(attrs)
         order, first = _ORDERS.get(keys) or _order(keys)
         if first:  # zip stops at the end of ``order``: NS, if it is the last key, is left out
             if order:
-                text = _then(text, _joined(order, attrs.values()))
+                parts.append(_joined(order, attrs.values()))
         else:
-            text = _then(text, _joined(order, tuple(map(attrs.__getitem__, order))))
+            parts.append(_joined(order, tuple(map(attrs.__getitem__, order))))
     if ns:
-        text = _then(text, NS + "=" + json_text(ns, sort_keys=True))
-    return text
-
-
-def _then(text: str, more: str) -> str:
-    return text + " " + more if text else more
+        parts.append(NS + "=" + json_text(ns, sort_keys=True))
+    return " ".join(parts)
