@@ -610,6 +610,23 @@ def test_docs_stand_on_their_own_without_links_outside_the_repo():
         assert "(issue " not in text, name
 
 
+def test_the_writer_orders_attributes_as_docs_format_md_lists_them():
+    """The order docs/format.md ("Canonical form") gives for the attributes the format knows
+    is the order the writer puts them in, then every other key sorted."""
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    listed = text[text.index("2. the attributes the format knows"):]
+    listed = listed[: listed.index("3. every other key")]
+    known = re.findall(r"`([a-z_]+)`", listed)
+    assert len(known) > 30 and len(set(known)) == len(known)
+    attrs = {key: 1 for key in [*reversed(known), "zz", "aa"]}
+    cell = fmt.new_message("Hi", cell_id="a", attrs=attrs)
+    written = writes({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    footnote = next(line for line in written.split("\n") if line.startswith("[^a]:"))
+    assert re.findall(r" ([a-z_]+)=", footnote) == [*known, "aa", "zz"]
+
+
 # --------------------------------------------------------------------------- argument types
 
 
