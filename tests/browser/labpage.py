@@ -144,10 +144,9 @@ def chat_through_tce(model, folder: Path, message: str, reply: str) -> str:
     return text
 
 
-def chat_through_jupyterlab(page: Page, server, model, message: str, reply: str) -> str:
-    """The text JupyterLab saves for a new Agent chat whose first message, typed and run, is
-    answered by ``reply``; the file is removed afterwards."""
-    model.script(reply)
+def run_new_chat(page: Page, server, message: str) -> Locator:
+    """Open a new Agent chat from the launcher, type ``message`` into its first cell and run
+    it; the chat's notebook."""
     open_lab(page, server)
     page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
     notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
@@ -156,6 +155,14 @@ def chat_through_jupyterlab(page: Page, server, model, message: str, reply: str)
     first.locator(".cm-content").click()
     page.keyboard.type(message)
     run_cell(page, first)
+    return notebook
+
+
+def chat_through_jupyterlab(page: Page, server, model, message: str, reply: str) -> str:
+    """The text JupyterLab saves for a new Agent chat whose first message, typed and run, is
+    answered by ``reply``; the file is removed afterwards."""
+    model.script(reply)
+    run_new_chat(page, server, message)
     save(page)
     (path,) = server.root.glob("Untitled*.msg.md")
     try:
