@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from jupyter_percent_agent.format import NS
 
 # pytest-jupyter registers no plugin by itself.
 pytest_plugins = [
@@ -76,6 +79,46 @@ def trusted(user_config_dir: Path) -> Callable[[Path], Path]:
     from jupyter_percent_agent import trust
 
     return trust.trust_folder
+
+
+def _reordered(nb: dict, order: Callable[[list[str]], list[str]]) -> dict:
+    """``nb`` with every dict of attributes (a cell's and an output's metadata, their
+    namespaced entries and what those keep for stream and error outputs) holding its keys in
+    ``order(keys)``: what a front end that builds the same metadata in its own order saves."""
+    def again(d):
+        return {k: d[k] for k in order(list(d))} if isinstance(d, dict) else d
+
+    def entry(ns):
+        ns = again(ns)
+        if isinstance(ns, dict):
+            if isinstance(ns.get("meta"), dict):
+                ns["meta"] = again(ns["meta"])
+            if isinstance(ns.get("outputs"), dict):
+                ns["outputs"] = {k: again({**v, "attrs": again(v["attrs"])}
+                                         if isinstance(v, dict) and "attrs" in v else v)
+                                 for k, v in ns["outputs"].items()}
+        return ns
+
+    def metadata(md):
+        md = again(md)
+        if isinstance(md, dict) and NS in md:
+            md[NS] = entry(md[NS])
+        return md
+
+    nb = json.loads(json.dumps(nb))
+    for cell in nb["cells"]:
+        cell["metadata"] = metadata(cell.get("metadata", {}))
+        for out in cell.get("outputs", []):
+            if "metadata" in out:
+                out["metadata"] = metadata(out["metadata"])
+    return nb
+
+
+@pytest.fixture(scope="session")
+def reordered() -> Callable[[dict, Callable[[list[str]], list[str]]], dict]:
+    """``reordered(nb, order)``: ``nb`` with its attribute dicts holding their keys in
+    ``order(keys)``, as a front end that builds the same metadata in its own order saves it."""
+    return _reordered
 
 
 @pytest.fixture(scope="session")

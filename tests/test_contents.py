@@ -602,3 +602,18 @@ async def test_a_save_from_jupyterlab_writes_a_clean_file(jp_fetch, jp_root_dir:
     cells = core.read(jp_root_dir / "clean.msg.md")["cells"]
     assert [core.message_text(c) for c in cells] == ["Hello"]
     assert core.output_text(cells[0]["outputs"][0]) == "Hi!"
+
+
+async def test_a_save_writes_the_bytes_tce_writes_whatever_order_the_metadata_comes_in(
+        jp_fetch, jp_root_dir: Path, data_dir: Path, reordered) -> None:
+    """A browser sends the notebook with its metadata dicts in the order it built them; the
+    file is the same bytes ``tce`` and the format core write for that conversation."""
+    text = (data_dir / "format" / "canonical" / "conversation.msg.md").read_text("utf-8")
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(text, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    model["content"] = reordered(model["content"], lambda keys: keys[::-1])
+    first = model["content"]["cells"][1]["metadata"]
+    assert list(first) == list(reversed(list(core.reads(text)["cells"][1]["metadata"])))
+    await put_model(jp_fetch, "chat.msg.md", model)
+    assert path.read_text(encoding="utf-8") == text

@@ -465,6 +465,13 @@ def test_crlf_file_is_read_and_written_back_with_crlf():
     assert writes(nb) == text
 
 
+@pytest.mark.parametrize("text", ["\r\n", "\r\n\r\n  \r\n"])
+def test_a_crlf_text_with_nothing_in_it_reads_as_what_it_writes(text):
+    nb = reads(text)
+    assert nb["cells"] == [] and writes(nb) == ""
+    assert reads(writes(nb)) == nb
+
+
 def test_model_helpers_build_valid_outputs_that_round_trip():
     cell = fmt.new_message("What is 2+2?", attrs={"history": "include"}, title="Maths")
     cid = fmt.cell_id(cell)
@@ -601,6 +608,23 @@ def test_docs_stand_on_their_own_without_links_outside_the_repo():
         text = (root / name).read_text(encoding="utf-8")
         assert "../shared/" not in text, name
         assert "(issue " not in text, name
+
+
+def test_the_writer_orders_attributes_as_docs_format_md_lists_them():
+    """The order docs/format.md ("Canonical form") gives for the attributes the format knows
+    is the order the writer puts them in, then every other key sorted."""
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    listed = text[text.index("2. the attributes the format knows"):]
+    listed = listed[: listed.index("3. every other key")]
+    known = re.findall(r"`([a-z_]+)`", listed)
+    assert len(known) > 30 and len(set(known)) == len(known)
+    attrs = {key: 1 for key in [*reversed(known), "zz", "aa"]}
+    cell = fmt.new_message("Hi", cell_id="a", attrs=attrs)
+    written = writes({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    footnote = next(line for line in written.split("\n") if line.startswith("[^a]:"))
+    assert re.findall(r" ([a-z_]+)=", footnote) == [*known, "aa", "zz"]
 
 
 # --------------------------------------------------------------------------- argument types
@@ -808,3 +832,111 @@ def test_tce_chat_never_writes_a_message_into_a_messages_false_file(tmp_path, mo
     assert result.exit_code in (2, 3), result.output  # 2 once tce asks the one detector first
     assert "messages: false" in result.output or "--force" in result.output
     assert path.read_text() == text
+
+
+# --------------------------------------------------------------------------- one byte form
+
+def _conversation_of_every_kind() -> dict:
+    """A conversation as the front ends build it: replies, a tool call and its result, a
+    code cell with streams and an error carrying attributes, keys that clash with structure,
+    an id that is not a valid nbformat id."""
+    ask = fmt.new_message("Which plan costs less?", cell_id="q1",
+                          attrs={"agent": "planner", "history": "include", "zeta": 1,
+                                 "alpha": [1, {"b": 2, "a": 1}]}, title="Plans")
+    ask["outputs"] = [
+        fmt.reply_output("Let me count.", agent="planner", out_id="q1.1",
+                         attrs={"model": "m", "time": "2026-01-01T00:00:00Z", "duration": 1.5,
+                                "tokens_in": 10, "tokens_out": 5, "cost": 0.25,
+                                "reasoning": 1}),
+        fmt.tool_call_output("count", "__result__ = count()", out_id="q1.k1",
+                             attrs={"target": "x"}),
+        fmt.tool_result_output("12", out_id="q1.k1.1", status="success",
+                               attrs={"duration": 0.5, "error": "none"}),
+        fmt.reply_output("Plan B.", agent="planner", out_id="q1.2",
+                         attrs={"time": "2026-01-01T00:00:01Z", "model": "m", "status": "ok"}),
+    ]
+    code = fmt.new_message("print(1)", cell_id="c1", kind="code",
+                           attrs={"language": "python", "execution_count": 3, "cell_type": "x"})
+    code["execution_count"] = 3
+    code["outputs"] = [
+        fmt.stream_output("stdout", "1\n", out_id="c1.1",
+                          attrs={"status": "success", "duration": 0.1}),
+        fmt.error_output("KeyError", "'b'", ["Traceback", "KeyError: 'b'"], out_id="c1.2",
+                         attrs={"then": "retry", "agent": "a"}),
+    ]
+    odd = fmt.new_message("An odd id.", cell_id="plan/b", attrs={"b": 1, "a": 2})
+    return {"cells": [ask, code, odd], "metadata": {"kernelspec": fmt.DEFAULT_KERNELSPEC},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def _every_notebook(shared_dir: Path) -> list[tuple[str, dict, str | None]]:
+    found = [("every kind", _conversation_of_every_kind(), None)]
+    for folder in (SEEDS, CANONICAL):
+        for path in sorted(folder.iterdir()):
+            found.append((path.name, reads(path.read_text(encoding="utf-8"), path=str(path)),
+                          str(path)))
+    for path in corpus_files():
+        found.append((path.name, _normalise_ipynb(json.loads(path.read_text(encoding="utf-8"))),
+                      None))
+    return found
+
+
+def test_the_order_a_metadata_dict_holds_never_changes_the_bytes(shared_dir, reordered):
+    import random
+
+    shuffle = random.Random(24)
+    orders = {"reversed": lambda keys: keys[::-1],
+              "shuffled": lambda keys: shuffle.sample(keys, len(keys))}
+    notebooks = _every_notebook(shared_dir)
+    assert len(notebooks) > 80
+    for name, nb, path in notebooks:
+        text = writes(nb, path=path)
+        for how, order in orders.items():
+            assert writes(reordered(nb, order), path=path) == text, (name, how)
+
+
+def test_footnote_attributes_are_written_in_the_documented_order():
+    text = writes(_conversation_of_every_kind())
+    assert writes(reads(text)) == text
+    footnotes = [line for line in text.split("\n") if line.startswith("[^")]
+    assert footnotes == [
+        '[^q1]: [markdown] history="include" agent="planner" alpha=[1,{"b":2,"a":1}] zeta=1',
+        '[^q1.1]: [planner] time="2026-01-01T00:00:00Z" reasoning=1 model="m" tokens_in=10'
+        ' tokens_out=5 cost=0.25 duration=1.5',
+        '[^q1.k1]: [tool] name="count" target="x"',
+        '[^q1.k1.1]: [tool] status="success" error="none" duration=0.5',
+        '[^q1.2]: [planner] time="2026-01-01T00:00:01Z" model="m" status="ok"',
+        '[^c1]: [code] execution_count=3 language="python"'
+        ' percent_agent={"meta":{"cell_type":"x","execution_count":3}}',
+        '[^c1.1]: [python] status="success" duration=0.1',
+        '[^c1.2]: [error] ename="KeyError" evalue="\'b\'" agent="a" then="retry"',
+        '[^plan/b]: [markdown] a=2 b=1',
+    ]
+
+
+def test_a_file_saved_in_another_order_changes_once_in_its_footnotes_only():
+    before = ("# %% Ask[^q]\n[^q]: [markdown] agent=\"planner\" history=\"summary\"\n\n"
+              "Which plan?\n\n"
+              "## %%%[^q.1]\n[^q.1]: [planner] model=\"m\" time=\"2026-01-01T00:00:00Z\""
+              " duration=1.5 tokens_in=10 tokens_out=5 cost=0.25 zz=1 aa=2\n\nPlan B.\n")
+    after = ("# %% Ask[^q]\n[^q]: [markdown] history=\"summary\" agent=\"planner\"\n\n"
+             "Which plan?\n\n"
+             "## %%%[^q.1]\n[^q.1]: [planner] time=\"2026-01-01T00:00:00Z\" model=\"m\""
+             " tokens_in=10 tokens_out=5 cost=0.25 duration=1.5 aa=2 zz=1\n\nPlan B.\n")
+    once = writes(reads(before))
+    assert once == after
+    assert writes(reads(once)) == once
+    assert reads(once) == reads(before)  # the same notebook: only the bytes moved
+
+
+def test_a_stream_or_error_given_an_id_and_attributes_keeps_nothing_else():
+    """The [code] cells' outputs: stream_output/error_output with out_id and attrs. Their
+    side entry is not a field of a later nbformat: no empty percent_agent={"fields":{}}."""
+    code = fmt.new_message("print(1)", cell_id="c1", kind="code")
+    code["outputs"] = [fmt.stream_output("stdout", "1\n", out_id="c1.1",
+                                         attrs={"status": "success"}),
+                       fmt.error_output("E", "x", [], out_id="c1.2", attrs={"then": "t"})]
+    text = writes({"cells": [code], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    assert "percent_agent" not in text
+    assert '[^c1.1]: [python] status="success"\n' in text
+    assert writes(reads(text)) == text

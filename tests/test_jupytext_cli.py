@@ -475,3 +475,18 @@ def test_jupyterlab_and_future_notebooks_pass_test_strict(tmp_path: Path) -> Non
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "differ" not in proc.stdout + proc.stderr
+
+
+def test_a_message_file_through_ipynb_and_back_is_the_same_bytes(tmp_path: Path,
+                                                                  data_dir: Path) -> None:
+    """An .ipynb holds every metadata dict with its keys sorted; the message file written from
+    it puts the footnote attributes back in the format's one order, so the trip changes no
+    byte (it once brought a reply's attributes back in alphabetical order)."""
+    chat = tmp_path / "chat.msg.md"
+    shutil.copy(data_dir / "format" / "canonical" / "conversation.msg.md", chat)
+    text = chat.read_text(encoding="utf-8")
+    assert 'time="2025-05-30T00:00:00+08:00" reasoning=1 model="gpt-4o-mini"' in text
+    run_jupytext("--to", "ipynb", "-o", "trip.ipynb", chat.name, cwd=tmp_path)
+    chat.unlink()
+    run_jupytext("--to", ".msg.md", "-o", "chat.msg.md", "trip.ipynb", cwd=tmp_path)
+    assert chat.read_text(encoding="utf-8") == text

@@ -105,6 +105,7 @@ def test_the_wheel_is_pure_python_with_the_format_core_as_sources(wheel: Path) -
     assert wheel.name.endswith("-py3-none-any.whl")
     names = zipfile.ZipFile(wheel).namelist()
     core = [n for n in names if n.startswith("jupyter_percent_agent/format/")]
-    assert "jupyter_percent_agent/format/parse.py" in core
+    for module in ("reader", "rules", "notebook", "writer", "attrs"):
+        assert f"jupyter_percent_agent/format/{module}.py" in core
     assert "jupyter_percent_agent/format/safe_yaml.py" in core
     assert not [n for n in names if n.endswith((".so", ".pyd", ".c"))]

@@ -212,7 +212,7 @@ def test_message_cell_streams_a_reply_updated_in_place(kernel: Any, notebook: Pa
     cell["source"] = "What is the second city of France? (unsaved edit)"
     cell["outputs"] = [out]
     text = fmt.writes(nb, path=str(notebook))
-    assert "## %%%[^q2.1]\n[^q2.1]: [writer] model=\"test-model\"" in text
+    assert "## %%%[^q2.1]\n[^q2.1]: [writer] time=" in text and 'model="test-model"' in text
     assert text.rstrip().endswith("Lyon is the second city of France.")
 
 
@@ -720,7 +720,7 @@ def test_installed_server_session_runs_and_saves(tmp_path: Path, server: OpenAIS
         jupyter.api("PUT", "/api/contents/chat.msg.md",
                     {"type": "notebook", "format": "json", "content": nb})
         text = (root / "chat.msg.md").read_text()
-        assert "Second city, unsaved?\n\n## %%%[^q2.1]\n[^q2.1]: [writer] model=" in text
+        assert "Second city, unsaved?\n\n## %%%[^q2.1]\n[^q2.1]: [writer] time=" in text
         assert text.rstrip().endswith("Lyon.")
         assert "127.0.0.1" not in text
     finally:

@@ -364,7 +364,7 @@ def test_a_tool_that_raises_is_a_failed_step_recorded_in_the_transcript(
     assert out["error"]["error_type"] == "tool_error"
     assert "RuntimeError: the image service is down" in out["error"]["message"]
     text = Path(out["transcript"]).read_text()
-    assert 'status="fail" tool="make_image"' in text and 'ename="tool_error"' in text
+    assert 'tool="make_image" status="fail"' in text and 'ename="tool_error"' in text
     assert 'task_state="failed"' in text
 
 

@@ -16,10 +16,10 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from .emit import emit
+from .detect import is_message_path, is_message_text, message_section, messages_setting
 from .errors import FormatError, RefusedFile
 from .files import make_durable, read_text, safe_path, write_text
-from .lines import unclosed_fence
+from .lines import split_fenced, unclosed_fence
 from .model import (
     cell_attrs,
     cell_id,
@@ -45,24 +45,11 @@ from .model import (
     tool_call_output,
     tool_result_output,
 )
-from .notebook import (
-    DEFAULT_KERNELSPEC,
-    NBFORMAT_ID,
-    NS,
-    from_notebook,
-    is_conversation_cell,
-    split_fenced,
-    to_notebook,
-)
-from .parse import (
-    is_message_path,
-    is_message_text,
-    message_section,
-    messages_setting,
-    parse,
-)
+from .notebook import DEFAULT_KERNELSPEC, NBFORMAT_ID, NS, is_conversation_cell
+from .reader import read_notebook
 from .safe_yaml import load_yaml, load_yaml_with_lines
 from .text import escape_surrogates
+from .writer import write_notebook
 
 __all__ = [
     "DEFAULT_KERNELSPEC",
@@ -144,7 +131,7 @@ def reads(text: str | bytes, *, path: str | None = None) -> dict:
     path = os.fspath(path) if path is not None else None
     try:
         with _no_cyclic_gc():
-            return to_notebook(parse(text, path), path)
+            return read_notebook(text, path)
     except FormatError as err:
         raise err.with_path(path) from None
 
@@ -179,7 +166,7 @@ def writes(nb: Mapping, *, path: str | None = None) -> str:
             elif path is not None and path.lower().endswith(".md"):
                 section = message_section(src if isinstance(src, str) else "".join(src))
     with _no_cyclic_gc():
-        text = emit(from_notebook(nb, path, section))
+        text = write_notebook(nb, path, section)
     return escape_surrogates(text)
 
 

@@ -4,18 +4,25 @@ Values (docs/format.md, "Syntax"): ``"..."`` is a JSON string, ``'...'`` a liter
 escapes, ``[...]``/``{...}`` JSON, and a bare word is an integer, a float, ``true``, ``false``,
 ``null`` or else a string. Emitting is canonical: strings double-quoted (single-quoted literal
 when that avoids escaping double quotes), numbers and booleans bare, arrays and objects as
-compact JSON, keys in their given order.
+compact JSON, and the keys in one order whatever order the dict holds them in
+(:data:`KEY_ORDER`, then the rest sorted, then :data:`NS`): the same attributes are the same
+bytes from every front end.
+
+Both directions keep small bounded caches keyed by what they have seen (whole footnote lines,
+``key=value`` tokens, ``(key, value)`` pairs), filled by the one general rule on first sight.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 from .errors import FormatError
 
-__all__ = ["AttrError", "emit_key", "emit_meta", "emit_value", "parse_meta"]
+__all__ = ["KEY_ORDER", "NS", "AttrError", "emit_key", "emit_meta", "emit_value",
+           "json_text", "key_order", "parse_meta"]
 
 
 class AttrError(ValueError):
@@ -93,38 +100,27 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
     return parse_value_bare(word), m.end()
 
 
-# One canonical ``key=value`` token: a plain "string" or 'literal' with no space in it, or a
-# bare word.
-_TOKEN: Final = re.compile(
-    r"([A-Za-z_@][\w.\-/@+]*)=(?:\"([^\"\\\n ]*)\"|'([^'\n ]*)'|([^\s\"'\[{][^\s\"']*))"
-)
-
-
 class _NotCanonical(Exception):
-    """A token the quick reader does not take; the general parser reads the line."""
+    """A token the token table does not take; the general parser reads the whole line."""
 
 
 class _TokenTable(dict):
     """``"key=value"`` -> ``(key, value)``, filled on first sight of a token.
 
     Looked up from C (``map(table.__getitem__, tokens)``), so a line of tokens seen before
-    costs no Python code at all.
+    costs no Python code at all. A new token is read by the general rule (:func:`_pairs`); a
+    token that is not exactly one pair (a value with a space in it, split in two) sends the
+    line to the general parser.
     """
 
     def __missing__(self, tok: str) -> tuple[str, Any]:
-        key, eq, word = tok.partition("=")
-        if eq and word.isdigit() and word.isascii() and key in _KEYS_SEEN and (
-                word[0] != "0" or len(word) == 1):
-            kv: tuple[str, Any] = (key, int(word))  # a count: the commonest bare value
-        else:
-            p = _TOKEN.fullmatch(tok)
-            if p is None:
-                raise _NotCanonical
-            key, dq, sq, bare = p.groups()
-            kv = (key, dq if dq is not None else sq if sq is not None else
-                  parse_value_bare(bare))
-            if len(_KEYS_SEEN) < 4096:
-                _KEYS_SEEN.add(key)
+        try:
+            pairs = _pairs(tok, 0)
+        except AttrError:
+            raise _NotCanonical from None
+        if len(pairs) != 1:
+            raise _NotCanonical
+        [kv] = pairs.items()
         if len(self) > 16384:
             self.clear()
         self[tok] = kv
@@ -132,7 +128,7 @@ class _TokenTable(dict):
 
 
 _TOKENS: Final = _TokenTable()
-_KEYS_SEEN: Final[set[str]] = set()
+_TOKEN: Final = _TOKENS.__getitem__  # bound once: a line's tokens are looked up from C
 _HEADS: Final[dict[str, tuple[str | None, str | None, str | None]]] = {}
 # whole lines: the attributes of messages repeat from cell to cell
 _CACHE: Final[dict[str, Meta]] = {}
@@ -146,9 +142,8 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
     hit = _CACHE.get(s)
     if hit is not None:
         return hit[0], hit[1], hit[2], hit[3].copy()
-    # Canonical shape: a [TYPE] then single spaces between ``key=value`` tokens whose strings
-    # hold no space. A string with a space in it splits into a token with an unterminated
-    # quote, which is not canonical, and sends the whole line to the general parser.
+    # Tokens between single spaces, each read once and then looked up: a [TYPE] first, then
+    # ``key=value`` pairs.
     toks = s.split(" ")
     head = _HEADS.get(toks[0])
     if head is None:
@@ -161,7 +156,7 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
             _HEADS[toks[0]] = head
     del toks[0]
     try:
-        attrs: dict[str, Any] = dict(map(_TOKENS.__getitem__, toks))
+        attrs: dict[str, Any] = dict(map(_TOKEN, toks))
     except _NotCanonical:
         return _parse_meta(s, need_type)
     if len(_CACHE) > 2048:
@@ -185,6 +180,12 @@ def _parse_meta(s: str, need_type: bool) -> Meta:
             raise AttrError(f"bad type {s[i:].split()[0]!r}")
     elif need_type:
         raise AttrError("no [TYPE]")
+    return typ, sub, link, _pairs(s, i)
+
+
+def _pairs(s: str, i: int) -> dict[str, Any]:
+    """The ``key=value`` pairs of ``s`` from ``i`` on (the general rule)."""
+    n = len(s)
     attrs: dict[str, Any] = {}
     while True:
         while i < n and s[i] in " \t":
@@ -228,19 +229,20 @@ def _parse_meta(s: str, need_type: bool) -> Meta:
                 f"badly quoted value for {key!r}: unexpected {s[i]!r} at column {i + 1}"
             )
         attrs[key] = value
-    return typ, sub, link, attrs
+    return attrs
 
 
-def json_text(value: Any, *, indent: int | None = None) -> str:
+def json_text(value: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
     """JSON that never holds a raw line separator, so it stays on the lines it was put on.
 
     A value nested too deeply for ``json`` (the recursion limit) is a :class:`FormatError`.
     """
     try:
         if indent is None:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                              sort_keys=sort_keys)
         else:
-            text = json.dumps(value, ensure_ascii=False, indent=indent)
+            text = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     except RecursionError:
         raise FormatError("a metadata value nests too deeply to be written") from None
     return text.translate(_RAW_BREAKS)
@@ -289,53 +291,98 @@ def emit_key(key: str) -> str:
     return out
 
 
-def pair_text(key: str, value: Any) -> str:
-    """``key=value`` in canonical form."""
-    return (_KEYS.get(key) or emit_key(key)) + "=" + emit_value(value)
+#: The namespaced metadata key: the structure that has no attribute of its own, written last,
+#: its JSON keys sorted (it is the writer's own: one text whatever order it was built in).
+NS: Final = "percent_agent"
+
+#: The attributes the format knows, in the order they are written (docs/format.md, "Canonical
+#: form"); every other key follows them, sorted.
+KEY_ORDER: Final = (
+    # what a cell is
+    "definition", "name", "description", "task_id", "task_type", "attempt", "step", "sop",
+    "runs", "max_steps", "task_state", "steps", "history", "summary", "tool", "tools", "args",
+    "params", "timeout", "id", "file", "language", "agent",
+    # what a run recorded
+    "time", "reasoning", "model", "models", "tokens_in", "tokens_out", "cost", "status",
+    "error_type", "error", "target", "then", "duration", "interrupted", "incomplete",
+    "task_status", "transcript",
+)
+_RANK: Final = {key: (0, n, "") for n, key in enumerate(KEY_ORDER)}
+# keys as a dict holds them -> (the keys to write, in the written order (NS left out);
+# whether those are the first keys as the dict holds them, so its values can be zipped to them)
+_ORDERS: Final[dict[tuple[str, ...], tuple[tuple[str, ...], bool]]] = {}
+
+
+def key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """``keys`` in the written order: :data:`KEY_ORDER`, then the rest sorted; without
+    :data:`NS` (the namespaced entry is written from what the writer makes of it)."""
+    return _order(keys)[0]
+
+
+def _order(keys: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    found = _ORDERS.get(keys)
+    if found is None:
+        order = tuple(sorted((k for k in keys if k != NS),
+                             key=lambda k: _RANK.get(k) or (1, 0, k)))
+        if len(_ORDERS) > 4096:
+            _ORDERS.clear()
+        _ORDERS[keys] = found = order, order == keys[: len(order)]
+    return found
 
 
 class _PairTable(dict):
-    """``(key, value)`` -> ``"key=value"`` text, filled on first sight of a pair.
+    """``(key, type of value, value)`` -> ``"key=value"`` text, filled on first sight.
 
-    Looked up from C (``map(table.__getitem__, attrs.items())``), so attributes seen before
-    cost no Python code. Only pairs whose value no other type can equal are kept (as dict keys
-    ``True == 1 == 1.0``, and each is written differently): strings, None, and finite floats
-    with a fractional part. Other values are written afresh each time.
+    Looked up from C, so attributes seen before cost no Python code. The type is part of the
+    key because as dict keys ``True == 1 == 1.0``, and each is written differently.
     """
 
-    def __missing__(self, item: tuple[str, Any]) -> str:
-        key, value = item
-        tv = type(value)
-        if tv is int:  # token counts and the like: written, not kept
-            return (_KEYS.get(key) or emit_key(key)) + "=" + str(value)
+    def __missing__(self, item: tuple[str, type, Any]) -> str:
+        key, _type, value = item
         tok = (_KEYS.get(key) or emit_key(key)) + "=" + emit_value(value)
-        if tv is str or value is None or (
-                tv is float and not value.is_integer() and value - value == 0.0):
-            if len(self) > 8192:
-                self.clear()
-            self[item] = tok
+        if len(self) > 8192:
+            self.clear()
+        self[item] = tok
         return tok
 
 
 _PAIRS: Final = _PairTable()
+_PAIR: Final = _PAIRS.__getitem__  # bound once: pairs seen before are looked up from C
 
 
-def emit_meta(
-    typ: str | None, sub: str | None, link: str | None, attrs: dict[str, Any]
-) -> str:
-    """``[TYPE:SUB](LINK) k=v ...`` in canonical form."""
-    if typ is None:
-        head = ""
-    elif sub is None and link is None:
-        head = "[" + typ + "]"
-    else:
-        head = "[" + typ + (":" + sub if sub is not None else "") + "]"
-        if link is not None:
-            head += "(" + link + ")"
-    if not attrs:
-        return head
+def _joined(keys: Any, values: Any) -> str:
+    """``key=value key=value ...`` of keys and their values. ``values`` may run on past the
+    last key (the namespaced entry, last in a dict, is left out so): zip stops at the keys'."""
+    # (zip with no keyword: a keyword argument costs its parsing on every call)
     try:
-        pairs = " ".join(map(_PAIRS.__getitem__, attrs.items()))
+        return " ".join(map(_PAIR, zip(keys, map(type, values), values)))  # noqa: B905
     except TypeError:  # an unhashable value (a list or a dict)
-        pairs = " ".join([pair_text(k, v) for k, v in attrs.items()])
-    return head + " " + pairs if head else pairs
+        return " ".join([(_KEYS.get(k) or emit_key(k)) + "=" + emit_value(v)
+                         for k, v in zip(keys, values)])  # noqa: B905
+
+
+def emit_meta(typ: str | None, sub: str | None, link: str | None, struct: dict | None,
+              attrs: Mapping[str, Any], ns: dict | None = None) -> str:
+    """``[TYPE:SUB](LINK) k=v ...`` in canonical form: ``struct`` (what the writer adds for
+    the notebook's own fields) as it is ordered, then ``attrs`` in the written order
+    (:func:`key_order`), then ``ns`` as the namespaced entry."""
+    parts = []
+    if typ is not None:
+        if sub is None and link is None:
+            parts.append("[" + typ + "]")
+        else:
+            text = "[" + typ + (":" + sub if sub is not None else "") + "]"
+            parts.append(text + "(" + link + ")" if link is not None else text)
+    if struct:
+        parts.append(_joined(struct.keys(), struct.values()))
+    if attrs:
+        keys = tuple(attrs)
+        order, first = _ORDERS.get(keys) or _order(keys)
+        if first:  # zip stops at the end of ``order``: NS, if it is the last key, is left out
+            if order:
+                parts.append(_joined(order, attrs.values()))
+        else:
+            parts.append(_joined(order, tuple(map(attrs.__getitem__, order))))
+    if ns:
+        parts.append(NS + "=" + json_text(ns, sort_keys=True))
+    return " ".join(parts)

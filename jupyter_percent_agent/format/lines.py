@@ -1,66 +1,49 @@
-"""Line-level scanning shared by the reader and the writer.
+"""Fenced blocks: the one statement of what opens and closes one, for the reader's scanner,
+the notebook mapping and the writer.
 
 Lines end at ``\\n`` only. The other separators Python's ``str.splitlines`` knows (``\\r``,
 ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028``, ``\\u2029``) are ordinary characters
-here, which is how they survive a round trip. A CRLF file is read as LF and remembered.
+here, which is how they survive a round trip.
 
-One regular expression finds, in a whole text at once, the only lines that matter to the
-structure: cell headings, backslash-escaped headings and fence lines. The reader and the
-writer use the same scanner, so what the writer escapes is exactly what the reader would
-otherwise take for a heading.
+A fence is 3 or more backticks or tildes, indented at most 3 spaces; a backtick fence's info
+string has no backtick; it is closed by a line of the same character, at least as long, with
+nothing but blanks after it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from functools import lru_cache
 from typing import Final
 
 __all__ = [
+    "CLOSED_BLOCK",
+    "FENCES",
+    "OPEN_FENCE",
     "Fence",
-    "escape_body",
+    "fence_closes",
     "fence_for",
     "line_number",
-    "scan",
-    "section_pattern",
+    "split_fenced",
+    "unclosed_fence",
 ]
 
-# A cell heading: 1-5 '#', a space, %% or %%% then space, tab, '[' or end of line. The bare
-# '%%% [type]' form (seed 000) is read too.
-HEAD: Final = r"#{1,5} %%%?(?=[ \t\[]|$)|%%%? \["
+# Pieces of the reader's scanner (rules.py), each anchored after the newline that starts its
+# line. A closed block is one match, from its opening line to the first line that closes it
+# (possessive runs, so that a shorter run cannot pass for the opening one; the lines between
+# are those that do not close it): what it hides is never seen.
+CLOSED_BLOCK: Final = (
+    r" {0,3}(?:(?P<bt>`{3,}+)[^`\n]*\n"
+    r"(?:(?! {0,3}(?P=bt)`*[ \t]*(?:\n|$))[^\n]*\n)*+ {0,3}(?P=bt)`*"
+    r"|(?P<bd>~{3,}+)[^\n]*\n"
+    r"(?:(?! {0,3}(?P=bd)~*[ \t]*(?:\n|$))[^\n]*\n)*+ {0,3}(?P=bd)~*)[ \t]*(?=\n|$)"
+)
+# A fence line that opens a block nothing closes (or, for backticks with a backtick in the
+# info string, no fence at all: the caller checks ``fc`` and ``fi``).
+OPEN_FENCE: Final = r" {0,3}(?P<fc>`{3,}|~{3,})(?P<fi>[^\n]*)"
 
-
-@lru_cache(maxsize=64)
-def _token_re(section: str | None) -> re.Pattern[str]:
-    head = HEAD
-    sect = ""
-    if section is not None:
-        pattern = section_pattern(section)
-        head = head + "|" + pattern
-        sect = f"(?P<s>{pattern})|"
-    # Anchored on the newline before the line (the caller prepends one at the start), with a
-    # look-ahead on the first character: much faster than a MULTILINE '^' in CPython's re.
-    # A closed fenced block is one match ``b``, from its opening line to the first line that
-    # closes it (same character, at least as long, nothing but blanks after; possessive runs,
-    # so that a shorter run cannot pass for the opening one; the lines between are those that
-    # do not close it): what it hides is never seen.
-    # ``f`` is then a fence line that opens a block nothing closes (or, for backticks with a
-    # backtick in the info string, no fence at all).
-    return re.compile(
-        rf"\n(?=[#%\\ `~])(?:(?P<h>{HEAD})|{sect}(?P<e>\\+(?:{head}))"
-        r"|(?P<b> {0,3}(?:(?P<bt>`{3,}+)[^`\n]*\n"
-        r"(?:(?! {0,3}(?P=bt)`*[ \t]*(?:\n|$))[^\n]*\n)*+ {0,3}(?P=bt)`*"
-        r"|(?P<bd>~{3,}+)[^\n]*\n"
-        r"(?:(?! {0,3}(?P=bd)~*[ \t]*(?:\n|$))[^\n]*\n)*+ {0,3}(?P=bd)~*)[ \t]*(?=\n|$))"
-        rf"|(?P<f> {{0,3}}(?P<fc>`{{3,}}|~{{3,}})(?P<fi>[^\n]*)))",
-        re.M,
-    )
-
-
-def section_pattern(title: str) -> str:
-    """Regex (no anchors) of an ATX heading line whose text is ``title``."""
-    return rf"#{{1,6}}[ \t]+{re.escape(title)}[ \t]*#*[ \t]*$"
+# The fences of a text, anchored on the newline before their line (prepend one for the first
+# line): much faster than a MULTILINE '^' in CPython's re.
+FENCES: Final = re.compile(rf"\n(?=[ `~])(?:(?P<block>{CLOSED_BLOCK})|(?P<open>{OPEN_FENCE}))")
 
 
 class Fence:
@@ -82,116 +65,61 @@ def fence_closes(line: str, fence: Fence) -> bool:
     return len(s) - len(rest) >= fence.size and rest.strip(" \t") == ""
 
 
-def scan_all(text: str, start: int = 0,
-             section: str | None = None) -> tuple[list[int], list[int], list[int], int]:
-    """Positions of headings, escaped headings and section headings outside fences.
-
-    The fourth item is where a fence left open at the end starts (-1 when none).
-    """
-    heads: list[int] = []
-    escapes: list[int] = []
-    sections: list[int] = []
-    # a virtual newline before ``start`` lets the first line match too
-    if start == 0:
-        src = "\n" + text
-        shift = 0
+def _fence_lines(body: str) -> int:
+    """Where the fence lines of ``body`` may begin: the start of the line holding its first
+    run of three backticks or tildes (no fence line starts before it); -1 when it has none."""
+    ticks = body.find("```")
+    tildes = body.find("~~~")
+    if ticks < 0:
+        if tildes < 0:
+            return -1
+        first = tildes
     else:
-        src = text
-        start -= 1
-        shift = 1
-    for m in _token_re(section).finditer(src, start):
-        kind = m.lastgroup
-        if kind == "b" or kind == "bt" or kind == "bd":
-            continue
-        if kind == "fi" or kind == "fc" or kind == "f":
-            if m.group("fc")[0] == "`" and "`" in m.group("fi"):
-                continue
-            # an opening line that no later line closes: the rest of the text is inside
-            return heads, escapes, sections, m.start() + shift
-        pos = m.start() + shift
-        if kind == "h":
-            heads.append(pos)
-        elif kind == "e":
-            escapes.append(pos)
-        else:
-            sections.append(pos)
-    return heads, escapes, sections, -1
+        first = ticks if tildes < 0 or ticks < tildes else tildes
+    return body.rfind("\n", 0, first) + 1
 
 
-def scan(text: str, start: int = 0, end: int | None = None,
-         section: str | None = None) -> Iterator[tuple[str, int, int]]:
-    """Yield ``(kind, line_start, line_end)`` for structural lines outside fences.
+def _first_fence(body: str, start: int) -> re.Match[str] | None:
+    """The first closed block or unclosed fence of ``"\\n" + body`` from the line that starts
+    at ``start`` in ``body`` (match positions are one more than in ``body``)."""
+    for m in FENCES.finditer("\n" + body, start):
+        if m.lastgroup == "open" and m.group("fc")[0] == "`" and "`" in m.group("fi"):
+            continue  # not a fence: a backtick fence's info string has no backtick
+        return m
+    return None
 
-    ``kind`` is ``"h"`` (heading), ``"e"`` (escaped heading), ``"s"`` (section heading, only
-    when ``section`` is given) or, at the end when a fence is still open, ``"u"`` with the
-    opening fence line.
+
+def split_fenced(body: str) -> tuple[str, str, str, str, str] | None:
+    """(pre, open line, code, close line, post) of the first fenced block, or None.
+
+    A block nothing closes runs to the end: close line and post are then empty.
     """
-    if end is not None and end < len(text):
-        text = text[:end]
-    heads, escapes, sections, fence_at = scan_all(text, start, section)
-    items = sorted([("h", p) for p in heads] + [("e", p) for p in escapes]
-                   + [("s", p) for p in sections], key=lambda item: item[1])
-    for kind, pos in items:
-        eol = text.find("\n", pos)
-        yield kind, pos, len(text) if eol < 0 else eol
-    if fence_at >= 0:
-        eol = text.find("\n", fence_at)
-        yield "u", fence_at, len(text) if eol < 0 else eol
-
-
-def escape_body(body: str, section: str | None = None) -> tuple[str, bool]:
-    """Backslash-escape heading-like lines outside fences; report an unclosed fence."""
-    if section is None and "%%" not in body:
-        return body, False
-    heads, escapes, sections, fence_at = scan_all(body, 0, section)
-    marks = heads + escapes + sections
-    if not marks:
-        return body, fence_at >= 0
-    marks.sort()
-    parts = []
-    last = 0
-    for pos in marks:
-        parts.append(body[last:pos])
-        parts.append("\\")
-        last = pos
-    parts.append(body[last:])
-    return "".join(parts), fence_at >= 0
-
-
-# A fence line, anchored on the newline before it (prepend one for the first line): as for
-# the scanner, much faster than a MULTILINE '^'.
-FENCE_LINE: Final = re.compile(r"\n(?=[ `~]) {0,3}(`{3,}|~{3,})([^\n]*)")
+    start = _fence_lines(body)
+    if start < 0:
+        return None
+    m = _first_fence(body, start)
+    if m is None:
+        return None
+    start = m.start()  # in body: the start of the opening line
+    eol = body.find("\n", start)
+    if m.lastgroup == "open":
+        return body[:start], body[start : eol if eol >= 0 else len(body)], \
+            body[eol + 1 :] if eol >= 0 else "", "", ""
+    end = m.end() - 1  # the end of the closing line
+    close = body.rfind("\n", start, end) + 1
+    code = body[eol + 1 : close - 1] if close > eol + 1 else ""
+    return body[:start], body[start:eol], code, body[close:end], body[end:]
 
 
 def unclosed_fence(body: str) -> str | None:
-    """The closing line that an unclosed fence at the end of ``body`` needs, else None.
-
-    The same fence rules as :func:`scan_all` (heading lines never start with a fence
-    character, so they need no tracking here).
-    """
-    if body.endswith("\n```"):
-        # The commonest shape (a reply ending in a code block, a [code] cell's body): one
-        # block, opened at the start of a line by exactly three backticks with no backtick in
-        # its info string, and closed by the last line. Checked with a few string searches.
-        if body.count("```") == 2 and "~~~" not in body:
-            start = body.find("```")
-            if ((not start or body[start - 1] == "\n")
-                    and "`" not in body[start + 3 : body.find("\n", start)]):
-                return None
-    elif "```" not in body and "~~~" not in body:
+    """The closing line that an unclosed fence at the end of ``body`` needs, else None."""
+    start = _fence_lines(body)
+    if start < 0:
         return None
-    fchar = ""
-    fsize = 0
-    for run, info in FENCE_LINE.findall("\n" + body):
-        if fchar:
-            if run[0] == fchar and len(run) >= fsize and not info.strip(" \t"):
-                fchar = ""
-            continue
-        if run[0] == "`" and "`" in info:
-            continue
-        fchar = run[0]
-        fsize = len(run)
-    return fchar * fsize if fchar else None
+    for m in FENCES.finditer("\n" + body, start):
+        if m.lastgroup == "open" and not (m.group("fc")[0] == "`" and "`" in m.group("fi")):
+            return m.group("fc")
+    return None
 
 
 def fence_for(content: str, char: str = "`") -> str:

@@ -6,9 +6,13 @@ this folder share them.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -111,3 +115,58 @@ def save(page: Page) -> None:
     """Ctrl+S, and wait until the document is no longer modified."""
     page.keyboard.press("Control+s")
     page.wait_for_function(f"() => !({MODEL_DIRTY.removeprefix('() => ')})")
+
+
+def same_but_for_time_and_ids(text: str) -> str:
+    """``text`` with what two runs of one conversation never share made equal: the message's
+    id (random in ``tce``, from the cell id in JupyterLab) and when and how long the model
+    answered."""
+    (cid,) = set(re.findall(r"^# %%[^\n]*\[\^([^\].]+)\]$", text, re.M))
+    text = text.replace(cid, "ID")
+    text = re.sub(r'time="[^"]*"', 'time="T"', text)
+    return re.sub(r"duration=[0-9.]+", "duration=D", text)
+
+
+def chat_through_tce(model, folder: Path, message: str, reply: str) -> str:
+    """The text ``tce chat`` writes for ``message`` answered by ``reply`` (the local model
+    ``model``), in a new file of ``folder``. No title: a message typed into a cell has none."""
+    model.script(reply)
+    path = folder / "tce.msg.md"
+    env = {**os.environ, "PERCENT_AGENT_API_BASE": model.url,
+           "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_WARM": "0",
+           "PERCENT_AGENT_CONFIG_DIR": str(folder / "config")}
+    tce = Path(sys.executable).parent / "tce"
+    done = subprocess.run([str(tce), "chat", str(path), "-m", message, "--title", ""], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = path.read_text()
+    assert reply in text
+    return text
+
+
+def run_new_chat(page: Page, server, message: str) -> Locator:
+    """Open a new Agent chat from the launcher, type ``message`` into its first cell and run
+    it; the chat's notebook."""
+    open_lab(page, server)
+    page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
+    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
+    wait_for_kernel(page)
+    first = notebook.locator(".jp-CodeCell").first
+    first.locator(".cm-content").click()
+    page.keyboard.type(message)
+    run_cell(page, first)
+    return notebook
+
+
+def chat_through_jupyterlab(page: Page, server, model, message: str, reply: str) -> str:
+    """The text JupyterLab saves for a new Agent chat whose first message, typed and run, is
+    answered by ``reply``; the file is removed afterwards."""
+    model.script(reply)
+    run_new_chat(page, server, message)
+    save(page)
+    (path,) = server.root.glob("Untitled*.msg.md")
+    try:
+        wait_for(lambda: reply in path.read_text(), what="the reply on disk")
+        return path.read_text()
+    finally:
+        path.unlink()

@@ -25,6 +25,7 @@ from .labpage import (
     open_lab,
     open_notebook,
     run_cell,
+    run_new_chat,
     save,
     wait_for_kernel,
 )
@@ -400,15 +401,8 @@ def test_the_agent_sees_the_notebook_on_screen_not_the_saved_file(
 def test_a_new_chat_saved_after_a_run_is_a_clean_file(page, lab_server, model) -> None:
     """Short ids as tce makes them (not JupyterLab's 36-character UUIDs), no execution_count
     on messages, no empty message for the cell JupyterLab adds below the one that ran."""
-    open_lab(page, lab_server)
-    page.locator(".jp-LauncherCard", has_text="New Agent Chat").first.click()
-    notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
-    wait_for_kernel(page)
-    first = notebook.locator(".jp-CodeCell").first
-    first.locator(".cm-content").click()
-    page.keyboard.type("Plan three days in Beijing.")
     model.script("Day one: the Forbidden City.")
-    run_cell(page, first)
+    notebook = run_new_chat(page, lab_server, "Plan three days in Beijing.")
     expect(notebook.locator(".jp-CodeCell")).to_have_count(2)  # JupyterLab added one
     save(page)
     (path,) = lab_server.root.glob("*.msg.md")

@@ -12,7 +12,16 @@ from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
 
-from .labpage import cell_with, open_notebook, run_cell, save, wait_for_kernel
+from .labpage import (
+    cell_with,
+    chat_through_jupyterlab,
+    chat_through_tce,
+    open_notebook,
+    run_cell,
+    same_but_for_time_and_ids,
+    save,
+    wait_for_kernel,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,3 +65,17 @@ def test_two_windows_see_the_same_reply_and_a_save_writes_one_canonical_file(
     assert fmt.writes(nb, path=str(path)) == text  # canonical: reads and writes back the same
     assert "execution_count" not in text
     assert len(re.findall(r"^# %% ", text, re.M)) == 1  # no empty message added
+
+
+def test_a_save_from_a_shared_document_is_the_bytes_tce_writes(
+        collab_server, lab_model, two_windows, tmp_path) -> None:
+    """With real-time collaboration the server saves the notebook from its shared document,
+    whose maps do not keep the order keys were set in; the file is still the bytes ``tce``
+    writes for the same conversation."""
+    lab_model.reset()
+    by_tce = chat_through_tce(lab_model, tmp_path, "Which plan costs less?",
+                              "Plan B, by about a third.")
+    alice, _bob = two_windows
+    by_lab = chat_through_jupyterlab(alice, collab_server, lab_model, "Which plan costs less?",
+                                     "Plan B, by about a third.")
+    assert same_but_for_time_and_ids(by_lab) == same_but_for_time_and_ids(by_tce)

@@ -15,7 +15,16 @@ from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
 
-from .labpage import MODEL_DIRTY, double_click, open_lab, wait_for, wait_for_kernel
+from .labpage import (
+    MODEL_DIRTY,
+    chat_through_jupyterlab,
+    chat_through_tce,
+    double_click,
+    open_lab,
+    same_but_for_time_and_ids,
+    wait_for,
+    wait_for_kernel,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -174,3 +183,13 @@ def test_icon_of_message_files_differs_from_plain_markdown(page, lab_server) -> 
         return item.locator(".jp-DirListing-itemIcon").inner_html()
 
     assert icon_html("a.msg.md") != icon_html("b.md")
+
+
+def test_a_conversation_saved_from_jupyterlab_is_the_bytes_tce_writes(
+        page, lab_server, model, tmp_path) -> None:
+    """One conversation, made twice through the same local model: by ``tce chat``, and in
+    JupyterLab (a new Agent chat, a message typed and run, Ctrl+S): the same bytes."""
+    by_tce = chat_through_tce(model, tmp_path, "Which plan costs less?", "Plan B, by a third.")
+    by_lab = chat_through_jupyterlab(page, lab_server, model, "Which plan costs less?",
+                                     "Plan B, by a third.")
+    assert same_but_for_time_and_ids(by_lab) == same_but_for_time_and_ids(by_tce)
