@@ -128,6 +128,7 @@ def _model_map() -> str | None:
         return None
 
 
+@functools.cache
 def _listed_by_litellm(model: str) -> bool:
     """Whether litellm's model map has an entry for ``model`` (when the map cannot be read:
     assume it does, and let litellm decide)."""
