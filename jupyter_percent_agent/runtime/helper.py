@@ -72,7 +72,7 @@ def socket_path(env: dict[str, str] | None = None) -> Path:
     # the environment's interpreter, however it was named (python, python3, a relative path)
     h.update(f"{sys.prefix}\0{os.path.realpath(sys.executable)}".encode())
     here = Path(__file__).resolve().parent
-    for name in ("models.py", "helper.py", "events.py"):
+    for name in ("models.py", "direct.py", "routing.py", "helper.py", "events.py"):
         with contextlib.suppress(OSError):
             h.update(str((here / name).stat().st_mtime_ns).encode())
     return _folder() / f"litellm-{h.hexdigest()[:16]}.sock"

@@ -134,6 +134,11 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if isinstance(m.get("content"), str) else m for m in messages]
 
 
+def goes_direct(spec: CallSpec) -> bool:
+    """Whether every model of ``spec`` is called straight over HTTP (no litellm needed)."""
+    return all(routing.openai_compatible(m, spec.route(m)[0]) is not None for m in spec.models)
+
+
 def prewarm(model: str | None = None, *, deep: bool = True) -> None:
     """Import what the first call of ``model`` (by default the environment agent's first)
     loads: for a call straight to an OpenAI-compatible endpoint, the HTTP client; otherwise
@@ -504,7 +509,7 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     started = time.monotonic()
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
     litellm = None
-    if any(routing.openai_compatible(m, spec.route(m)[0]) is None for m in spec.models):
+    if not goes_direct(spec):
         try:
             litellm = import_litellm()
         except Exception as exc:  # pragma: no cover - broken installation

@@ -7,7 +7,9 @@
   for that import (shielded, so cancelling a turn never cancels the import the next one
   waits for).
 - ``HelperTransport``: the warm helper process (``runtime.helper``) when one runs for this
-  environment, else its ``LocalTransport`` (and a helper is started for next time).
+  environment, else its ``LocalTransport`` (and, for a call that needs litellm, a helper is
+  started for next time; a call straight to an OpenAI-compatible endpoint costs little more
+  here than through a helper, so none is started for it).
 
 Both count tokens too, so that fitting a history to a context window never imports litellm
 into a process that hands its calls to the helper.
@@ -120,9 +122,10 @@ class HelperTransport:
             await self.fallback.ready()
 
     async def complete(self, spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
-        result = await helper.request(spec, on_event)
-        if result is not None:
-            return result
+        if self.helper_running or not models.goes_direct(spec):
+            result = await helper.request(spec, on_event)
+            if result is not None:
+                return result
         await self.fallback.ready()
         return await self.fallback.complete(spec, on_event)
 
