@@ -26,10 +26,10 @@ def helper(tmp_path, monkeypatch: pytest.MonkeyPatch):
     env = {**os.environ, "PERCENT_AGENT_WARM_IDLE": "30"}
     proc = subprocess.Popen([sys.executable, "-m", "jupyter_percent_agent.runtime.helper",
                              str(path)], env=env)
-    for _ in range(300):
+    for _ in range(600):  # it imports litellm first: seconds, more on a loaded machine
         if path.exists():
             break
-        time.sleep(0.05)
+        time.sleep(0.1)
     assert path.exists()
     yield path
     proc.terminate()

@@ -139,12 +139,9 @@ def goes_direct(spec: CallSpec) -> bool:
     return all(routing.openai_compatible(m, spec.route(m)[0]) is not None for m in spec.models)
 
 
-def prewarm(model: str | None = None, *, deep: bool = True) -> None:
-    """Import what the first call of ``model`` (by default the environment agent's first)
-    loads: for a call straight to an OpenAI-compatible endpoint, the HTTP client; otherwise
-    litellm (about 3 s) and, ``deep``, its HTTP client stack and the model's tokenizer (1 s
-    more). A process about to call a model pays it while nobody waits; the first call then
-    costs what later ones do."""
+def environment_needs_litellm(model: str | None = None) -> bool:
+    """Whether a call of ``model`` (by default the environment agent's first) by the
+    environment's agent would go through litellm rather than straight to its endpoint."""
     agent = environment_agent()
     model = model or agent.models[0]
     try:
@@ -152,7 +149,17 @@ def prewarm(model: str | None = None, *, deep: bool = True) -> None:
                            folder=None).api_base
     except trust.TrustError:
         base = None
-    if routing.openai_compatible(model, base) is not None:
+    return routing.openai_compatible(model, base) is None
+
+
+def prewarm(model: str | None = None, *, deep: bool = True) -> None:
+    """Import what the first call of ``model`` (by default the environment agent's first)
+    loads: for a call straight to an OpenAI-compatible endpoint, the HTTP client; otherwise
+    litellm (about 3 s) and, ``deep``, its HTTP client stack and the model's tokenizer (1 s
+    more). A process about to call a model pays it while nobody waits; the first call then
+    costs what later ones do."""
+    model = model or environment_agent().models[0]
+    if not environment_needs_litellm(model):
         direct.prewarm()
         return
     litellm = import_litellm()

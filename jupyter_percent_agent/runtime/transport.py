@@ -101,10 +101,17 @@ def default_transport() -> LocalTransport:
 
 
 class HelperTransport:
-    """The warm helper process when one runs; otherwise this process (``fallback``)."""
+    """The warm helper process when one runs; otherwise this process (``fallback``).
 
-    def __init__(self, fallback: LocalTransport | None = None) -> None:
+    ``wait``: seconds a call that needs litellm waits for a helper that is starting, rather
+    than importing litellm here. A long-lived process (the kernel) sets it, and ``warm_up``
+    then starts the helper instead of importing litellm: every kernel and ``tce`` of the
+    environment share that one helper, and no kernel holds litellm's hundred-odd megabytes.
+    """
+
+    def __init__(self, fallback: LocalTransport | None = None, *, wait: float = 0.0) -> None:
         self.fallback = fallback or LocalTransport()
+        self.wait = wait
 
     @property
     def helper_running(self) -> bool:
@@ -114,7 +121,11 @@ class HelperTransport:
             return False
 
     def warm_up(self) -> None:
-        if not self.helper_running:  # this process will make the call: import its client now
+        if self.helper_running:
+            return
+        if self.wait and models.environment_needs_litellm():
+            helper.start()
+        else:  # this process will make the call: import its client now
             self.fallback.warm_up()
 
     async def ready(self) -> None:
@@ -123,7 +134,9 @@ class HelperTransport:
 
     async def complete(self, spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
         if self.helper_running or not models.goes_direct(spec):
-            result = await helper.request(spec, on_event)
+            result = await helper.request(spec, on_event)  # none running: one is started
+            if result is None and self.wait and await helper.wait(self.wait):
+                result = await helper.request(spec, on_event)
             if result is not None:
                 return result
         await self.fallback.ready()
