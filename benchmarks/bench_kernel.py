@@ -22,11 +22,13 @@ local OpenAI-compatible server on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,8 @@ for chunk in litellm.completion(model="openai/test-model", api_base={url!r}, api
 """
 
 
-def _env(server: OpenAIServer, **extra: str) -> dict[str, str]:
+def kernel_env(server: OpenAIServer, **extra: str) -> dict[str, str]:
+    """A kernel's environment: the local server as the model, no retries, no helper."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
     env.update({"PERCENT_AGENT_API_BASE": server.url, "PERCENT_AGENT_MODEL": "test-model",
                 "PERCENT_AGENT_RETRIES": "0", "PERCENT_AGENT_WARM": "0",
@@ -60,7 +63,8 @@ def _env(server: OpenAIServer, **extra: str) -> dict[str, str]:
     return env
 
 
-def _run_cell(kc: Any, code: str) -> float:
+def run_cell(kc: Any, code: str) -> float:
+    """Seconds from sending ``code`` to the kernel going idle after it."""
     start = time.perf_counter()
     msg_id = kc.execute(code)
     while True:
@@ -73,19 +77,27 @@ def _run_cell(kc: Any, code: str) -> float:
             return time.perf_counter() - start
 
 
-def _first_and_second(name: str, code: str, env: dict[str, str],
-                      ksm: KernelSpecManager | None) -> tuple[float, float]:
+@contextlib.contextmanager
+def running_kernel(name: str, env: dict[str, str],
+                   ksm: KernelSpecManager | None) -> Iterator[tuple[KernelManager, Any]]:
+    """A kernel started as a front end starts it, ready; shut down on leaving."""
     km = KernelManager(kernel_name=name, **({"kernel_spec_manager": ksm} if ksm else {}))
     km.start_kernel(env=env, cwd=tempfile.gettempdir())
     kc = km.client()
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=TIMEOUT)
-        time.sleep(TYPING)
-        return _run_cell(kc, code), _run_cell(kc, code)
+        yield km, kc
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def _first_and_second(name: str, code: str, env: dict[str, str],
+                      ksm: KernelSpecManager | None) -> tuple[float, float]:
+    with running_kernel(name, env, ksm) as (_, kc):
+        time.sleep(TYPING)
+        return run_cell(kc, code), run_cell(kc, code)
 
 
 CELLS = 1000
@@ -165,7 +177,7 @@ def bench_big_notebook(server: OpenAIServer, ksm: KernelSpecManager) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-big-"))
     state = big_notebook(folder / "big.msg.md")
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
-    km.start_kernel(env=_env(server, JPY_SESSION_NAME=str(folder / "big.msg.md")),
+    km.start_kernel(env=kernel_env(server, JPY_SESSION_NAME=str(folder / "big.msg.md")),
                     cwd=str(folder))
     kc = km.client()
     kc.start_channels()
@@ -194,19 +206,24 @@ def bench_big_notebook(server: OpenAIServer, ksm: KernelSpecManager) -> None:
                 ["", "seconds", ""])
 
 
+def agent_kernelspec(prefix: str) -> tuple[Path, KernelSpecManager]:
+    """A new kernels folder holding the project's kernelspec, and a manager that finds it."""
+    kernels = Path(tempfile.mkdtemp(prefix=prefix)) / "kernels"
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    return kernels, KernelSpecManager(kernel_dirs=[str(kernels)])
+
+
 def main() -> None:
     server = OpenAIServer().start()
-    kernels = Path(tempfile.mkdtemp(prefix="bench-kernel-")) / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
-    ksm = KernelSpecManager(kernel_dirs=[str(kernels)])
+    kernels, ksm = agent_kernelspec("bench-kernel-")
     contenders = {
-        "Agent kernel": (KERNEL_NAME, "Hello?", _env(server), ksm),
+        "Agent kernel": (KERNEL_NAME, "Hello?", kernel_env(server), ksm),
         "Agent kernel, PERCENT_AGENT_PRELOAD=0":
-            (KERNEL_NAME, "Hello?", _env(server, PERCENT_AGENT_PRELOAD="0"), ksm),
+            (KERNEL_NAME, "Hello?", kernel_env(server, PERCENT_AGENT_PRELOAD="0"), ksm),
         "Agent kernel, PERCENT_AGENT_DIRECT=0 (through litellm)":
-            (KERNEL_NAME, "Hello?", _env(server, PERCENT_AGENT_DIRECT="0"), ksm),
+            (KERNEL_NAME, "Hello?", kernel_env(server, PERCENT_AGENT_DIRECT="0"), ksm),
         "ipykernel + litellm (peer)":
-            ("python3", PEER_CELL.format(url=server.url), _env(server), None),
+            ("python3", PEER_CELL.format(url=server.url), kernel_env(server), None),
     }
     firsts: dict[str, list[float]] = {name: [] for name in contenders}
     seconds: dict[str, list[float]] = {name: [] for name in contenders}

@@ -5,7 +5,9 @@ Both kernels are started as JupyterLab starts them; the Agent kernel answers one
 the project's local OpenAI-compatible server (on 127.0.0.1), ipykernel runs ``1+1``. Measured:
 the kernel process's resident set size (``psutil``), idle and after that cell, medians of
 ``ROUNDS`` kernels. Target: the Agent kernel after its first reply <= 2x ipykernel after
-``1+1``.
+``1+1``. Beside it, the Agent kernel when its calls need litellm: handed to the warm helper
+(one process shared by every kernel and ``tce`` of the environment, not counted here), and
+with the helper off (litellm in each kernel).
 
 Run with ``.venv/bin/python -m benchmarks.bench_memory``.
 """
@@ -14,18 +16,15 @@ from __future__ import annotations
 
 import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psutil
-from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from benchmarks._timing import print_table
-from benchmarks.bench_kernel import _env, _run_cell
-from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from benchmarks.bench_kernel import agent_kernelspec, kernel_env, run_cell, running_kernel
+from jupyter_percent_agent.kernel import KERNEL_NAME
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 ROUNDS = 3
@@ -39,32 +38,26 @@ def _rss_mb(km: KernelManager) -> float:
 
 
 def _measure(name: str, code: str, env: dict[str, str], ksm: Any) -> tuple[float, float]:
-    km = KernelManager(kernel_name=name, **({"kernel_spec_manager": ksm} if ksm else {}))
-    km.start_kernel(env=env, cwd=tempfile.gettempdir())
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=TIMEOUT)
+    with running_kernel(name, env, ksm) as (km, kc):
         time.sleep(SETTLE)
         idle = _rss_mb(km)
-        _run_cell(kc, code)
+        run_cell(kc, code)
         time.sleep(0.5)
         return idle, _rss_mb(km)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def main() -> None:
     server = OpenAIServer().start()
-    kernels = Path(tempfile.mkdtemp(prefix="bench-memory-")) / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
-    ksm = KernelSpecManager(kernel_dirs=[str(kernels)])
+    kernels, ksm = agent_kernelspec("bench-memory-")
     contenders = {
-        "Agent kernel, one message": (KERNEL_NAME, "Hello?", _env(server), ksm),
-        "Agent kernel, PERCENT_AGENT_DIRECT=0 (litellm in the kernel)":
-            (KERNEL_NAME, "Hello?", _env(server, PERCENT_AGENT_DIRECT="0"), ksm),
-        "ipykernel, 1+1 (peer)": ("python3", "1+1", _env(server), None),
+        "Agent kernel, one message": (KERNEL_NAME, "Hello?", kernel_env(server), ksm),
+        "Agent kernel, PERCENT_AGENT_DIRECT=0, litellm in the shared warm helper":
+            (KERNEL_NAME, "Hello?", kernel_env(server, PERCENT_AGENT_DIRECT="0",
+                                         PERCENT_AGENT_WARM="1", PERCENT_AGENT_WARM_IDLE="30"),
+             ksm),
+        "Agent kernel, PERCENT_AGENT_DIRECT=0 PERCENT_AGENT_WARM=0 (litellm in the kernel)":
+            (KERNEL_NAME, "Hello?", kernel_env(server, PERCENT_AGENT_DIRECT="0"), ksm),
+        "ipykernel, 1+1 (peer)": ("python3", "1+1", kernel_env(server), None),
     }
     idle: dict[str, list[float]] = {n: [] for n in contenders}
     after: dict[str, list[float]] = {n: [] for n in contenders}
