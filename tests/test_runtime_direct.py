@@ -195,3 +195,33 @@ def test_direct_off_sends_through_litellm(local_model,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERCENT_AGENT_DIRECT", "0")
     assert routing.openai_compatible("test-model", local_model.url) is None
+
+
+def test_a_redirect_is_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The route (and the key with it) was decided for this api_base: a server that
+    redirects elsewhere gets an error, and the other host gets nothing."""
+    import http.server
+    import threading
+
+    with OpenAIServer() as elsewhere:
+        class Redirect(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.send_response(307)
+                self.send_header("Location", elsewhere.url + "/chat/completions")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            spec = CallSpec(models=["test-model"], messages=MSGS, api_key="sk-for-this-host",
+                            api_base=f"http://127.0.0.1:{httpd.server_port}/v1", retries=0,
+                            timeout=5)
+            res = asyncio.run(complete(spec))
+        finally:
+            httpd.shutdown()
+        assert res.error is not None and res.text == ""
+        assert elsewhere.requests == []

@@ -117,7 +117,7 @@ async def stream_chat(api_base: str, api_key: str, body: dict[str, Any], *, time
     try:
         async with _client().stream("POST", url, json=body, headers=headers,
                                     timeout=timeout or None) as response:
-            if response.status_code >= 400:
+            if response.status_code >= 300:  # a redirect is not followed: the route was decided
                 raise status_error(response.status_code, await response.aread())
             out.cost_header = response.headers.get(COST_HEADER)
             async for line in response.aiter_lines():
