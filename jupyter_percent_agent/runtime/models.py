@@ -517,8 +517,8 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
     litellm = None
     if not goes_direct(spec):
-        try:
-            litellm = import_litellm()
+        try:  # seconds the first time: off the event loop (a kernel's stays responsive)
+            litellm = await asyncio.to_thread(import_litellm)
         except Exception as exc:  # pragma: no cover - broken installation
             result.error, result.error_type = one_line(exc), type(exc).__name__
             return result
