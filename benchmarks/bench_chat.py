@@ -177,6 +177,8 @@ def import_breakdown() -> list[list[object]]:
     rows: list[list[object]] = [
         ["python -c 'import litellm' (wall)", wall("import litellm"), "", ""],
         ["python -c 'import openai' (wall)", wall("import openai"), "", ""],
+        ["python -c 'import httpx' (wall; the direct path's client)", wall("import httpx"), "",
+         ""],
         ["python -c 'import click' (wall)", wall("import click"), "", ""],
         ["python -c 'pass' (wall)", wall("pass"), "", ""],
     ]
