@@ -372,7 +372,8 @@ def test_ctrl_c_keeps_a_valid_file_and_the_partial_reply(tmp_path: Path, env,
 
 def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -> None:
     e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
-         "PERCENT_AGENT_TEST_KEY": str(tmp_path)}  # a private helper for this test
+         "PERCENT_AGENT_TEST_KEY": str(tmp_path),  # a private helper for this test
+         "PERCENT_AGENT_DIRECT": "0"}  # calls that need litellm: what the helper is for
     # a user's environment: nothing litellm-specific set beforehand (tce sets what it needs
     # only when it imports litellm, and must still find the helper before that)
     e.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
@@ -401,11 +402,33 @@ def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -
     assert openai_server.last_messages[-1]["content"] == "two"
 
 
+def test_a_call_straight_to_a_local_server_needs_no_helper_and_no_litellm(
+        tmp_path: Path, env, openai_server) -> None:
+    """An OpenAI-compatible server takes the direct path: nothing to keep warm, so the first
+    chat of the day neither imports litellm nor leaves a helper process behind."""
+    from jupyter_percent_agent.runtime import helper as warm
+
+    e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
+         "PERCENT_AGENT_TEST_KEY": str(tmp_path) + "-direct"}
+    sock = warm.socket_path(e)
+    probe = ("import sys\nsys.argv = ['tce', 'chat', sys.argv[1], '-m', 'straight']\n"
+             "from jupyter_percent_agent.cli import main\n"
+             "try:\n    main()\nexcept SystemExit as e:\n"
+             "    print('LITELLM' if 'litellm' in sys.modules else 'NO-LITELLM', file=sys.stderr)\n"
+             "    raise\n")
+    openai_server.script("straight back")
+    p = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "d")], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "straight back" and "NO-LITELLM" in p.stderr
+    assert not sock.exists() and not sock.with_suffix(".starting").exists()
+
+
 def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> None:
     from jupyter_percent_agent.runtime import helper as warm
 
     e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
-         "PERCENT_AGENT_TEST_KEY": str(tmp_path) + "-int"}
+         "PERCENT_AGENT_TEST_KEY": str(tmp_path) + "-int", "PERCENT_AGENT_DIRECT": "0"}
     sock = warm.socket_path(e)
     path = tmp_path / "wi.msg.md"
     p = subprocess.run([*TCE, "chat", str(path), "-m", "start the helper"], env=e,

@@ -415,29 +415,36 @@ def test_startup_imports_no_litellm_nbformat_or_jupytext(spec_dir: Path, server:
     assert not modules & {"litellm", "nbformat", "jupytext", "openai", "tiktoken"}
 
 
-def test_litellm_is_imported_in_the_background_after_start(spec_dir: Path,
-                                                           server: OpenAIServer,
-                                                           tmp_path: Path) -> None:
-    """The first reply does not wait for litellm: it is imported while nothing runs yet."""
+@pytest.mark.parametrize(("extra", "client", "never"), [
+    ({"PERCENT_AGENT_DIRECT": "0"}, "litellm", None),
+    ({}, "httpx", "litellm"),  # an OpenAI-compatible api_base: straight to the server
+])
+def test_the_model_client_is_imported_in_the_background_after_start(
+        spec_dir: Path, server: OpenAIServer, tmp_path: Path, extra: dict[str, str],
+        client: str, never: str | None) -> None:
+    """The first reply does not wait for its model client: it is imported while nothing runs
+    yet (litellm only for calls that need it)."""
     log = tmp_path / "importtime.log"
     with open(log, "w") as err:
-        km, kc = start(spec_dir, kernel_env(server, PYTHONPROFILEIMPORTTIME="1"),
+        km, kc = start(spec_dir, kernel_env(server, PYTHONPROFILEIMPORTTIME="1", **extra),
                        stderr=err, cwd=str(tmp_path))
         try:
             kc.kernel_info(reply=True, timeout=TIMEOUT)
             deadline = time.monotonic() + TIMEOUT
             while time.monotonic() < deadline:
-                if re.search(r"\|\s+litellm$", log.read_text(), re.M):
+                if re.search(rf"\|\s+{client}$", log.read_text(), re.M):
                     break
                 time.sleep(0.2)
             else:
-                pytest.fail("litellm was not imported within the timeout of a kernel's start")
+                pytest.fail(f"{client} was not imported within the timeout of a kernel's start")
             # and a message then runs on it
             server.reset()
             server.script("Ready.")
             reply, iopub = execute(kc, "Are you there?")
             assert reply["content"]["status"] == "ok", reply["content"]
             assert outputs(iopub)[-1]["content"]["data"]["text/markdown"] == "Ready."
+            if never is not None:
+                assert not re.search(rf"\|\s+{never}$", log.read_text(), re.M)
         finally:
             stop(km, kc)
             server.reset()
@@ -762,3 +769,41 @@ def test_the_live_state_makes_the_file_the_notebook_on_screen(tmp_path: Path) ->
     assert attrs.get("agent") == "critic" and "history" not in attrs
     # a state the kernel does not understand leaves the file as it is
     assert len(lay_live_state(read_notebook(path), {"version": 99})["cells"]) == 3
+
+
+def _maps(km: KernelManager) -> str:
+    """The files mapped into the kernel process (its extension modules among them)."""
+    pid = km.provisioner.process.pid  # type: ignore[union-attr]
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_kernels_share_the_warm_helper_for_calls_that_need_litellm(
+        spec_dir: Path, srv: OpenAIServer, tmp_path: Path) -> None:
+    """With the helper on, a kernel whose calls need litellm starts the user's warm helper
+    and hands its calls to it: two kernels of two notebooks share one helper, and neither
+    loads litellm (its pydantic and tiktoken extension modules are never mapped)."""
+    tmp = Path(tempfile.mkdtemp(prefix="pa-"))  # short: a socket's path has 107 bytes at most
+    started = []
+    try:
+        for name in ("one", "two"):
+            path = tmp_path / f"{name}.msg.md"
+            path.write_text("")
+            env = kernel_env(srv, JPY_SESSION_NAME=str(path), PERCENT_AGENT_WARM="1",
+                             PERCENT_AGENT_DIRECT="0", PERCENT_AGENT_WARM_IDLE="20",
+                             TMPDIR=str(tmp))
+            env.pop("XDG_RUNTIME_DIR", None)
+            started.append(start(spec_dir, env, cwd=str(tmp_path)))
+        for n, (_, kc) in enumerate(started):
+            srv.script(f"answer {n}")
+            reply, iopub = execute(kc, f"Question {n}?")
+            assert reply["content"]["status"] == "ok", reply["content"]
+            assert any(f"answer {n}" in json.dumps(m["content"]) for m in iopub)
+        sockets = list(tmp.glob("percent-agent-*/litellm-*.sock"))
+        assert len(sockets) == 1, sockets
+        for km, _ in started:
+            maps = _maps(km)
+            assert "pydantic_core" not in maps and "tiktoken" not in maps
+    finally:
+        for km, kc in started:
+            stop(km, kc)  # the helper exits by itself after PERCENT_AGENT_WARM_IDLE
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -285,8 +285,10 @@ def test_tce_chat_and_its_warm_helper_in_a_cloned_folder_run_none_of_it(
         hostile_folder, runtime_dir: Path, openai_server: OpenAIServer,
         user_config_dir: Path) -> None:
     runtime = runtime_dir
+    # calls that need litellm (a helper serves those; the direct path starts none)
     env = model_env(openai_server, user_config_dir, PERCENT_AGENT_WARM="1",
-                    PERCENT_AGENT_WARM_IDLE="60", XDG_RUNTIME_DIR=str(runtime))
+                    PERCENT_AGENT_WARM_IDLE="60", XDG_RUNTIME_DIR=str(runtime),
+                    PERCENT_AGENT_DIRECT="0")
     try:
         first = tce("chat", "chat.msg.md", "-m", "Say hello.", cwd=hostile_folder.path, env=env)
         assert first.returncode == 0, first.stderr

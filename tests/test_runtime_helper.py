@@ -32,7 +32,7 @@ def helper(tmp_path, monkeypatch: pytest.MonkeyPatch):
     assert path.exists(), f"the helper did not start (exit code {proc.poll()})"
     yield path
     proc.terminate()
-    proc.wait(10)
+    proc.wait(60)
 
 
 def test_helper_streams_a_call(helper, openai_server: OpenAIServer) -> None:

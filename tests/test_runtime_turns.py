@@ -355,5 +355,5 @@ def test_turns_without_a_transport_share_one_import_of_litellm(
         nb["cells"].append(cell)
         run = asyncio.run(run_turn(nb, fmt.cell_id(cell)))
         assert run.status == "ok", run.error
-    assert started.count("litellm-import") == 1
+    assert started.count("model-client-import") == 1
     assert transport.default_transport() is transport.default_transport()

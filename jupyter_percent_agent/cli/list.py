@@ -31,11 +31,11 @@ CELL_BUDGETS = {"tool_call": ("timeout", "tool_timeout"), "toolchain": ("timeout
 
 def cell_limits(cell: dict, kind: str, folder: Path | None, config: Any = None) -> list[str]:
     """The budgets ``cell`` asks for that the trust rules lower (``trust.bound``)."""
+    if kind not in CELL_BUDGETS:  # most cells: the trust rules are not even imported
+        return []
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent import trust
 
-    if kind not in CELL_BUDGETS:
-        return []
     attr, budget = CELL_BUDGETS[kind]
     asked = fmt.cell_attrs(cell).get(attr)
     if asked is None:

@@ -13,10 +13,13 @@ Interrupts: while a cell runs, SIGINT (sent by the kernel manager, or by ipykern
 run, which cancels the model call and the sandbox; the kernel stays up.
 
 Importing this module is cheap: the runtime and the tools are imported when a cell runs, never
-at start-up. litellm (about 3 s, and 1 s more for what its first call loads) is imported on a
-worker thread a second after the kernel has started (``LocalTransport.warm_up``), while the
-user is still typing, so that the first reply does not wait for it; ``PERCENT_AGENT_PRELOAD=0``
-leaves it to the first message.
+at start-up. A second after the kernel has started, while the user is still typing, what the
+environment agent's first call needs is made ready (``HelperTransport.warm_up``): for an
+OpenAI-compatible ``api_base``, the HTTP client is imported here (the call goes straight to
+the server, ``runtime.direct``); for a call that needs litellm, the user's warm helper is
+started, and it makes the calls that need litellm for every kernel (a kernel never holds
+litellm's hundred-odd megabytes; with ``PERCENT_AGENT_WARM=0`` it imports litellm itself on
+a worker thread). ``PERCENT_AGENT_PRELOAD=0`` leaves all of it to the first message.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ from jupyter_percent_agent.kernel._notebook import (
 
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
+
+HELPER_WAIT = 60.0
+"""Seconds a message that needs litellm waits for the warm helper to start (it imports
+litellm, about 3 s) before the kernel imports litellm itself."""
 
 PRELOAD_DELAY = 1.0
 """Seconds after start before litellm is imported in the background (a kernel's start, and
@@ -196,12 +203,16 @@ class AgentKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        from jupyter_percent_agent.runtime.transport import LocalTransport
+        from jupyter_percent_agent.runtime import helper
+        from jupyter_percent_agent.runtime.transport import HelperTransport, LocalTransport
 
         self._memory = KernelMemory()
         self._history = InputHistory()
         self._last_output: str | None = None
-        self._transport = LocalTransport(deep=True)
+        local = LocalTransport(deep=True)
+        # calls that need litellm: made by the user's warm helper, shared by every kernel
+        self._transport = (HelperTransport(local, wait=HELPER_WAIT) if helper.enabled()
+                           else local)
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
 

@@ -38,6 +38,9 @@ from jupyter_percent_agent.runtime.models import CallResult, CallSpec
 
 _VOLATILE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM", "PS1", "PS2",
              "PYTEST_CURRENT_TEST", "PERCENT_AGENT_WARM_IDLE")
+_VOLATILE_PREFIXES = ("JPY_",)
+"""Set per kernel by Jupyter (the notebook's path, the parent's pid): every kernel of the same
+environment shares one helper."""
 
 
 def _folder() -> Path:
@@ -67,12 +70,12 @@ def socket_path(env: dict[str, str] | None = None) -> Path:
     env = {**LITELLM_ENV_DEFAULTS, **(os.environ if env is None else env), **LITELLM_ENV_FORCED}
     h = hashlib.sha256()
     for key in sorted(env):
-        if key not in _VOLATILE:
+        if key not in _VOLATILE and not key.startswith(_VOLATILE_PREFIXES):
             h.update(f"{key}={env[key]}\0".encode())
     # the environment's interpreter, however it was named (python, python3, a relative path)
     h.update(f"{sys.prefix}\0{os.path.realpath(sys.executable)}".encode())
     here = Path(__file__).resolve().parent
-    for name in ("models.py", "helper.py", "events.py"):
+    for name in ("models.py", "direct.py", "routing.py", "helper.py", "events.py"):
         with contextlib.suppress(OSError):
             h.update(str((here / name).stat().st_mtime_ns).encode())
     return _folder() / f"litellm-{h.hexdigest()[:16]}.sock"
@@ -107,14 +110,43 @@ def spawn(path: Path) -> None:
                      start_new_session=True, close_fds=True)
 
 
+STARTING = 60.0
+"""Seconds a helper may take to start listening; an older marker is a helper that died."""
+
+
 def _start(path: Path) -> None:
     """Start a helper unless one is already starting (a marker younger than a minute)."""
     with contextlib.suppress(OSError):
         marker = path.with_suffix(".starting")
-        if not marker.exists() or time.time() - marker.stat().st_mtime > 60:
+        if not marker.exists() or time.time() - marker.stat().st_mtime > STARTING:
             _folder().mkdir(mode=0o700, parents=True, exist_ok=True)
             marker.touch()
             spawn(path)
+
+
+def start() -> None:
+    """Start this environment's helper in the background, unless it runs or is starting."""
+    path = socket_path()
+    if not (_private(path.parent) and path.exists()):
+        _start(path)
+
+
+async def wait(timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for a helper that is starting to listen. False when
+    none is starting (or it gave up: a helper removes its marker when it exits)."""
+    path = socket_path()
+    marker = path.with_suffix(".starting")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        try:
+            if time.time() - marker.stat().st_mtime > STARTING:  # it died before serving
+                return False
+        except OSError:  # no marker: none is starting
+            return False
+        await asyncio.sleep(0.1)
+    return path.exists()
 
 
 async def request(spec: CallSpec, on_event: OnEvent) -> CallResult | None:

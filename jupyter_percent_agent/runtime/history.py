@@ -10,7 +10,6 @@ current message.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -169,6 +168,8 @@ def _failed(outputs: Sequence[Mapping[str, Any]]) -> bool:
 def content_hash(cell: Mapping[str, Any]) -> str:
     """A hash of what a cell says and what answered it: a stored summary is stale when this
     changes."""
+    import hashlib  # here: tce list reads histories and never hashes
+
     h = hashlib.sha256(fmt.message_text(cell).encode())
     for out in cell.get("outputs", []) or []:
         h.update(b"\x00" + fmt.output_text(out).encode())

@@ -1,5 +1,11 @@
-"""Model calls through litellm in this process: streaming, retries with backoff, fallback
-over ``models``, failures explained in words a user acts on.
+"""Model calls in this process: streaming, retries with backoff, fallback over ``models``,
+failures explained in words a user acts on.
+
+A call that litellm would make as ``openai/NAME`` to the ``api_base`` the trust rules chose
+goes straight over HTTP (``runtime.direct``, ``routing.openai_compatible``), so that a process
+talking to Ollama, vLLM or a LiteLLM proxy never pays for importing litellm; every other call
+goes through litellm. The route (where, with which key) is decided once, by ``call_route``,
+for both.
 
 The call is described by a ``CallSpec`` of plain JSON data so that it can be made here or by
 the warm helper process (``runtime.helper``); which one is the transport's choice
@@ -23,7 +29,7 @@ from typing import Any
 
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
-from jupyter_percent_agent.runtime import routing
+from jupyter_percent_agent.runtime import direct, routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
 from jupyter_percent_agent.trust import NO_KEY, Route, bound, public_url, route_agent
@@ -128,13 +134,37 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if isinstance(m.get("content"), str) else m for m in messages]
 
 
-def prewarm(model: str | None = None) -> None:
-    """Import litellm and what its first call loads besides (the HTTP client stack, the
-    tokenizer of ``model``, by default the environment agent's first): about 4 s that a
-    process about to call a model can pay while nobody waits. The first call then costs what
-    later ones do."""
+def goes_direct(spec: CallSpec) -> bool:
+    """Whether every model of ``spec`` is called straight over HTTP (no litellm needed)."""
+    return all(routing.openai_compatible(m, spec.route(m)[0]) is not None for m in spec.models)
+
+
+def environment_needs_litellm(model: str | None = None) -> bool:
+    """Whether a call of ``model`` (by default the environment agent's first) by the
+    environment's agent would go through litellm rather than straight to its endpoint."""
+    agent = environment_agent()
+    model = model or agent.models[0]
+    try:
+        base = route_agent(agent.name, agent.api_base, [model], from_file=False,
+                           folder=None).api_base
+    except trust.TrustError:
+        base = None
+    return routing.openai_compatible(model, base) is None
+
+
+def prewarm(model: str | None = None, *, deep: bool = True) -> None:
+    """Import what the first call of ``model`` (by default the environment agent's first)
+    loads: for a call straight to an OpenAI-compatible endpoint, the HTTP client; otherwise
+    litellm (about 3 s) and, ``deep``, its HTTP client stack and the model's tokenizer (1 s
+    more). A process about to call a model pays it while nobody waits; the first call then
+    costs what later ones do."""
     model = model or environment_agent().models[0]
+    if not environment_needs_litellm(model):
+        direct.prewarm()
+        return
     litellm = import_litellm()
+    if not deep:
+        return
     with contextlib.suppress(ImportError):
         import httpcore  # noqa: F401
         import openai.resources  # noqa: F401
@@ -231,13 +261,13 @@ _MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "Transf
 
 
 def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Failure:
-    """Turn litellm's exception into a reason naming the server or the missing key."""
+    """Turn litellm's exception (or ``runtime.direct``'s, ``litellm`` None) into a reason
+    naming the server or the missing key."""
     if isinstance(exc, Refused):
         return exc.failure
     chain = _chain(exc)
     api_base = spec.route(model)[0]
-    routed = _provider_model(litellm, model, api_base)
-    provider = routing.provider_of(litellm, routed)
+    routed, provider = _routed(litellm, model, api_base)
     server = f"the model server at {public_url(api_base)}" if api_base else (
         f"the {provider} model server for {model}" if provider else
         f"the model server for {model}")
@@ -249,7 +279,7 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
                 "PERCENT_AGENT_TIMEOUT or the agent's timeout)")
         return Failure("Timeout", f"{server_recorded} {tail}", f"{server} {tail}")
     if "missing" in text and any(w in text for w in ("credential", "api key", "api_key")):
-        names = _key_variables(litellm, routed)
+        names = _key_variables(litellm, routed) if litellm is not None else []
         which = ("PERCENT_AGENT_API_KEY" if api_base else
                  " or ".join(names) or "the provider's API key variable")
         where = (f"{model} ({provider})" if provider and not model.startswith(provider + "/")
@@ -328,7 +358,11 @@ def _server_cost(response: Any) -> float | None:
     """The cost the server reported for a call (a LiteLLM proxy does), else None."""
     hidden = getattr(response, "_hidden_params", None)
     headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
-    value = headers.get(SERVER_COST_HEADER) if isinstance(headers, dict) else None
+    return _cost_value(headers.get(SERVER_COST_HEADER) if isinstance(headers, dict) else None)
+
+
+def _cost_value(value: Any) -> float | None:
+    """A reported cost as the number recorded, or None."""
     try:
         return round(float(value), 8) if value is not None else None
     except (TypeError, ValueError):
@@ -355,6 +389,19 @@ class CallRoute:
     provider: str | None
     endpoint: str
     key_name: str
+    wire: str | None = None
+    """The model name sent straight to ``api_base`` (``runtime.direct``); None: litellm."""
+
+
+def _routed(litellm: Any, model: str, api_base: str | None) -> tuple[str, str | None]:
+    """The name litellm routes for ``model`` and its provider; for a call made straight to
+    an OpenAI-compatible ``api_base``, the ``openai/`` name litellm would route, without
+    asking it."""
+    wire = routing.openai_compatible(model, api_base)
+    if wire is not None:
+        return f"openai/{wire}", "openai"
+    routed = _provider_model(litellm, model, api_base)
+    return routed, routing.provider_of(litellm, routed)
 
 
 def call_route(litellm: Any, spec: CallSpec, model: str) -> CallRoute:
@@ -362,13 +409,16 @@ def call_route(litellm: Any, spec: CallSpec, model: str) -> CallRoute:
     tied to it, or the placeholder: never a provider's from the environment. With none,
     litellm's own routing (``routing.resolve``) gives the provider's own key, or the
     placeholder where litellm would lend another's; a host the model's name chose, for models
-    a file chose, is judged as that file's ``api_base``. Raises :class:`Refused`."""
+    a file chose, is judged as that file's ``api_base``. ``litellm`` may be None for a call
+    ``routing.openai_compatible`` sends straight to its ``api_base``. Raises
+    :class:`Refused`."""
     base, key, key_env = spec.route(model)
-    routed = _provider_model(litellm, model, base)
     if base:
+        routed, provider = _routed(litellm, model, base)
         shown = trust.Route(base, key, "", key_env=key_env).key_name()
-        return CallRoute(routed, base, key or NO_KEY, routing.provider_of(litellm, routed),
-                         public_url(base), shown)
+        return CallRoute(routed, base, key or NO_KEY, provider, public_url(base), shown,
+                         routing.openai_compatible(model, base))
+    routed = _provider_model(litellm, model, base)
     where = routing.resolve(litellm, routed)
     if where.problem:
         raise Refused(Failure("APIConnectionError", where.problem, where.problem))
@@ -388,10 +438,42 @@ def call_route(litellm: Any, spec: CallSpec, model: str) -> CallRoute:
     return CallRoute(routed, None, where.key, where.provider, endpoint, where.key_name)
 
 
+async def _attempt_direct(how: CallRoute, spec: CallSpec, model: str, on_event: OnEvent,
+                          result: CallResult) -> None:
+    """One attempt straight over HTTP: the request litellm would send for ``openai/NAME``."""
+    assert how.api_base is not None and how.wire is not None and how.api_key is not None
+
+    def text(piece: str) -> None:
+        result.text += piece
+        on_event(Delta(piece))
+
+    def reasoning(piece: str) -> None:
+        result.reasoning += piece
+        on_event(Reasoning(piece))
+
+    body = {"model": how.wire, "messages": spec.messages, "stream": True,
+            "stream_options": {"include_usage": True}, **spec.params}
+    got = await direct.stream_chat(how.api_base, how.api_key, body, timeout=spec.timeout,
+                                   on_text=text, on_reasoning=reasoning)
+    result.model = model
+    usage = got.usage or {}
+    if usage.get("prompt_tokens") is not None:
+        result.tokens_in = int(usage["prompt_tokens"])
+        result.tokens_out = int(usage.get("completion_tokens") or 0)
+    else:  # a server that reports no usage: litellm's counter, as the litellm path counts
+        litellm = import_litellm()
+        result.tokens_in = litellm.token_counter(model=how.routed, messages=spec.messages)
+        result.tokens_out = litellm.token_counter(model=how.routed, text=result.text)
+    result.cost = _cost_value(got.cost_header)
+
+
 async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
                    result: CallResult) -> None:
     kwargs: dict[str, Any] = dict(spec.params)
     how = call_route(litellm, spec, model)
+    if how.wire is not None:
+        await _attempt_direct(how, spec, model, on_event, result)
+        return
     routed, base = how.routed, how.api_base
     if base:
         kwargs["api_base"] = base
@@ -433,11 +515,13 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     Streamed text arrives as ``Delta``/``Reasoning`` events, a new attempt as ``Retry``."""
     started = time.monotonic()
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
-    try:
-        litellm = import_litellm()
-    except Exception as exc:  # pragma: no cover - broken installation
-        result.error, result.error_type = one_line(exc), type(exc).__name__
-        return result
+    litellm = None
+    if not goes_direct(spec):
+        try:  # seconds the first time: off the event loop (a kernel's stays responsive)
+            litellm = await asyncio.to_thread(import_litellm)
+        except Exception as exc:  # pragma: no cover - broken installation
+            result.error, result.error_type = one_line(exc), type(exc).__name__
+            return result
     last: Failure | None = next(filter(None, map(_credentials_in, [
         spec.api_base, *(route[0] for route in spec.routes.values())])), None)
     for n, model in enumerate(spec.models if last is None else ()):

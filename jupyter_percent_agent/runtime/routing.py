@@ -18,16 +18,21 @@ belong:
 Providers with their own client (Anthropic, Gemini, Bedrock...) read their own variable, and
 nothing else; they are left to litellm. Names that would make litellm start an interactive
 sign-in (GitHub Copilot, ChatGPT) are never resolved, only named.
+
+``openai_compatible`` answers, without importing litellm, whether a call with an ``api_base``
+is one litellm would make as ``openai/NAME``: those go straight over HTTP (``runtime.direct``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.trust import NO_KEY
 
 OPENAI = frozenset({"openai", "text-completion-openai", "aiohttp_openai"})
@@ -85,6 +90,52 @@ def resolve(litellm: Any, model: str, env: Mapping[str, str] | None = None) -> R
     canary = _complete_url(litellm, CANARY, provider)
     named = bool(endpoint and canary and _host(endpoint) != _host(canary))
     return Resolution(provider, endpoint, named, None, _native_key(litellm, model, provider, env))
+
+
+def openai_compatible(model: str, api_base: str | None) -> str | None:
+    """The model name to send when a call of ``model`` to ``api_base`` can go straight to an
+    OpenAI-compatible endpoint, else None (litellm makes the call).
+
+    That is a call litellm would route as ``openai/NAME`` with no knowledge of the model: an
+    ``openai/`` name, or a name without a provider prefix that litellm's model map does not
+    list (``models._provider_model`` gives those ``openai/``). A name the map lists, of any
+    provider, stays with litellm, which knows that model's parameters.
+    ``PERCENT_AGENT_DIRECT=0`` sends every call through litellm.
+    """
+    if not api_base or not env_flag("PERCENT_AGENT_DIRECT", True):
+        return None
+    if model.startswith("openai/"):
+        name = model.removeprefix("openai/")
+        return name or None
+    if "/" in model or not model or _listed_by_litellm(model):
+        return None
+    return model
+
+
+@functools.cache
+def _model_map() -> str | None:
+    """The text of litellm's packaged model map (what it loads with
+    ``LITELLM_LOCAL_MODEL_COST_MAP``), found without importing litellm."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("litellm")
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        return (Path(folders[0]) / "model_prices_and_context_window_backup.json").read_text(
+            encoding="utf-8")
+    except (OSError, ImportError, ValueError, IndexError):
+        return None
+
+
+@functools.cache
+def _listed_by_litellm(model: str) -> bool:
+    """Whether litellm's model map has an entry for ``model`` (when the map cannot be read:
+    assume it does, and let litellm decide)."""
+    text = _model_map()
+    if text is None:
+        return True
+    return any(f'\n    "{name}": {{' in text for name in {model, model.lower()})
 
 
 def provider_of(litellm: Any, model: str) -> str | None:

@@ -1,11 +1,15 @@
 """How a turn reaches the model: an object the front end passes in.
 
-- ``LocalTransport``: litellm in this process. ``warm_up()`` starts importing it (and, with
-  ``deep=True``, what its first call loads: the HTTP stack and a tokenizer) on a worker thread
-  while the user is still typing; ``ready()`` waits for that import (shielded, so cancelling a
-  turn never cancels the import the next one waits for).
+- ``LocalTransport``: calls from this process. ``warm_up()`` starts importing what the
+  environment agent's first call needs (``models.prewarm``: the HTTP client for a call
+  straight to an OpenAI-compatible endpoint, else litellm and, with ``deep=True``, its HTTP
+  stack and a tokenizer) on a worker thread while the user is still typing; ``ready()`` waits
+  for that import (shielded, so cancelling a turn never cancels the import the next one
+  waits for).
 - ``HelperTransport``: the warm helper process (``runtime.helper``) when one runs for this
-  environment, else its ``LocalTransport`` (and a helper is started for next time).
+  environment, else its ``LocalTransport`` (and, for a call that needs litellm, a helper is
+  started for next time; a call straight to an OpenAI-compatible endpoint costs little more
+  here than through a helper, so none is started for it).
 
 Both count tokens too, so that fitting a history to a context window never imports litellm
 into a process that hands its calls to the helper.
@@ -17,7 +21,6 @@ import asyncio
 import threading
 from typing import Any, Protocol
 
-from jupyter_percent_agent.litellm_setup import import_litellm
 from jupyter_percent_agent.runtime import helper, models
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.models import CallResult, CallSpec
@@ -36,7 +39,7 @@ class Transport(Protocol):
 
 
 class LocalTransport:
-    """litellm in this process."""
+    """Model calls in this process (``models.complete``)."""
 
     def __init__(self, *, deep: bool = False) -> None:
         self.deep = deep
@@ -46,29 +49,27 @@ class LocalTransport:
         self._failed: BaseException | None = None
 
     def warm_up(self) -> None:
-        """Start importing litellm on a worker thread (once; again after a failure)."""
+        """Start the imports of ``models.prewarm`` on a worker thread (once; again after a
+        failure)."""
         with self._lock:
             if self._warming is not None and (self._failed is None or not self._done.is_set()):
                 return
             self._done.clear()
             self._failed = None
-            self._warming = threading.Thread(target=self._warm, name="litellm-import",
+            self._warming = threading.Thread(target=self._warm, name="model-client-import",
                                              daemon=True)
             self._warming.start()
 
     def _warm(self) -> None:
         try:
-            if self.deep:
-                models.prewarm()
-            else:
-                import_litellm()
+            models.prewarm(deep=self.deep)
         except BaseException as exc:  # reported by the call that needs it
             self._failed = exc
         finally:
             self._done.set()
 
     async def ready(self) -> None:
-        """Wait until litellm is imported (starting the import if nobody did)."""
+        """Wait until the imports are done (starting them if nobody did)."""
         if self._done.is_set() and self._failed is None:  # every call after the first
             return
         self.warm_up()
@@ -90,7 +91,7 @@ _default: LocalTransport | None = None
 
 
 def default_transport() -> LocalTransport:
-    """The transport of callers that pass none: one per process, so that litellm's import
+    """The transport of callers that pass none: one per process, so that the client's import
     is started (on one thread) and waited for once, not once per turn. A batch of task runs
     makes a thousand turns."""
     global _default
@@ -100,10 +101,17 @@ def default_transport() -> LocalTransport:
 
 
 class HelperTransport:
-    """The warm helper process when one runs; otherwise this process (``fallback``)."""
+    """The warm helper process when one runs; otherwise this process (``fallback``).
 
-    def __init__(self, fallback: LocalTransport | None = None) -> None:
+    ``wait``: seconds a call that needs litellm waits for a helper that is starting, rather
+    than importing litellm here. A long-lived process (the kernel) sets it, and ``warm_up``
+    then starts the helper instead of importing litellm: every kernel and ``tce`` of the
+    environment share that one helper, and no kernel holds litellm's hundred-odd megabytes.
+    """
+
+    def __init__(self, fallback: LocalTransport | None = None, *, wait: float = 0.0) -> None:
         self.fallback = fallback or LocalTransport()
+        self.wait = wait
 
     @property
     def helper_running(self) -> bool:
@@ -113,7 +121,11 @@ class HelperTransport:
             return False
 
     def warm_up(self) -> None:
-        if not self.helper_running:  # this process will make the call: import litellm now
+        if self.helper_running:
+            return
+        if self.wait and models.environment_needs_litellm():
+            helper.start()
+        else:  # this process will make the call: import its client now
             self.fallback.warm_up()
 
     async def ready(self) -> None:
@@ -121,9 +133,12 @@ class HelperTransport:
             await self.fallback.ready()
 
     async def complete(self, spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
-        result = await helper.request(spec, on_event)
-        if result is not None:
-            return result
+        if self.helper_running or not models.goes_direct(spec):
+            result = await helper.request(spec, on_event)  # none running: one is started
+            if result is None and self.wait and await helper.wait(self.wait):
+                result = await helper.request(spec, on_event)
+            if result is not None:
+                return result
         await self.fallback.ready()
         return await self.fallback.complete(spec, on_event)
 
