@@ -13,13 +13,17 @@ import json
 import re
 from typing import Any, Final
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 from .errors import FormatError
 
 __all__ = ["AttrError", "emit_key", "emit_meta", "emit_value", "parse_meta"]
 
 
-class AttrError(ValueError):
+class AttrError(PercentAgentError, ValueError):
     """Bad metadata text; the caller adds the line."""
+
+    error_kind = Kind.BAD_FILE
 
 
 _DECODER: Final = json.JSONDecoder(strict=False)
