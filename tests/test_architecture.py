@@ -1,6 +1,9 @@
 """The package's shape, checked on its source: an AST import graph over every module (imports
 inside functions included) has no cycle, no module imports another's private name, and the
-arrows between the parts point one way, the format core at the bottom, front ends on top."""
+arrows between the parts point one way, the format core at the bottom, front ends on top.
+And the rules of docs/architecture.md: every public exception class derives from the error
+base, front ends map no exception class themselves (they ask ``errors.report``), nothing
+outside the format core writes cell or output metadata, no two public classes share a name."""
 
 from __future__ import annotations
 
@@ -301,3 +304,14 @@ def test_the_metadata_rule_finds_each_way_of_writing_it(tmp_path: Path) -> None:
         "nb['metadata'] = {}\n"
         "x = cell['metadata']['d']\n")
     assert sorted(_metadata_writes(pkg)) == [f"{PACKAGE}.runtime:{n}" for n in (1, 2, 3, 4)]
+
+
+# The format core's reader and writer: one grammar each, kept whole.
+LONG_ALLOWED = {f"{PACKAGE}.format.notebook", f"{PACKAGE}.format.parse", f"{PACKAGE}.format.emit"}
+
+
+def test_no_module_is_over_500_lines_but_the_format_reader_and_writer() -> None:
+    long = {m: n for m, (path, _) in _modules(ROOT).items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
+            and m not in LONG_ALLOWED}
+    assert long == {}
