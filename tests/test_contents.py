@@ -567,7 +567,7 @@ def test_sync_manager_reads_and_saves_message_files(tmp_path: Path, chat_text) -
     with pytest.raises(HTTPError) as info:
         cm.get("bad.msg.md")
     assert info.value.status_code == 400
-    assert "line 5" in info.value.log_message
+    assert "bad.msg.md:5: " in info.value.log_message  # as tce names it
 
 
 def test_the_agent_kernelspec_is_one_fact() -> None:

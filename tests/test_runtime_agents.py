@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format import set_cell_attrs
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import (
     AgentError,
@@ -15,7 +16,6 @@ from jupyter_percent_agent.runtime.agents import (
     resolve_agent,
     split_definition,
 )
-from jupyter_percent_agent.runtime.store import set_cell_attr
 
 DATA = Path(__file__).parent / "data" / "runtime"
 
@@ -54,7 +54,7 @@ def test_resolution_order(basic: dict) -> None:
     env = {"PERCENT_AGENT_MODEL": "env-model"}
     assert resolve_agent(basic, cell, env=env).name == "planner"  # default_agent
     assert resolve_agent(basic, cell, cli_agent="critic", env=env).name == "critic"
-    set_cell_attr(cell, "agent", "planner")
+    set_cell_attrs(cell, {"agent": "planner"})
     assert resolve_agent(basic, cell, cli_agent="critic", env=env).name == "planner"
 
 

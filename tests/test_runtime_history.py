@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format import set_cell_attrs
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.runtime.store import set_cell_attr
 
 DATA = Path(__file__).parent / "data" / "runtime"
 
@@ -35,8 +35,8 @@ def test_order_roles_and_history_none(nb: dict) -> None:
 
 def test_stored_summary_replaces_the_cell(nb: dict) -> None:
     cell = _cells(nb)[2]
-    set_cell_attr(cell, "summary", "A knight beat a dragon.")
-    set_cell_attr(cell, "summary_hash", hist.content_hash(cell))
+    set_cell_attrs(cell, {"summary": "A knight beat a dragon."})
+    set_cell_attrs(cell, {"summary_hash": hist.content_hash(cell)})
     h = hist.build_history(_cells(nb), 4)
     text = "\n".join(m["content"] for m in h.messages)
     assert "A knight beat a dragon." in text
@@ -45,8 +45,8 @@ def test_stored_summary_replaces_the_cell(nb: dict) -> None:
 
 def test_stale_summary_is_not_used(nb: dict) -> None:
     cell = _cells(nb)[2]
-    set_cell_attr(cell, "summary", "OLD SUMMARY")
-    set_cell_attr(cell, "summary_hash", "0000000000000000")
+    set_cell_attrs(cell, {"summary": "OLD SUMMARY"})
+    set_cell_attrs(cell, {"summary_hash": "0000000000000000"})
     assert hist.stored_summary(cell) is None
     h = hist.build_history(_cells(nb), 4)
     assert not any("OLD SUMMARY" in m["content"] for m in h.messages)

@@ -884,3 +884,22 @@ def test_the_agent_kernel_runs_a_task_cell(blog: Path, model: OpenAIServer,
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_a_transcript_saved_before_the_one_outcome_type_still_resumes(
+        blog: Path, model: OpenAIServer) -> None:
+    """A run interrupted at its paragraph step, saved by the code before runs shared one
+    outcome type (tests/data/transcripts), resumes from its last finished step: the outline
+    steps are not asked again, and the run ends as the same run begun today does."""
+    saved = DATA.parent / "transcripts" / "blog-interrupted-before-outcome.msg.md"
+    (blog / "runs").mkdir()
+    path = blog / "runs" / saved.name
+    shutil.copyfile(saved, path)
+    assert 'task_state="interrupted" steps=12' in path.read_text()
+    result = resume_task(path)
+    assert result.status == "succeeded" and result.steps == 17, result.error
+    assert result.outcome.ok and result.outcome.error is None
+    assert prompts(model, OUTLINE) == [] and len(prompts(model, PARAGRAPH)) == 2
+    assert 'task_state="succeeded" steps=17' in path.read_text()
+    again = resume_task(path)  # ended: read back, nothing called
+    assert again.status == "succeeded" and again.outcome.ok

@@ -10,6 +10,8 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import ParseError
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 from ._prompt import ANSWER_TEMPLATE, FAIL_TEMPLATE, SUCCESS_TEMPLATE
 
 
@@ -41,8 +43,10 @@ class FinalAnswer:
 Reply = ToolCall | Refusal | FinalAnswer
 
 
-class ATTPError(ValueError):
+class ATTPError(PercentAgentError, ValueError):
     """A reply that is not valid ATTP; ``line`` and ``column`` are 1-based in the reply text."""
+
+    error_kind = Kind.MODEL
 
     def __init__(self, problem: str, *, line: int = 1, column: int = 1, reply: str = "") -> None:
         self.problem = problem

@@ -1,4 +1,5 @@
-"""What the chat commands share: exit codes, one-line failures, resolving ITEM paths.
+"""What the commands share: exit codes (from the package's one table), one-line failures,
+resolving ITEM paths.
 
 Imports stay light (click, the format core): ``tce list`` must start fast.
 """
@@ -11,20 +12,36 @@ from typing import NoReturn
 
 import click
 
-EXIT_OK = 0
-EXIT_MODEL = 1        # every model (and retry) failed: an [error] output was recorded
-EXIT_USAGE = 2        # bad options or selections, --force needed, nothing to read
-EXIT_FILE = 3         # the message file (or an included one) is malformed: left untouched
-EXIT_TOOLS = 4        # tools did not load, a tool or the sandbox failed
-EXIT_AGENT = 5        # unknown agent, or an agent definition that does not parse
-EXIT_TRUST = 6        # refused: the file asked for something only a trusted folder may have
-EXIT_INTERRUPTED = 130  # Ctrl-C: the file holds whatever was complete (see docs/cli.md)
+from jupyter_percent_agent.errors import EXIT_OK, Kind, PercentAgentError, exit_code, report
+
+# The exit codes are those of the package's one table (jupyter_percent_agent.errors.TABLE).
+EXIT_MODEL = exit_code(Kind.MODEL)              # 1: every model (and retry) failed
+EXIT_FAILED = exit_code(Kind.FAILED)            # 1: a workflow failed past its error handling
+EXIT_USAGE = exit_code(Kind.USAGE)              # 2: bad options or selections, nothing to read
+EXIT_FILE = exit_code(Kind.BAD_FILE)            # 3: a malformed file: left untouched
+EXIT_TOOLS = exit_code(Kind.TOOL)               # 4: a tool did not load or failed, or the sandbox
+EXIT_AGENT = exit_code(Kind.AGENT)              # 5: unknown agent, or a definition that is wrong
+EXIT_TRUST = exit_code(Kind.REFUSED)            # 6: refused: only a trusted folder may have it
+EXIT_INTERRUPTED = exit_code(Kind.INTERRUPTED)  # 130: Ctrl-C, what was complete is kept
+
+__all__ = ["EXIT_AGENT", "EXIT_FAILED", "EXIT_FILE", "EXIT_INTERRUPTED", "EXIT_MODEL",
+           "EXIT_OK", "EXIT_TOOLS", "EXIT_TRUST", "EXIT_USAGE", "fail", "fail_for",
+           "read_or_fail", "resolve_item"]
 
 
 def fail(message: str, code: int) -> NoReturn:
     """Print one line to stderr and exit with ``code``."""
     click.echo(f"tce: {message}", err=True)
     sys.exit(code)
+
+
+def fail_for(exc: BaseException, *, path: Path | str | None = None) -> NoReturn:
+    """Exit the way the package's table says for ``exc`` (one line naming where, its
+    kind's exit code); an error no kind describes is a bug, raised again."""
+    shown = report(exc, path=None if path is None else str(path))
+    if shown is None:
+        raise exc
+    fail(shown.message, shown.exit_code)
 
 
 def resolve_item(item: str) -> Path:
@@ -43,13 +60,5 @@ def read_or_fail(path: Path) -> dict:
         nb = fmt.read(path)
         fmt.front_matter(nb)  # broken YAML there is as fatal as a broken cell (as in tce chat)
         return nb
-    except FileNotFoundError:
-        fail(f"{path}: no such file", EXIT_USAGE)
-    except fmt.RefusedFile as exc:
-        fail(str(exc), EXIT_TRUST)
-    except fmt.FormatError as exc:
-        reason = getattr(exc, "reason", None) or str(exc)
-        where = f"{path}:{exc.line}: " if getattr(exc, "line", None) else f"{path}: "
-        fail(reason if reason.startswith(str(path)) else where + reason, EXIT_FILE)
-    except (UnicodeDecodeError, IsADirectoryError) as exc:
-        fail(f"{path}: {exc}", EXIT_FILE)
+    except (PercentAgentError, OSError, UnicodeDecodeError) as exc:
+        fail_for(exc, path=path)

@@ -17,17 +17,16 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import (
-    EXIT_AGENT,
-    EXIT_FILE,
     EXIT_INTERRUPTED,
     EXIT_MODEL,
     EXIT_OK,
     EXIT_TOOLS,
-    EXIT_TRUST,
     EXIT_USAGE,
     fail,
+    fail_for,
     resolve_item,
 )
+from jupyter_percent_agent.errors import PercentAgentError
 
 
 def _slug(text: str) -> str:
@@ -144,15 +143,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
              force: bool = False) -> int:
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent import trust
     from jupyter_percent_agent.runtime import helper
-    from jupyter_percent_agent.runtime.agents import AgentError
-    from jupyter_percent_agent.runtime.conversation import (
-        FileConversation,
-        PlainMarkdown,
-        send,
-    )
-    from jupyter_percent_agent.runtime.ranges import SelectionError
+    from jupyter_percent_agent.runtime.conversation import FileConversation, send
     from jupyter_percent_agent.runtime.transport import HelperTransport, LocalTransport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
@@ -171,26 +163,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         click.echo("\n[interrupted: the message is saved; a partial reply is kept with "
                    "interrupted=true]", err=True)
         return EXIT_INTERRUPTED
-    except (SelectionError, PlainMarkdown) as exc:
-        fail(str(exc), EXIT_USAGE)
-    except fmt.RefusedFile as exc:
-        fail(str(exc), EXIT_TRUST)
-    except fmt.FormatError as exc:
-        fail(_format_error(path, exc), EXIT_FILE)
-    except AgentError as exc:
-        fail(str(exc), EXIT_AGENT)
-    except trust.TrustError as exc:
-        fail(str(exc), EXIT_TRUST)
-    except FileNotFoundError as exc:
-        fail(f"{exc.filename}: no such file", EXIT_USAGE)
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror or exc}", EXIT_USAGE)
-    except Exception as exc:
-        from jupyter_percent_agent.tools import ToolCallError, ToolLoadError  # loaded by now
-
-        if isinstance(exc, ToolLoadError | ToolCallError):
-            fail(f"{type(exc).__name__}: {exc}", EXIT_TOOLS)
-        raise
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc, path=path)
     if as_json:
         click.echo(json.dumps({"file": str(path), "cell": run.cell_id, "agent": run.agent,
                                "status": run.status, "reply": run.reply,
@@ -208,12 +182,3 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     if run.status == "error":
         return EXIT_MODEL if run.agent else EXIT_TOOLS
     return EXIT_OK
-
-
-def _format_error(path: Path | None, exc: Exception) -> str:
-    msg = str(exc)
-    p = getattr(exc, "path", None) or (str(path) if path else None)
-    line = getattr(exc, "line", None)
-    if p and p not in msg:
-        msg = f"{p}:{line}: {msg}" if line else f"{p}: {msg}"
-    return msg + " (the file was not changed)"

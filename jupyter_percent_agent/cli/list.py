@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_AGENT, fail, read_or_fail, resolve_item
+from jupyter_percent_agent.cli._common import fail_for, read_or_fail, resolve_item
+from jupyter_percent_agent.errors import PercentAgentError
 
 
 def _split_agent_item(item: str) -> tuple[str, bool]:
@@ -91,12 +92,12 @@ def model_routes(agent: Any, folder: Path | None) -> list[dict[str, Any]]:
     ``{model, refused}`` with the one-line refusal."""
     from jupyter_percent_agent import trust
     from jupyter_percent_agent.litellm_setup import import_litellm
-    from jupyter_percent_agent.runtime.models import Refused, call_route, spec_for
+    from jupyter_percent_agent.runtime.models import call_route, spec_for
 
     try:
         trust.route_for(agent.api_base, folder=folder, agent=agent.name)
-    except trust.TrustError as exc:  # the agent's own api_base: every model goes there
-        return [{"model": m, "refused": str(exc)} for m in agent.models]
+    except PercentAgentError as exc:  # the agent's own api_base: every model goes there
+        return [{"model": m, "refused": exc.user_message()} for m in agent.models]
     litellm = import_litellm()
     out: list[dict[str, Any]] = []
     for model in agent.models:
@@ -104,11 +105,8 @@ def model_routes(agent: Any, folder: Path | None) -> list[dict[str, Any]]:
             route = trust.route_agent(agent.name, agent.api_base, [model], folder=folder,
                                       from_file=agent.source != "environment")
             how = call_route(litellm, spec_for(agent, [], route=route), model)
-        except trust.TrustError as exc:
-            out.append({"model": model, "refused": str(exc)})
-            continue
-        except Refused as exc:
-            out.append({"model": model, "refused": exc.failure.detail})
+        except PercentAgentError as exc:  # refused by trust, or before the call
+            out.append({"model": model, "refused": exc.user_message()})
             continue
         out.append({"model": model, "provider": how.provider or "", "endpoint": how.endpoint,
                     "key": how.key_name})
@@ -123,7 +121,6 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime.agents import (
         DEFAULT_AGENT_NAME,
-        AgentError,
         bound_agent,
         environment_agent,
         known_agents,
@@ -135,7 +132,7 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         agents[DEFAULT_AGENT_NAME] = environment_agent()
     try:
         answering = resolve_agent(nb).name
-    except AgentError:  # default_agent names an agent that does not exist: none answers
+    except PercentAgentError:  # default_agent names an agent that does not exist: none answers
         answering = None
     rows = []
     for name, agent in agents.items():
@@ -185,12 +182,10 @@ def list_(item: str, as_json: bool) -> None:
     path = resolve_item(item)
     nb = read_or_fail(path)
     if agents:
-        from jupyter_percent_agent.runtime.agents import AgentError
-
         try:
             rows = agent_rows(nb, path.parent)
-        except AgentError as exc:
-            fail(str(exc), EXIT_AGENT)
+        except PercentAgentError as exc:
+            fail_for(exc, path=path)
         cols, shown = AGENT_COLUMNS, agent_table(rows)
     else:
         rows = shown = cell_rows(nb, path.parent)

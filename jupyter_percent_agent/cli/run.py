@@ -16,15 +16,14 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import (
-    EXIT_FILE,
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
-    EXIT_TRUST,
+    EXIT_OK,
     EXIT_USAGE,
     fail,
+    fail_for,
 )
-
-EXIT_OK = 0
-EXIT_FAILED = 1  # the workflow failed (a step failed past its error handling), or an input did
+from jupyter_percent_agent.errors import PercentAgentError
 
 EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says where and why), "
           "2 usage, 3 problems in the SOP folder (nothing ran), 130 interrupted (resume with "
@@ -111,7 +110,7 @@ def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
     """The checked SOP folder and the task to run: ``task_id``, or when no document has that
     id, the plan the folder's index ranks first for it (``tce run "a request in words"``)."""
     from jupyter_percent_agent.tasks.api import check_task
-    from jupyter_percent_agent.tasks.sop import SopError, load_sop
+    from jupyter_percent_agent.tasks.sop import load_sop
 
     try:
         sop = load_sop(folder)
@@ -121,12 +120,16 @@ def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
         check_task(sop, task_id)
     except FileNotFoundError:
         fail(f"{folder}: no such folder (name the SOP folder with --sop)", EXIT_USAGE)
-    except SopError as exc:
-        for problem in exc.problems:
-            click.echo(str(problem), err=True)
-        n = len(exc.problems)
-        fail(f"{folder}: {n} problem{'s' if n != 1 else ''}; nothing was run", EXIT_FILE)
+    except PercentAgentError as exc:
+        _problems(exc)
+        fail_for(exc, path=folder)
     return sop, task_id
+
+
+def _problems(exc: BaseException) -> None:
+    """Every problem of a SOP folder that cannot run, a line each, before the summary."""
+    for problem in getattr(exc, "problems", ()):
+        click.echo(str(problem), err=True)
 
 
 def _context(text: str | None) -> dict[str, Any]:
@@ -175,7 +178,7 @@ class Progress:
                        f"{info.attempt})", err=True)
         elif isinstance(event, StepFinished):
             info = event.info
-            line = f"    {info.outcome} ({info.seconds:.2f} s)"
+            line = f"    {info.shown} ({info.seconds:.2f} s)"
             if info.detail:
                 line += f": {_short(info.detail)}"
             if info.then:
@@ -223,16 +226,13 @@ def _one(sop: Any, task_id: str, context: dict[str, Any], runs: Path | None, max
     except KeyboardInterrupt:
         return _interrupted(progress)
     except OSError as exc:
-        fail(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", EXIT_USAGE)
+        fail_for(exc)
     return _report(result, as_json)
 
 
 def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
             as_json: bool) -> int:
-    from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.tasks.api import aresume_task
-    from jupyter_percent_agent.tasks.sop import SopError
-    from jupyter_percent_agent.tasks.transcript import TranscriptError
 
     code = EXIT_OK
     for path in paths:
@@ -243,16 +243,9 @@ def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
                                               on_event=progress))
         except KeyboardInterrupt:
             return _interrupted(progress)
-        except FileNotFoundError as exc:
-            fail(f"{exc.filename or path}: no such file", EXIT_USAGE)
-        except fmt.RefusedFile as exc:
-            fail(str(exc), EXIT_TRUST)
-        except TranscriptError as exc:
-            fail(str(exc), EXIT_FILE)
-        except SopError as exc:
-            for problem in exc.problems:
-                click.echo(str(problem), err=True)
-            fail(f"{path}: its SOP folder has problems; nothing was run", EXIT_FILE)
+        except (PercentAgentError, OSError) as exc:
+            _problems(exc)
+            fail_for(exc, path=path)
         code = max(code, _report(result, as_json))
     return code
 
@@ -306,14 +299,14 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
 
         try:
             if cluster:
-                from jupyter_percent_agent.tasks.cluster import ClusterError, run_on_cluster
+                from jupyter_percent_agent.tasks.cluster import run_on_cluster
 
                 try:
                     run_on_cluster(cluster, sop.root, task_id, jobs, runs_dir=folder,
                                    concurrency=concurrency, max_steps=max_steps,
                                    on_result=on_result, **options)
-                except ClusterError as exc:
-                    fail(str(exc), EXIT_USAGE)
+                except PercentAgentError as exc:
+                    fail_for(exc)
             else:
                 asyncio.run(batch.run_inputs(sop, task_id, jobs, concurrency=concurrency,
                                              runs_dir=folder, max_steps=max_steps,

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import click
 
-from jupyter_percent_agent.cli._common import (
-    EXIT_AGENT,
-    EXIT_FILE,
-    EXIT_TRUST,
-    fail,
-    read_or_fail,
-    resolve_item,
-)
+from jupyter_percent_agent.cli._common import fail_for, read_or_fail, resolve_item
+from jupyter_percent_agent.errors import PercentAgentError
 
 
 @click.command("set-default")
@@ -23,7 +17,6 @@ def set_default(item: str, agent: str) -> None:
     from jupyter_percent_agent.runtime import store
     from jupyter_percent_agent.runtime.agents import (
         DEFAULT_AGENT_NAME,
-        AgentError,
         known_agents,
         unknown_agent_error,
     )
@@ -35,13 +28,9 @@ def set_default(item: str, agent: str) -> None:
             nb = store.read(path)
             agents = known_agents(nb)
             if agent not in agents and agent != DEFAULT_AGENT_NAME:
-                fail(str(unknown_agent_error(agent, agents)), EXIT_AGENT)
+                raise unknown_agent_error(agent, agents)
             fmt.set_front_matter(nb, "default_agent", agent)
             fmt.write(nb, path)
-    except AgentError as exc:
-        fail(str(exc), EXIT_AGENT)
-    except fmt.RefusedFile as exc:
-        fail(str(exc), EXIT_TRUST)
-    except fmt.FormatError as exc:
-        fail(f"{path}: {exc}", EXIT_FILE)
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc, path=path)
     click.echo(f"{path}: default agent is now {agent}")

@@ -1,9 +1,9 @@
 """`tce tools`: list the tools of a toolbox and call one from the shell.
 
-Exit codes: 0 done, 1 the tool raised, 2 bad usage (bad JSON, unknown tool or module),
-3 a tool module failed to load, 6 refused: ``./toolbox`` of a folder the user has not trusted
-(see docs/tools.md). Errors are one line on stderr, starting
-``tce:`` as in every other command, never a traceback.
+Exit codes, those of every command (``jupyter_percent_agent.errors.TABLE``): 0 done, 2 bad
+usage (bad JSON, unknown tool or module), 4 the tool raised or a tool module failed to load,
+6 refused: ``./toolbox`` of a folder the user has not trusted (see docs/tools.md). Errors are
+one line on stderr, starting ``tce:`` as in every other command, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from typing import Any, NoReturn
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_TRUST, fail
-
-EXIT_TOOL_ERROR = 1
-EXIT_USAGE = 2
-EXIT_LOAD_ERROR = 3
+from jupyter_percent_agent.cli._common import EXIT_TOOLS, EXIT_TRUST, EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.errors import PercentAgentError
 
 _toolbox_option = click.option(
     "--toolbox",
@@ -93,8 +90,6 @@ def call_tool(
     Stream chunks go to stderr as they arrive (text as is, other values as JSON), so that
     stdout holds only the result.
     """
-    from jupyter_percent_agent.tools import ToolArgumentError, ToolCallError
-
     try:
         args = json.loads(args_json)
     except json.JSONDecodeError as exc:
@@ -107,17 +102,15 @@ def call_tool(
         _fail(f"unknown tool {name!r} (known: {known})", EXIT_USAGE)
     try:
         result = registry[name].run(args, on_chunk=_print_chunk)
-    except ToolArgumentError as exc:
-        _fail(str(exc), EXIT_USAGE)
-    except ToolCallError as exc:
-        _fail(str(exc), EXIT_TOOL_ERROR)
-    except Exception as exc:
-        _fail(f"tool {name!r} raised {type(exc).__name__}: {exc}", EXIT_TOOL_ERROR)
+    except PercentAgentError as exc:  # bad arguments (usage), a result that is not JSON
+        fail_for(exc)
+    except Exception as exc:  # the tool's own code raised
+        _fail(f"tool {name!r} raised {type(exc).__name__}: {exc}", EXIT_TOOLS)
     click.echo(json.dumps(result, ensure_ascii=False, indent=2))
 
 
 def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) -> Any:
-    from jupyter_percent_agent.tools import Registry, ToolLoadError
+    from jupyter_percent_agent.tools import Registry
 
     if toolbox is None and Path("toolbox").is_dir():
         # a cloned folder's code, found without being named: only where the user trusts it
@@ -130,9 +123,8 @@ def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) ->
         toolbox = Path("toolbox")
     try:
         return Registry.load(toolbox, modules=modules or None, entry_points=entry_points)
-    except ToolLoadError as exc:
-        code = EXIT_USAGE if exc.problem.startswith(("no tool module", "toolbox folder")) else 0
-        _fail(str(exc), code or EXIT_LOAD_ERROR)
+    except PercentAgentError as exc:
+        fail_for(exc)
 
 
 def _print_chunk(name: str, chunk: Any) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_USAGE, fail
+from jupyter_percent_agent.cli._common import EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.errors import PercentAgentError
 
 
 @click.command("trust")
@@ -32,8 +33,8 @@ def trust_(folder: str | None, list_: bool, endpoint: str | None, key_env: str |
             click.echo(f"trusted: {real}")
         if list_ or not (folder or endpoint):
             _list()
-    except (trust.ConfigError, OSError, ValueError) as exc:
-        fail(str(exc), EXIT_USAGE)
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc)
 
 
 def _allow_endpoint(url: str, key_env: str | None) -> None:
@@ -44,7 +45,7 @@ def _allow_endpoint(url: str, key_env: str | None) -> None:
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s) URL")
+        fail(f"{url!r} is not an http(s) URL", EXIT_USAGE)
     config = trust.load_config()
     kept = tuple(e for e in config.endpoints if e.api_base.rstrip("/") != url.rstrip("/"))
     trust.save_config(replace(config, endpoints=(*kept, trust.Endpoint(url, key_env))))
@@ -90,5 +91,5 @@ def untrust(folder: str | None, endpoint: str | None) -> None:
                 click.echo(f"no longer trusted: {folder}")
             else:
                 click.echo(f"not trusted (itself): {folder}")
-    except (trust.ConfigError, OSError) as exc:
-        fail(str(exc), EXIT_USAGE)
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc)

@@ -19,6 +19,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import PercentAgentError
 
 ROUTE = "percent-agent/trust"
 
@@ -62,7 +63,7 @@ class TrustHandler(APIHandler):
         folder = self._folder(body.get("path") if isinstance(body, dict) else None)
         try:
             trust.trust_folder(folder)
-        except (OSError, trust.ConfigError) as exc:
+        except (OSError, PercentAgentError) as exc:  # the server could not write its config
             raise web.HTTPError(500, f"could not record the trust: {exc}") from None
         self.log.warning("[jupyter-percent-agent] the user trusted %s", folder)
         self._answer(folder)

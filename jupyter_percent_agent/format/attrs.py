@@ -19,14 +19,18 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 from .errors import FormatError
 
 __all__ = ["KEY_ORDER", "NS", "AttrError", "emit_key", "emit_meta", "emit_value",
            "json_text", "key_order", "parse_meta"]
 
 
-class AttrError(ValueError):
+class AttrError(PercentAgentError, ValueError):
     """Bad metadata text; the caller adds the line."""
+
+    error_kind = Kind.BAD_FILE
 
 
 _DECODER: Final = json.JSONDecoder(strict=False)

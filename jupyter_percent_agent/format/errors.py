@@ -3,13 +3,17 @@ a file refused for safety (a link out of its folder, a FIFO, a device, /proc).""
 
 from __future__ import annotations
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
-class FormatError(ValueError):
+
+class FormatError(PercentAgentError, ValueError):
     """A message file that cannot be read as meant.
 
     ``line`` is 1-based (``None`` when no single line is at fault); ``path`` is the file, when
     known. The message names both, so it can be shown to a user as is.
     """
+
+    error_kind = Kind.BAD_FILE
 
     def __init__(self, message: str, *, line: int | None = None, path: str | None = None):
         self.reason = message
@@ -34,3 +38,5 @@ class FormatError(ValueError):
 class RefusedFile(FormatError):
     """A path refused for safety, not for its text: a symbolic link leading out of its
     folder, or not a regular file. Front ends report it as a refusal (``tce`` exit 6)."""
+
+    error_kind = Kind.REFUSED

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from .notebook import (
@@ -31,18 +31,23 @@ __all__ = [
     "error_output",
     "front_matter",
     "message_text",
+    "new_cell_id",
     "new_id",
     "new_message",
+    "next_output_id",
     "output_attrs",
     "output_id",
     "output_kind",
     "output_text",
     "reply_output",
     "result_output",
+    "set_cell_attrs",
     "set_front_matter",
+    "set_output_attrs",
     "short_id",
     "short_ids",
     "stream_output",
+    "tool_call_id",
     "tool_call_output",
     "tool_result_output",
 ]
@@ -62,6 +67,61 @@ def new_id() -> str:
     ``random`` module (seeded from the system, reseeded in a forked child) spares a system
     call per id, which a batch of task runs makes thousands of."""
     return f"c{random.getrandbits(32):08x}"
+
+
+def new_cell_id(nb: Mapping) -> str:
+    """The one rule for a new cell's id: :func:`new_id`, not held by any cell of ``nb``."""
+    used = {cell_id(c) for c in nb.get("cells") or ()}
+    while (cid := new_id()) in used:
+        pass
+    return cid
+
+
+def next_output_id(cell_id: str, outputs: Iterable[Mapping]) -> str:
+    """The one rule for the id of a cell's next output: ``ID.n`` after its ``outputs`` (tool
+    calls, ``ID.NONCE``, do not count: a hex nonce can be all digits; an output without an
+    id of its own counts as its place)."""
+    prefix = cell_id + "."
+    top = 0
+    for i, out in enumerate(outputs, start=1):
+        if output_kind(out) == "tool_call":
+            continue
+        oid = output_id(out)
+        if oid is None:
+            top = max(top, i)
+        elif oid.startswith(prefix) and oid[len(prefix):].isdigit():
+            top = max(top, int(oid[len(prefix):]))
+    return f"{prefix}{top + 1}"
+
+
+def tool_call_id(cell_id: str) -> str:
+    """The id of a new tool call of the cell: ``ID.NONCE``, a random nonce so that text
+    cannot forge a call (its results are ``ID.NONCE.n``)."""
+    import secrets
+
+    return f"{cell_id}.{secrets.token_hex(3)}"
+
+
+def _set_attrs(obj: dict, attrs: Mapping[str, Any]) -> None:
+    meta = obj.setdefault("metadata", {})  # the attributes are the flat part of the metadata
+    for key, value in attrs.items():
+        if key == NS:
+            raise ValueError(f"{NS!r} is the format's own part of the metadata, not an attribute")
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = escape_surrogates_in(value)
+
+
+def set_cell_attrs(cell: dict, attrs: Mapping[str, Any]) -> None:
+    """Set footnote attributes of a cell, in place (``None`` removes one). The one way
+    other parts change a cell's attributes."""
+    _set_attrs(cell, attrs)
+
+
+def set_output_attrs(output: dict, attrs: Mapping[str, Any]) -> None:
+    """Set attributes of an output, in place (``None`` removes one)."""
+    _set_attrs(output, attrs)
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
@@ -209,12 +269,13 @@ def message_text(cell: Mapping) -> str:
 def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None = None,
                 title: str | None = None, kind: str = "message") -> dict:
     """A message cell (a code cell, so running it sends it to the agent); ``kind`` makes
-    another input cell instead: ``"raw"``, or a typed one (``"tool_call"``, ``"task"``...)."""
-    if kind not in ("message", "raw") and kind not in _TYPED_KINDS:
+    another cell instead: ``"raw"``, ``"note"`` (Markdown, never sent), or a typed input cell
+    (``"tool_call"``, ``"task"``...)."""
+    if kind not in ("message", "raw", "note") and kind not in _TYPED_KINDS:
         raise ValueError(f"no input cell of kind {kind!r}")
     text = escape_surrogates(text)
     metadata: dict[str, Any] = escape_surrogates_in(dict(attrs or {}))
-    ns: dict[str, Any] = {} if kind in ("message", "raw") else {"type": kind}
+    ns: dict[str, Any] = {} if kind in ("message", "raw", "note") else {"type": kind}
     cid = cell_id or new_id()
     if not NBFORMAT_ID.fullmatch(cid):
         ns["id"] = cid
@@ -223,8 +284,9 @@ def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None 
         ns["title"] = escape_surrogates(title.replace("\n", " "))
     if ns:
         metadata[NS] = ns
-    if kind == "raw":
-        return {"cell_type": "raw", "id": cid, "metadata": metadata, "source": text}
+    if kind in ("raw", "note"):
+        return {"cell_type": "raw" if kind == "raw" else "markdown", "id": cid,
+                "metadata": metadata, "source": text}
     return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
             "outputs": [], "execution_count": None}
 

@@ -179,12 +179,7 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
             taken.add(cell["id"])
         elif isinstance(source, str):
             cell["source"] = source
-        meta = cell.setdefault("metadata", {})
-        for key in LIVE_KEYS:
-            if key in entry:
-                meta[key] = entry[key]
-            else:
-                meta.pop(key, None)
+        fmt.set_cell_attrs(cell, {key: entry.get(key) for key in LIVE_KEYS})
         cells.append(cell)
     nb["cells"] = cells
     return nb
@@ -194,7 +189,7 @@ def _new_cell(cell_type: str, source: str, cid: str) -> dict[str, Any]:
     if cell_type == "raw":
         return fmt.new_message(source, cell_id=cid, kind="raw")
     if cell_type == "markdown":  # a note, as JupyterLab itself makes one (never sent)
-        return {"cell_type": "markdown", "id": cid, "metadata": {}, "source": source}
+        return fmt.new_message(source, cell_id=cid, kind="note")
     return fmt.new_message(source, cell_id=cid)
 
 

@@ -65,11 +65,8 @@ async def _run_task(cell: Any, run: Any, options: Any) -> None:
 TASK_RUNNERS = {"task": _run_task}
 """The cell kinds the kernel runs beside the runtime's own."""
 
-UNTRUSTED = "UntrustedFolder"
-"""The error name of a refusal that trusting the notebook's folder would lift."""
 
-
-class RunFailed(Exception):
+class _RunFailed(Exception):
     """A cell that could not run: the reason is one line, shown without a traceback."""
 
     def __init__(self, ename: str, evalue: str) -> None:
@@ -254,7 +251,7 @@ class AgentKernel(Kernel):
         self._last_output = None
         try:
             return await self._execute(code, cell_id, (cell_meta or {}).get(LIVE_STATE_KEY))
-        except RunFailed as exc:
+        except _RunFailed as exc:
             return self._error(exc.ename, exc.evalue, publish=True)
         finally:
             if store_history:
@@ -273,9 +270,8 @@ class AgentKernel(Kernel):
 
     async def _execute(self, code: str, cell_id: str | None, live: Any = None
                        ) -> dict[str, Any]:
-        from jupyter_percent_agent import format as fmt
-        from jupyter_percent_agent.runtime import AgentError, RunOptions, send
-        from jupyter_percent_agent.trust import TrustError
+        from jupyter_percent_agent import errors
+        from jupyter_percent_agent.runtime import RunOptions, send
 
         path = notebook_path()
         conversation = LiveConversation(self._memory, path, cell_id, code, live)
@@ -299,19 +295,14 @@ class AgentKernel(Kernel):
                                if conversation.kind not in ("code", "tool_call", "toolchain")
                                else "interrupted")
         exc = task.exception()
-        if isinstance(exc, TrustError):
-            # UntrustedFolder: trusting the notebook's folder would allow it (JupyterLab
-            # offers to); TrustError: nothing the user can trust allows it (a path out)
-            raise RunFailed(UNTRUSTED if exc.folder is not None else "TrustError",
-                            _one_line(str(exc)))
         if exc is not None:
-            if isinstance(exc, fmt.FormatError | OSError | ValueError) and \
-                    not isinstance(exc, AgentError | TrustError | FileNotFoundError):
-                where = f"{path}: " if path and str(path) not in str(exc) else ""
-                raise RunFailed(type(exc).__name__, _one_line(f"{where}{exc}"))
-            if not isinstance(exc, AgentError | TrustError | FileNotFoundError):
-                self.log.error("agent run failed", exc_info=exc)  # the traceback: in the log
-            raise RunFailed(type(exc).__name__, _one_line(str(exc)))
+            # the package's table names it and says it in one line (the name of a refusal
+            # that trusting the notebook's folder would lift: UntrustedFolder)
+            shown = errors.report(exc, path=str(path) if path else None)
+            if shown is None:  # a bug: its traceback goes to the log
+                self.log.error("agent run failed", exc_info=exc)
+                raise _RunFailed(type(exc).__name__, _one_line(str(exc)))
+            raise _RunFailed(shown.ename, _one_line(shown.message))
         run = task.result()
         self._last_output = run.reply or run.error
         if run.status == "error":

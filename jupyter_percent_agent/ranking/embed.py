@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.trust import NO_KEY
 
 if TYPE_CHECKING:
@@ -39,8 +40,10 @@ WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(PercentAgentError, RuntimeError):
     """The embedding model could not be loaded or did not answer."""
+
+    error_kind = Kind.MODEL
 
 
 class Embedder(Protocol):

@@ -9,7 +9,7 @@ typed events (``runtime.events``) and a transport (``LocalTransport``, ``HelperT
 
     run = await send(FileConversation(path, message), RunOptions(...), on_event,
                      transport=HelperTransport())
-    run.outputs, run.reply, run.status, run.error_type, run.usage
+    run.outputs, run.reply, run.outcome (status, error_type, error, usage, seconds)
 
 ``run_turn(nb, cell_id, options, on_event, transport=...)`` runs one cell of a notebook in
 memory (task documents use it). docs/internal-api.md draws the modules and one turn's path.
@@ -31,6 +31,7 @@ _NAMES = {
     "History": "history", "Turn": "history", "build_history": "history", "fit": "history",
     "conversation_cells": "history",
     "CallResult": "models", "CallSpec": "models", "spec_for": "models",
+    "Outcome": "outcome", "RunStatus": "outcome", "read_status": "outcome",
     "Selection": "ranges", "SelectionError": "ranges", "parse_selection": "ranges",
     "Run": "run",
     "apply_run": "store", "locked": "store",

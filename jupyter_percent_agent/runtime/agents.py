@@ -17,13 +17,16 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_AGENT_NAME = "default"
 
 
-class AgentError(ValueError):
+class AgentError(PercentAgentError, ValueError):
     """An agent that cannot be found or whose definition is wrong."""
+
+    error_kind = Kind.AGENT
 
 
 @dataclass

@@ -9,7 +9,6 @@ as the final answer. The step limit comes from the caller (``trust.step_limit``)
 from __future__ import annotations
 
 import json
-import secrets
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
@@ -23,11 +22,6 @@ from jupyter_percent_agent.runtime.transport import Transport
 from jupyter_percent_agent.trust import Route
 
 SANDBOX_TIMEOUT = 30.0
-
-
-def nonce() -> str:
-    """A random nonce for tool-call ids (``CELL.NONCE``), so text cannot forge a call."""
-    return secrets.token_hex(3)
 
 
 def to_json_text(value: Any) -> str:
@@ -96,7 +90,7 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             _answer(run, agent, res, parsed.message, {**extra, "status": "fail"})
             return
         _reply(run, agent, res, res.text, reasoning=1)
-        call_id = f"{run.cell_id}.{nonce()}"
+        call_id = fmt.tool_call_id(run.cell_id)
         result = await sandbox.execute_async(
             parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
             timeout=SANDBOX_TIMEOUT,

@@ -12,6 +12,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.runtime.attp_loop import to_json_text
 from jupyter_percent_agent.runtime.events import Chunk
 from jupyter_percent_agent.runtime.run import Run
@@ -105,8 +106,10 @@ async def run_tool_cell(cell: Mapping[str, Any], run: Run, base_dir: Path | None
     run.answer(to_json_text(data))
 
 
-class SandboxFailure(Exception):
+class SandboxFailure(PercentAgentError):
     """A tool defined in the file failed in the sandbox (``kind``: the error's type there)."""
+
+    error_kind = Kind.TOOL
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

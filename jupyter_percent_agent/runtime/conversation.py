@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.runtime import store
 from jupyter_percent_agent.runtime.context import resolve_item
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
@@ -40,8 +41,10 @@ class Conversation(Protocol):
     def finish(self, run: Run) -> None: ...
 
 
-class PlainMarkdown(ValueError):
+class PlainMarkdown(PercentAgentError, ValueError):
     """A plain ``.md`` without a Discussion section: messages need ``--force``."""
+
+    error_kind = Kind.USAGE
 
 
 async def send(conversation: Conversation, options: RunOptions, on_event: OnEvent = ignore,
@@ -98,7 +101,7 @@ class FileConversation:
             nb = store.read(self.path)
             if self.save is not None:
                 save_choices(nb, *self.save, folder=self.path.parent)
-            cid = store.new_cell_id(nb)
+            cid = fmt.new_cell_id(nb)
             nb.setdefault("cells", []).append(
                 fmt.new_message(self.message, cell_id=cid, title=self.title))
             decided = plan(nb, cid, options)  # fails before anything is written
@@ -142,4 +145,4 @@ def save_choices(nb: dict[str, Any], include: Sequence[str], exclude: Sequence[s
         for sel in parsed:
             if sel.path is None:
                 for i in sel.indices(len(cells)):
-                    store.set_cell_attr(cells[i - 1], "history", mode)
+                    fmt.set_cell_attrs(cells[i - 1], {"history": mode})

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
 from jupyter_percent_agent.runtime import direct, routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
@@ -369,12 +370,17 @@ def _cost_value(value: Any) -> float | None:
         return None
 
 
-class Refused(Exception):
+class Refused(PercentAgentError):
     """A call decided against before it was made (``failure`` says why)."""
+
+    error_kind = Kind.MODEL
 
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.text)
         self.failure = failure
+        self.reason = failure.detail  # for the terminal: names the endpoint and the key
+        if failure.kind == "TrustError":
+            self.error_kind = Kind.REFUSED
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 _SPEC = re.compile(r"^(?P<path>.*?)/?(?:item)?\[(?P<ranges>[^\]]*)\]$")
 
 
-class SelectionError(ValueError):
+class SelectionError(PercentAgentError, ValueError):
     """A selection that does not parse."""
+
+    error_kind = Kind.USAGE
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from jupyter_percent_agent.runtime.events import (
     OutputMade,
     ignore,
 )
+from jupyter_percent_agent.runtime.outcome import Outcome, RunStatus
 
 
 class Run:
-    """One cell's run. ``status``: "ok", "error" or "interrupted"."""
+    """One cell's run; how it ended is its :class:`Outcome` (``status``: ``RunStatus``)."""
 
     def __init__(self, cell_id: str, *, existing: Iterable[Mapping[str, Any]] = (),
                  on_event: OnEvent = ignore) -> None:
@@ -31,12 +32,9 @@ class Run:
         self._existing = list(existing)  # the cell's outputs before this run (numbering)
         self._on_event = on_event
         self._outputs: list[dict[str, Any]] = []
-        self._status = "ok"
-        self._error: str | None = None
-        self._error_type: str | None = None
+        self._outcome = Outcome()
         self._error_detail: str | None = None
         self._reply = ""
-        self._usage: dict[str, Any] = {}
         self._agent = ""
         self._summaries: dict[str, tuple[str, str]] = {}  # cell id -> (summary, content hash)
         self._dropped: list[str] = []
@@ -49,26 +47,33 @@ class Run:
         return tuple(self._outputs)
 
     @property
-    def status(self) -> str:
-        return self._status
+    def outcome(self) -> Outcome:
+        """How the run ended (a copy), with the seconds its model calls took."""
+        o = self._outcome
+        return Outcome(o.status, o.error_type, o.error, dict(o.usage),
+                       model_seconds(self._outputs))
+
+    @property
+    def status(self) -> RunStatus:
+        return self._outcome.status
 
     @property
     def ok(self) -> bool:
-        return self._status == "ok"
+        return self._outcome.ok
 
     @property
     def error(self) -> str | None:
         """One line, safe to save in the file (no ``api_base``)."""
-        return self._error
+        return self._outcome.error
 
     @property
     def error_type(self) -> str | None:
-        return self._error_type
+        return self._outcome.error_type
 
     @property
     def error_detail(self) -> str | None:
         """``error`` as the terminal shows it (may name the ``api_base``)."""
-        return self._error_detail or self._error
+        return self._error_detail or self._outcome.error
 
     @property
     def reply(self) -> str:
@@ -77,7 +82,7 @@ class Run:
 
     @property
     def usage(self) -> dict[str, Any]:
-        return dict(self._usage)
+        return dict(self._outcome.usage)
 
     @property
     def agent(self) -> str:
@@ -112,19 +117,8 @@ class Run:
         self._dropped = list(groups)
 
     def next_output_id(self) -> str:
-        """The next ``ID.n`` (tool calls, ``ID.NONCE``, do not count: a hex nonce can be all
-        digits)."""
-        prefix = self.cell_id + "."
-        numbers = [0]
-        for i, out in enumerate([*self._existing, *self._outputs], start=1):
-            if fmt.output_kind(out) == "tool_call":
-                continue
-            oid = fmt.output_id(out)
-            if oid is None:
-                numbers.append(i)
-            elif oid.startswith(prefix) and oid[len(prefix):].isdigit():
-                numbers.append(int(oid[len(prefix):]))
-        return f"{prefix}{max(numbers) + 1}"
+        """The next ``ID.n`` of the cell (the format core's one rule for output ids)."""
+        return fmt.next_output_id(self.cell_id, [*self._existing, *self._outputs])
 
     def emit(self, output: dict[str, Any]) -> dict[str, Any]:
         """Add an output to the cell and tell the front end."""
@@ -140,12 +134,12 @@ class Run:
 
     def fail(self, error_type: str, error: str, *, detail: str | None = None) -> None:
         """The run failed: ``error`` one line for the file, ``detail`` for the terminal."""
-        self._status, self._error_type, self._error = "error", error_type, error
+        self._outcome.fail(error_type, error)
         self._error_detail = detail
 
     def interrupt(self) -> None:
         """The turn was cancelled (Ctrl-C, the stop button)."""
-        self._status = "interrupted"
+        self._outcome.status = RunStatus.INTERRUPTED
         self._on_event(Interrupted(self._partial))
 
     def answer(self, text: str) -> None:
@@ -154,7 +148,19 @@ class Run:
 
     def add_usage(self, model: str | None, **measured: float | int | None) -> None:
         """Add one call's tokens and cost to the run's totals."""
+        usage = self._outcome.usage
         for key, value in measured.items():
             if value is not None:
-                self._usage[key] = round(self._usage.get(key, 0) + value, 8)
-        self._usage["model"] = model
+                usage[key] = round(usage.get(key, 0) + value, 8)
+        usage["model"] = model
+
+
+def model_seconds(outputs: Iterable[Mapping[str, Any]]) -> float:
+    """Time spent in model calls, as the runtime measured them (replies' ``duration``)."""
+    total = 0.0
+    for out in outputs:
+        if fmt.output_kind(out) == "reply":
+            duration = fmt.output_attrs(out).get("duration")
+            if isinstance(duration, int | float):
+                total += float(duration)
+    return total

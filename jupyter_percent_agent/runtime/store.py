@@ -14,7 +14,6 @@ import fcntl
 import hashlib
 import os
 import re
-import secrets
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -44,20 +43,6 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def new_cell_id(nb: Mapping[str, Any]) -> str:
-    """A short id not used by any cell of ``nb``."""
-    used = {fmt.cell_id(c) for c in nb.get("cells", [])}
-    while True:
-        cid = secrets.token_hex(4)
-        if cid not in used and not cid.isdigit():
-            return cid
-
-
-def set_cell_attr(cell: dict[str, Any], key: str, value: Any) -> None:
-    """Set one footnote attribute of a cell (attributes live flat in cell metadata)."""
-    cell.setdefault("metadata", {})[key] = value
 
 
 def read(path: Path) -> dict[str, Any]:

@@ -52,6 +52,4 @@ def apply_summaries(nb: Mapping[str, Any], summaries: Mapping[str, tuple[str, st
     for cid, (summary, digest) in summaries.items():
         cell = by_id.get(cid)
         if cell is not None and hist.content_hash(cell) == digest:
-            meta = cell.setdefault("metadata", {})  # attributes live flat in cell metadata
-            meta["summary"] = summary
-            meta["summary_hash"] = digest
+            fmt.set_cell_attrs(cell, {"summary": summary, "summary_hash": digest})

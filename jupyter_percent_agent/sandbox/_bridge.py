@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.tools import Tool, ToolArgumentError, as_tool
 
 from . import _limits
@@ -34,8 +35,10 @@ ChunkCallback = Callable[[str, Any], None]
 _TOO_LARGE = f"arguments larger than {_limits.MAX_TOOL_ARGS_BYTES} bytes"
 
 
-class BridgeViolation(Exception):
+class BridgeViolation(PercentAgentError):
     """The worker broke the protocol about defined tools; the run ends."""
+
+    error_kind = Kind.TOOL
 
 
 class ToolTable:

@@ -13,11 +13,15 @@ import os
 import struct
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 _HEADER = struct.Struct(">I")
 
 
-class ProtocolError(Exception):
+class ProtocolError(PercentAgentError):
     """The other side sent something that is not a valid frame."""
+
+    error_kind = Kind.TOOL
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -22,6 +22,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 # The tools package's own result rules (the package __init__ is too heavy for a worker).
 from jupyter_percent_agent.tools.results import normalize_result, split_stream_chunk
 
@@ -29,8 +31,10 @@ from . import _limits
 from ._policy import compile_code
 
 
-class ToolError(Exception):
+class ToolError(PercentAgentError):
     """A tool call failed; carries the message only."""
+
+    error_kind = Kind.TOOL
 
 
 def error_line(tb: Any, filename: str) -> int | None:

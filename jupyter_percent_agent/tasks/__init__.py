@@ -24,7 +24,7 @@ _NAMES = {
     "load_sop": "sop", "Sop": "sop", "SopError": "sop",
     "Problem": "documents", "TaskDocument": "documents",
     "run_task": "api", "arun_task": "api", "resume_task": "api", "aresume_task": "api",
-    "TaskResult": "runner", "StepInfo": "runner",
+    "TaskResult": "state", "StepInfo": "state",
     "run_inputs": "batch",
     "run_task_cell": "cell",
     "Index": "index", "pick_plan": "index",

@@ -10,7 +10,6 @@ turn ``tce chat`` and the kernel run, with its trust rules). It imports the runt
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,6 @@ OnEvent = Callable[[Any], None]
 # Settings a SOP folder may not give its agents: a shared folder must not choose where the
 # user's key is sent (TRUST.md), nor carry a key.
 REFUSED_AGENT_KEYS = ("api_base", "api_key", "base_url", "api_key_env")
-
-
-@dataclass
-class Turn:
-    """What running one step cell produced. ``status``: "ok", "error", "interrupted"."""
-
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    text: str = ""
-    status: str = "ok"
-    error: str | None = None
-    error_type: str | None = None
-    model_seconds: float = 0.0
 
 
 def toolbox_dir(base_dir: Path) -> Path:
@@ -53,28 +40,28 @@ def turn_notebook(agents: Mapping[str, Any], path: str = "turn.msg.md") -> dict[
     return nb
 
 
-async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], turn: Turn, *,
-                   base_dir: Path, model: str | None = None,
-                   on_event: OnEvent | None = None) -> Turn:
+def step_run(cell: Mapping[str, Any], on_event: OnEvent | None = None) -> Any:
+    """The runtime's ``Run`` for a step's ``cell``, given to :func:`run_step`: it holds what
+    was complete when the step is cancelled, and says how the step ended
+    (``run.outcome``)."""
+    from jupyter_percent_agent.runtime import Run
+
+    return Run(fmt.cell_id(cell), existing=cell.get("outputs") or [],
+               on_event=on_event or (lambda event: None))
+
+
+async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], run: Any, *,
+                   base_dir: Path, model: str | None = None) -> Any:
     """Run a step's ``cell`` (a cell of the transcript) through the runtime's turn, in
     ``turn_nb`` (:func:`turn_notebook`): its agent answers a message cell, a
     ``[tool_call]`` cell calls its tool (from ``toolbox/`` in ``base_dir`` and entry points).
-    Fills ``turn`` as outputs arrive, so a cancelled step keeps what it had; model and tool
-    failures end in ``turn.status == "error"``."""
-    from jupyter_percent_agent.runtime import RunOptions, new_run, run_turn
+    ``run`` (:func:`step_run`) fills as outputs arrive, so a cancelled step keeps what it
+    had; model and tool failures end in ``run.status == "error"``."""
+    from jupyter_percent_agent.runtime import RunOptions, run_turn
 
     cell_id = fmt.cell_id(cell)
     nb = {**turn_nb, "cells": [*turn_nb.get("cells", []), cell]}
-    run = new_run(nb, cell_id, on_event or (lambda event: None))
-    try:
-        await run_turn(nb, cell_id, RunOptions(base_dir=base_dir, model=model), run=run)
-    finally:  # also when cancelled: what was complete is kept (run.status "interrupted")
-        turn.outputs = list(run.outputs)
-        turn.text = run.reply
-        turn.status = run.status
-        turn.error, turn.error_type = run.error, run.error_type
-        turn.model_seconds = model_seconds(turn.outputs)
-    return turn
+    return await run_turn(nb, cell_id, RunOptions(base_dir=base_dir, model=model), run=run)
 
 
 def import_models_soon() -> None:
@@ -103,17 +90,6 @@ def import_models_soon() -> None:
         gc.freeze()
 
     threading.Thread(target=work, name="import-litellm", daemon=True).start()
-
-
-def model_seconds(outputs: list[dict[str, Any]]) -> float:
-    """Time spent in model calls, as the runtime measured them (replies' ``duration``)."""
-    total = 0.0
-    for out in outputs:
-        if fmt.output_kind(out) == "reply":
-            duration = fmt.output_attrs(out).get("duration")
-            if isinstance(duration, int | float):
-                total += float(duration)
-    return total
 
 
 def agent_problem(name: str, props: Any) -> str | None:

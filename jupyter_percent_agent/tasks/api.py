@@ -14,17 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime.outcome import RunStatus, read_status
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import Problem
-from jupyter_percent_agent.tasks.runner import (
-    DEFAULT_MAX_STEPS,
-    Item,
-    OnEvent,
-    Runner,
-    State,
-    TaskResult,
-)
+from jupyter_percent_agent.tasks.events import OnEvent
+from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS, Runner
 from jupyter_percent_agent.tasks.sop import Sop, SopError, load_sop
+from jupyter_percent_agent.tasks.state import Item, State, TaskResult
 
 RUNS = "runs"
 
@@ -121,8 +117,9 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
     # the transcript is a file like any other: its step budget is bounded as a [task] cell's
     steps = max_steps or int(trust.bound("task_max_steps", header.get("max_steps"),
                                          folder=path.parent).value or DEFAULT_MAX_STEPS)
-    if status in ("succeeded", "failed"):
-        return TaskResult(status, task_id, state.context, path, state.steps, state.error)
+    ended = read_status(status)  # the words of today's transcripts and earlier ones
+    if ended in (RunStatus.OK, RunStatus.ERROR):
+        return TaskResult.ended(ended, task_id, state.context, path, state.steps, state.error)
     loaded = as_sop(sop if sop is not None else header["sop"])
     check_task(loaded, task_id)
     runner = Runner(loaded, task_id, nb, path, state, max_steps=steps, model=model,

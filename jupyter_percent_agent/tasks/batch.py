@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.runtime.outcome import RUN_WORDS, RunStatus
 from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS
 from jupyter_percent_agent.tasks.sop import Sop
 
@@ -55,7 +56,8 @@ def parse_inputs(text: str) -> Iterator[Job]:
 
 def failed(job: Job, message: str, error_type: str = "bad_input", *,
            task_id: str = "") -> dict[str, Any]:
-    return {"input": job.index, "status": "failed", "task_id": task_id, "context": job.context,
+    return {"input": job.index, "status": RUN_WORDS[RunStatus.ERROR], "task_id": task_id,
+            "context": job.context,
             "transcript": None, "steps": 0,
             "error": {"task_id": task_id, "error_type": error_type, "message": message}}
 

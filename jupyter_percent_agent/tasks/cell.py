@@ -28,6 +28,7 @@ from jupyter_percent_agent.runtime.events import (
     Retry,
     Status,
 )
+from jupyter_percent_agent.runtime.outcome import Outcome, RunStatus
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.events import RunStarted, StepFinished, StepStarted
 
@@ -37,16 +38,26 @@ TASK_KIND = "task"
 
 @dataclass
 class TaskCellRun:
-    """What running a ``[task]`` cell produced: ``outputs`` (for the cell), ``status``
-    ("ok", "error", "interrupted"), the run's ``result`` and its ``transcript``."""
+    """What running a ``[task]`` cell produced: ``outputs`` (for the cell), how it ended
+    (``outcome``: the runtime's one type), the run's ``result`` and its ``transcript``."""
 
     cell_id: str
     outputs: list[dict[str, Any]] = field(default_factory=list)
-    status: str = "ok"
-    error: str | None = None
-    error_type: str | None = None
+    outcome: Outcome = field(default_factory=Outcome)
     transcript: Path | None = None
     result: Any = None
+
+    @property
+    def status(self) -> RunStatus:
+        return self.outcome.status
+
+    @property
+    def error(self) -> str | None:
+        return self.outcome.error
+
+    @property
+    def error_type(self) -> str | None:
+        return self.outcome.error_type
 
 
 def is_task_cell(cell: dict[str, Any]) -> bool:
@@ -78,7 +89,7 @@ class _Outputs:
         self.step: Any = None
 
     def _id(self) -> str:
-        return f"{self.run.cell_id}.{len(self.run.outputs) + 1}"
+        return fmt.next_output_id(self.run.cell_id, self.run.outputs)
 
     def emit(self, out: dict[str, Any]) -> None:
         self.run.outputs.append(out)
@@ -97,7 +108,7 @@ class _Outputs:
                 self.step = info
             case StepFinished(info=info):
                 text = f"[{info.step}] {info.task_id} ({info.task_type}, attempt " \
-                       f"{info.attempt}): {info.outcome}"
+                       f"{info.attempt}): {info.shown}"
                 if info.detail:
                     text += f": {info.detail}"
                 if info.then:
@@ -140,8 +151,8 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     returns what to record in the cell.
     Problems (a bad context, a SOP folder with problems) end as an error output, never an
     exception; cancel the task to interrupt (``run.outputs`` then says how to continue)."""
+    from jupyter_percent_agent import errors
     from jupyter_percent_agent.tasks.api import aresume_task, arun_task
-    from jupyter_percent_agent.tasks.sop import SopError
 
     base_dir = Path(os.path.realpath(base_dir))  # the paths the cell names resolve in it
     emit = on_event or (lambda event: None)
@@ -164,21 +175,24 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
                                      on_event=outputs, max_steps=int(steps.value or 0),
                                      lowered=(f"[task] cell: {steps.describe()}",)
                                      if steps.lowered else ())
-    except (SopError, ValueError, OSError, tr.TranscriptError) as exc:
-        run.status, run.error_type, run.error = "error", type(exc).__name__, str(exc)
+    except (errors.PercentAgentError, ValueError, OSError) as exc:
+        shown = errors.report(exc)  # the name and line every front end shows for it
+        run.outcome.fail(*((shown.ename, shown.message) if shown
+                           else (type(exc).__name__, str(exc))))
         outputs.emit(fmt.error_output(run.error_type, run.error, [], out_id=outputs._id()))
         return run
     except BaseException:  # cancelled (interrupt): the transcript is saved and resumable
-        run.status = "interrupted"
+        run.outcome.status = RunStatus.INTERRUPTED
         if run.transcript is not None:
             outputs.final("interrupted", None, {})
         raise
     run.result = result
     extra: dict[str, Any] = {"steps": result.steps}
-    if result.status != "succeeded":
+    run.outcome.seconds = result.outcome.seconds
+    if not result.outcome.ok:
         err = result.error or {}
-        run.status, run.error_type = "error", str(err.get("error_type") or "TaskFailed")
-        run.error = f"{err.get('task_id')}: {err.get('message')}"
+        run.outcome.fail(str(err.get("error_type") or "TaskFailed"),
+                         f"{err.get('task_id')}: {err.get('message')}")
         extra["error"] = run.error
         outputs.emit(fmt.error_output(run.error_type, run.error, [], out_id=outputs._id()))
     outputs.final(result.status, result.context, extra)

@@ -12,14 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.tasks.batch import Job, OnResult, failed, run_remote
 from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS
 
 CONNECT_TIMEOUT = "10s"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(PercentAgentError, RuntimeError):
     """Dask is not installed, or the scheduler cannot be reached."""
+
+    error_kind = Kind.USAGE
 
 
 def run_on_cluster(address: str, sop_root: Path, task_id: str, jobs: list[Job], *,

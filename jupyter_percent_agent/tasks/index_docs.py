@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 
 @dataclass(frozen=True)
 class IndexedDoc:
@@ -46,8 +48,10 @@ class DocProblem:
             f"{self.path}: {self.message}")
 
 
-class DocError(ValueError):
+class DocError(PercentAgentError, ValueError):
     """A document that cannot be indexed; ``line`` is 1-based, 0 when unknown."""
+
+    error_kind = Kind.BAD_FILE
 
     def __init__(self, message: str, line: int = 0) -> None:
         super().__init__(message)

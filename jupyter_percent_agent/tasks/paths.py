@@ -11,12 +11,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 NOT_FOUND: Any = object()
 """What :func:`read` returns when the path matches nothing."""
 
 
-class PathError(ValueError):
+class PathError(PercentAgentError, ValueError):
     """A JSONPath that does not parse, or a write that cannot be made."""
+
+    error_kind = Kind.BAD_FILE
 
 
 @functools.lru_cache(maxsize=2048)

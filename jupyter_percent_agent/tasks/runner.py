@@ -14,121 +14,42 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent import trust
+from jupyter_percent_agent import errors, trust
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime.events import OutputMade
+from jupyter_percent_agent.runtime.outcome import RUN_WORDS, RunStatus
 from jupyter_percent_agent.tasks import adapter, paths, results, templates
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import TaskDocument
 from jupyter_percent_agent.tasks.events import OnEvent, RunStarted, StepFinished, StepStarted
 from jupyter_percent_agent.tasks.sop import Sop
+from jupyter_percent_agent.tasks.state import Item, State, StepFailure, StepInfo, TaskResult
 
 DEFAULT_MAX_STEPS = int(trust.LIMITS["task_max_steps"].default or 0)
 PLANNER_AGENT = "planner"
 FEEDBACK_HEADING = "\n\n---\nFeedback on the previous attempt (fix this):\n"
 INPUTS_HEADING = "\n\n---\nInputs:\n"
 
-# Error types of failures the runner itself names (a validator names its own).
+# Error types of failures the runner itself names (a validator names its own); those of the
+# package's error kinds come from its one table.
 MISSING_INPUT = "missing_input"
 INVALID_OUTPUT = "invalid_output"
-MODEL_ERROR = "model_error"
-TOOL_ERROR = "tool_error"
-RUNNER_ERROR = "runner_error"
-TRUST_ERROR = "trust_error"
+MODEL_ERROR = errors.TABLE[errors.Kind.MODEL].error_type
+TOOL_ERROR = errors.TABLE[errors.Kind.TOOL].error_type
+RUNNER_ERROR = errors.TABLE[errors.Kind.FAILED].error_type
+TRUST_ERROR = errors.TABLE[errors.Kind.REFUSED].error_type
 BUDGET = "step_budget"
 REPLAN_FAILED = "replan_failed"
 
 
 
-@dataclass
-class Item:
-    """One task on the stack. ``frame`` is the plan run that pushed it (its step list is in
-    the state's ``frames``) and ``index`` its place there; ``after`` says why it runs again
-    ("retry", "route", "replan")."""
-
-    task_id: str
-    frame: int = 0
-    index: int = 0
-    attempt: int = 1
-    feedback: str = ""
-    after: str = ""
-    replanned: bool = False
-
-
-@dataclass
-class State:
-    """Everything a run needs to go on: JSON, saved after every step."""
-
-    context: dict[str, Any]
-    stack: list[Item] = field(default_factory=list)
-    frames: dict[int, list[str]] = field(default_factory=dict)
-    steps: int = 0
-    error: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        live = {i.frame for i in self.stack}
-        return {"context": self.context, "stack": [asdict(i) for i in self.stack],
-                "frames": {str(k): v for k, v in self.frames.items() if k in live},
-                "steps": self.steps, "error": self.error}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> State:
-        context = data.get("context")
-        return cls(context=context if isinstance(context, dict) else {},
-                   stack=[Item(**i) for i in data.get("stack") or []],
-                   frames={int(k): list(v) for k, v in (data.get("frames") or {}).items()},
-                   steps=int(data.get("steps") or 0), error=data.get("error"))
-
-
-@dataclass
-class StepInfo:
-    """A step as it is shown while the run goes on (``StepStarted(info)`` when it starts,
-    ``StepFinished(info)`` when it ends)."""
-
-    step: int
-    task_id: str
-    task_type: str
-    attempt: int
-    outcome: str = ""        # "ok", "pass", "fail", "error"
-    detail: str = ""
-    then: str = ""           # what happens next after a failure
-    seconds: float = 0.0
-    model_seconds: float = 0.0
-
-
-@dataclass
-class TaskResult:
-    """How a run ended. ``status``: "succeeded", "failed" or "interrupted"."""
-
-    status: str
-    task_id: str
-    context: dict[str, Any]
-    transcript: Path
-    steps: int
-    error: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "task_id": self.task_id, "context": self.context,
-                "transcript": str(self.transcript), "steps": self.steps, "error": self.error}
-
-
-@dataclass
-class Failure:
-    """Why a step failed. A ``final`` failure ends the run at once: retrying or routing it
-    cannot help (the folder's trust is missing: only the user can give it)."""
-
-    error_type: str
-    message: str
-    final: bool = False
-
-
-class StepFailed(Exception):
+class _StepFailed(Exception):
     def __init__(self, error_type: str, message: str) -> None:
         super().__init__(message)
-        self.failure = Failure(error_type, message)
+        self.failure = StepFailure(error_type, message)
 
 
 def _noop(event: Any) -> None:
@@ -154,6 +75,7 @@ class Runner:
         self.turn_nb = adapter.turn_notebook(sop.agents)
         self.limits = limits
         self._retries: dict[str, int] = {}
+        self._model_seconds = 0.0  # of this process's steps (a resumed run: since it resumed)
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -170,12 +92,12 @@ class Runner:
         await self._save("running")  # the run exists from its start, resumable at once
         refusal = self._toolbox_refusal()
         if refusal is not None:  # before any model call: a later tool step would be refused
-            return await self._finish("failed", {"task_id": self.task_id,
+            return await self._finish(RunStatus.ERROR, {"task_id": self.task_id,
                                                  "error_type": TRUST_ERROR,
                                                  "message": str(refusal)})
         while state.stack:
             if state.steps >= self.max_steps:
-                return await self._finish("failed", {
+                return await self._finish(RunStatus.ERROR, {
                     "task_id": state.stack[-1].task_id, "error_type": BUDGET,
                     "message": f"the step budget ({self.max_steps}) is spent: raise "
                                "--max-steps, or look for a loop of error routes"})
@@ -187,19 +109,20 @@ class Runner:
             except asyncio.CancelledError:
                 state.steps -= 1
                 state.stack.append(item)
-                await self._save("interrupted")
+                await self._save(RUN_WORDS[RunStatus.INTERRUPTED])
                 raise
             except Exception as exc:  # a bug, or a document the checks let through
                 info, error = self._crashed(item, exc)
             if error is not None:
-                result = await self._finish("failed", error)
+                result = await self._finish(RunStatus.ERROR, error)
             else:
                 await self._save("running")
             info.seconds = time.perf_counter() - started  # the transcript's save included
+            self._model_seconds += info.model_seconds
             self.on_event(StepFinished(info))
             if error is not None:
                 return result
-        return await self._finish("succeeded", None)
+        return await self._finish(RunStatus.OK, None)
 
     def _toolbox_refusal(self) -> trust.TrustError | None:
         """The refusal a step of this run would meet for the untrusted toolbox/ beside the
@@ -214,11 +137,13 @@ class Runner:
             self.sop.base_dir, tools, {a: self.sop.agents[a] for a in agents
                                        if a in self.sop.agents}, f"task {self.task_id!r}")
 
-    async def _finish(self, status: str, error: dict[str, Any] | None) -> TaskResult:
+    async def _finish(self, status: RunStatus, error: dict[str, Any] | None) -> TaskResult:
         self.state.error = error
-        await self._save(status)
-        return TaskResult(status, self.task_id, self.state.context, self.path,
-                          self.state.steps, error)
+        await self._save(RUN_WORDS[status])
+        result = TaskResult.ended(status, self.task_id, self.state.context, self.path,
+                                  self.state.steps, error)
+        result.outcome.seconds = self._model_seconds
+        return result
 
     async def _save(self, status: str) -> None:
         tr.set_state(self.nb, self.state.to_json(), status=status, steps=self.state.steps)
@@ -233,22 +158,21 @@ class Runner:
         info = StepInfo(self.state.steps, doc.task_id, doc.task_type, item.attempt)
         self.on_event(StepStarted(info))
         cell: dict[str, Any] | None = None
-        failure: Failure | None = None
+        failure: StepFailure | None = None
         try:
             if doc.is_plan:
                 cell = self._plan(item, doc)
-                info.outcome = "ok"
             else:
-                cell, failure, info.model_seconds = await self._call(item, doc)
-                info.outcome = ("pass" if doc.task_type == "validate" else "ok") \
-                    if failure is None else ("fail" if doc.task_type == "validate" else "error")
+                cell, failure, info.outcome.seconds = await self._call(item, doc)
+                if doc.task_type == "validate":  # pass or fail: data on the step
+                    info.verdict = failure is None
         except asyncio.CancelledError:
             if self._current is not None:
                 tr.mark_interrupted(self._current)
             raise
         ending = None
         if failure is not None:
-            info.detail = f"{failure.error_type}: {failure.message}"
+            info.outcome.fail(failure.error_type, failure.message)
             if failure.final:
                 info.then, ending = "fail", {"task_id": doc.task_id,
                                              "error_type": failure.error_type,
@@ -263,22 +187,24 @@ class Runner:
         """A step that raised: the run fails there with the reason in the transcript (on the
         step's cell when it has one), never a traceback and never a run left "running"."""
         doc = self.sop.documents.get(item.task_id)
-        failure = Failure(RUNNER_ERROR, f"{item.task_id}: {type(exc).__name__}: {exc}")
+        shown = errors.report(exc)  # the name and line every front end shows for it
+        said = f"{shown.ename}: {shown.message}" if shown else f"{type(exc).__name__}: {exc}"
+        failure = StepFailure(RUNNER_ERROR, f"{item.task_id}: {said}")
         info = StepInfo(self.state.steps, item.task_id, doc.task_type if doc else "",
-                        item.attempt, outcome="error", then="fail",
-                        detail=f"{failure.error_type}: {failure.message}")
+                        item.attempt, then="fail")
+        info.outcome.fail(failure.error_type, failure.message)
         if self._current is not None:
             self._record_failure(self._current, failure, "fail")
         return info, {"task_id": item.task_id, "error_type": failure.error_type,
                       "message": failure.message}
 
-    def _record_failure(self, cell: dict[str, Any], failure: Failure, then: str) -> None:
+    def _record_failure(self, cell: dict[str, Any], failure: StepFailure, then: str) -> None:
         """Say in the step's cell why it failed and what comes next: on its verdict when
         the verdict is the failure, else as an error output."""
         last = cell["outputs"][-1] if cell["outputs"] else None
         if last is not None and tr.is_verdict(last) and not tr.verdict_passed(last) \
                 and failure.error_type == tr.verdict_error_type(last):
-            tr.set_output_attr(last, "then", then)
+            fmt.set_output_attrs(last, {"then": then})
             return
         out = tr.error_output(cell, failure.error_type, failure.message, then)
         cell["outputs"].append(out)
@@ -306,15 +232,15 @@ class Runner:
             self.state.stack.append(Item(steps[i], frame=frame, index=i))
 
     async def _call(self, item: Item, doc: TaskDocument
-                    ) -> tuple[dict[str, Any] | None, Failure | None, float]:
+                    ) -> tuple[dict[str, Any] | None, StepFailure | None, float]:
         """Render, call, read the result and write the outputs of an execute or validate
         step: (its cell, the failure or None, seconds spent in model calls)."""
         try:
             values = self._inputs(doc)
             params = self._parameters(doc, values)
-        except (StepFailed, paths.PathError) as exc:
-            failure = exc.failure if isinstance(exc, StepFailed) else \
-                Failure(RUNNER_ERROR, f"{doc.task_id}: {exc}")
+        except (_StepFailed, paths.PathError) as exc:
+            failure = exc.failure if isinstance(exc, _StepFailed) else \
+                StepFailure(RUNNER_ERROR, f"{doc.task_id}: {exc}")
             cell = self._add_cell(tr.step_cell(
                 "", task_id=doc.task_id, task_type=doc.task_type, attempt=item.attempt,
                 step=self.state.steps))
@@ -328,22 +254,27 @@ class Runner:
             cell = self._add_cell(tr.step_cell(
                 templates.as_text(params), task_id=doc.task_id, task_type=doc.task_type,
                 attempt=item.attempt, step=self.state.steps, tool=doc.tool_id, args=params))
-        turn = adapter.Turn()
+        run = adapter.step_run(cell, self.on_event)
         try:
-            await self._run_cell(cell, turn)
-        except trust.TrustError as exc:  # asking again will not trust the folder
-            return cell, Failure(TRUST_ERROR, str(exc), final=True), turn.model_seconds
-        except Exception as exc:  # a bug or a broken installation: recorded, not raised
-            return cell, Failure(RUNNER_ERROR, f"{type(exc).__name__}: {exc}"), 0.0
-        if turn.error_type == "TrustError":
-            return cell, Failure(TRUST_ERROR, turn.error or "refused",
-                                 final=True), turn.model_seconds
-        if turn.status != "ok":
+            await self._run_cell(cell, run)
+        except Exception as exc:  # recorded, not raised
+            shown = errors.report(exc)
+            if shown is not None and shown.kind is errors.Kind.REFUSED:
+                # asking again will not trust the folder
+                return cell, StepFailure(TRUST_ERROR, shown.message, final=True), \
+                    run.outcome.seconds
+            return cell, StepFailure(RUNNER_ERROR, f"{type(exc).__name__}: {exc}"), 0.0
+        outcome = run.outcome
+        if outcome.error_type in ("TrustError", "UntrustedFolder"):
+            return cell, StepFailure(TRUST_ERROR, outcome.error or "refused",
+                                     final=True), outcome.seconds
+        if not outcome.ok:
             kind = MODEL_ERROR if doc.is_llm else TOOL_ERROR
-            return cell, Failure(kind, turn.error or "the call failed"), turn.model_seconds
-        value = self._value(doc, turn.text)
+            return cell, StepFailure(kind, outcome.error or "the call failed"), outcome.seconds
+        value = self._value(doc, run.reply)
         if doc.task_type == "validate":
-            verdict = results.llm_verdict(turn.text) if doc.is_llm else results.tool_verdict(value)
+            verdict = results.llm_verdict(run.reply) if doc.is_llm else \
+                results.tool_verdict(value)
             out = tr.verdict_output(cell, verdict)
             cell["outputs"].append(out)
             self.on_event(OutputMade(out))
@@ -351,25 +282,25 @@ class Runner:
                 value = verdict.to_json()
             failure = self._write_outputs(doc, value)
             if failure is None and not verdict.ok:
-                failure = Failure(verdict.error_type, verdict.message)
-            return cell, failure, turn.model_seconds
-        return cell, self._write_outputs(doc, value), turn.model_seconds
+                failure = StepFailure(verdict.error_type, verdict.message)
+            return cell, failure, outcome.seconds
+        return cell, self._write_outputs(doc, value), outcome.seconds
 
-    async def _run_cell(self, cell: dict[str, Any], turn: adapter.Turn) -> None:
+    async def _run_cell(self, cell: dict[str, Any], run: Any) -> None:
         """Run a step's cell through the runtime; its outputs land in the cell, also when
         the call is cancelled or raises."""
         try:
-            await adapter.run_step(self.turn_nb, cell, turn, base_dir=self.sop.base_dir,
-                                   model=self.model, on_event=self.on_event)
+            await adapter.run_step(self.turn_nb, cell, run, base_dir=self.sop.base_dir,
+                                   model=self.model)
         finally:
-            cell["outputs"] = list(turn.outputs)
+            cell["outputs"] = list(run.outputs)
 
     def _inputs(self, doc: TaskDocument) -> dict[str, Any]:
         values = {}
         for var, path in doc.inputs.items():
             value = paths.read(self.state.context, path)
             if value is paths.NOT_FOUND:
-                raise StepFailed(MISSING_INPUT, f"{doc.task_id}: input {var!r} reads {path}, "
+                raise _StepFailed(MISSING_INPUT, f"{doc.task_id}: input {var!r} reads {path}, "
                                  "which is not in the context")
             values[var] = value
         return values
@@ -384,7 +315,7 @@ class Runner:
             if p.is_path:
                 value = paths.read(self.state.context, p.value)
                 if value is paths.NOT_FOUND:
-                    raise StepFailed(MISSING_INPUT, f"{doc.task_id}: parameter {p.name!r} "
+                    raise _StepFailed(MISSING_INPUT, f"{doc.task_id}: parameter {p.name!r} "
                                      f"reads {p.value}, which is not in the context")
                 params[p.name] = value
             elif isinstance(p.value, str):
@@ -418,21 +349,22 @@ class Runner:
         except ValueError:
             return text
 
-    def _write_outputs(self, doc: TaskDocument, value: Any) -> Failure | None:
+    def _write_outputs(self, doc: TaskDocument, value: Any) -> StepFailure | None:
         picked = []
         for target, source in doc.outputs.items():
             got = paths.read(value, source)
             if got is paths.NOT_FOUND:
                 shown = templates.as_text(value)
                 shown = shown if len(shown) <= 300 else shown[:299] + "…"
-                return Failure(INVALID_OUTPUT, f"{doc.task_id}: output {target} reads {source} "
-                               f"from the result, which has none (the result: {shown})")
+                return StepFailure(INVALID_OUTPUT, f"{doc.task_id}: output {target} reads "
+                                   f"{source} from the result, which has none (the result: "
+                                   f"{shown})")
             picked.append((target, got))
         for target, got in picked:
             try:
                 paths.write(self.state.context, target, got)
             except paths.PathError as exc:
-                return Failure(INVALID_OUTPUT, f"{doc.task_id}: {exc}")
+                return StepFailure(INVALID_OUTPUT, f"{doc.task_id}: {exc}")
         return None
 
     # -- failures ----------------------------------------------------------------------
@@ -445,7 +377,7 @@ class Runner:
                 "retries", doc.on_failure.retry, folder=self.sop.root).value or 0)
         return self._retries[doc.task_id]
 
-    async def _on_failure(self, item: Item, doc: TaskDocument, failure: Failure
+    async def _on_failure(self, item: Item, doc: TaskDocument, failure: StepFailure
                           ) -> tuple[str, dict[str, Any] | None]:
         """Push what runs next after ``item`` failed: (what was decided, the run's error when
         nothing can be done)."""
@@ -495,7 +427,7 @@ class Runner:
                 return Item(other.task_id, item.frame, i)
         return None
 
-    async def _replan(self, item: Item, doc: TaskDocument, failure: Failure
+    async def _replan(self, item: Item, doc: TaskDocument, failure: StepFailure
                       ) -> tuple[list[str], str | None]:
         """Ask the planner (an LLM) for steps from the folder's documents."""
         from jupyter_percent_agent.tasks import candidates
@@ -509,15 +441,15 @@ class Runner:
         cell = self._add_cell(tr.step_cell(prompt, task_id=doc.task_id, task_type="replan",
                                            attempt=item.attempt, step=self.state.steps,
                                            agent=agent))
-        turn = adapter.Turn()
+        run = adapter.step_run(cell, self.on_event)
         try:
-            await self._run_cell(cell, turn)
+            await self._run_cell(cell, run)
         except Exception as exc:
             return [], f"the planner's call failed: {type(exc).__name__}: {exc}"
-        if turn.status != "ok":
-            return [], f"the planner's call failed: {turn.error}"
+        if not run.ok:
+            return [], f"the planner's call failed: {run.error}"
         try:
-            return results.planner_steps(turn.text, {d.task_id for d in options}), None
+            return results.planner_steps(run.reply, {d.task_id for d in options}), None
         except ValueError as exc:
             return [], str(exc)
 

@@ -9,13 +9,16 @@ from collections.abc import Hashable
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
 Key = tuple[Hashable, ...]
 """Where a value is: the keys and list indices from the top, e.g. ``("tool", "parameters", 0)``."""
 
 
-class YamlError(ValueError):
+class YamlError(PercentAgentError, ValueError):
     """YAML that does not parse, or that the format core refuses. ``line`` is 1-based."""
+
+    error_kind = Kind.BAD_FILE
 
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)

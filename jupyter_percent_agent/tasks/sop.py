@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.tasks import adapter, check
 from jupyter_percent_agent.tasks.documents import (
     Problem,
@@ -24,14 +25,19 @@ from jupyter_percent_agent.tasks.safe_yaml import YamlError, load_with_lines
 AGENTS_FILE = "_agents.yaml"
 
 
-class SopError(ValueError):
+class SopError(PercentAgentError, ValueError):
     """A SOP folder (or a task in it) that cannot run; ``problems`` lists every reason."""
+
+    error_kind = Kind.BAD_FILE
 
     def __init__(self, problems: list[Problem], root: Path | None = None) -> None:
         self.problems = problems
         self.root = root
         head = f"{root}: " if root is not None else ""
         n = len(problems)
+        more = f" (and {n - 1} more)" if n > 1 else ""
+        self.reason = (f"{head}{n} problem{'s' if n != 1 else ''}; nothing was run: "
+                       f"{problems[0] if problems else ''}{more}")
         super().__init__(f"{head}{n} problem{'s' if n != 1 else ''}:\n"
                          + "\n".join(f"  {p}" for p in problems))
 

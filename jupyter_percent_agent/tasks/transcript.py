@@ -23,14 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
 STATE_ATTR = "task_state"
 STATE_TITLE = "Context"
 RUN_KEY = "task_run"
 
 
-class TranscriptError(ValueError):
+class TranscriptError(PercentAgentError, ValueError):
     """A file that is not a task transcript, or whose state cannot be read."""
+
+    error_kind = Kind.BAD_FILE
 
 
 def file_name(task_id: str, *, tag: str | None = None) -> str:
@@ -103,21 +106,13 @@ def step_cell(body: str, *, task_id: str, task_type: str, attempt: int, step: in
 
 
 def next_output_id(cell: Mapping[str, Any]) -> str:
-    """``CELL.n`` for a new output of ``cell`` (tool-call ids ``CELL.NONCE`` do not count)."""
-    cid = fmt.cell_id(cell)
-    top = 0
-    for i, out in enumerate(cell.get("outputs") or [], start=1):
-        if fmt.output_kind(out) == "tool_call":
-            continue
-        oid = fmt.output_id(out) or ""
-        tail = oid[len(cid) + 1:] if oid.startswith(cid + ".") else ""
-        top = max(top, int(tail) if tail.isdigit() else i)
-    return f"{cid}.{top + 1}"
+    """The id of the next output of a step cell (the format core's one rule)."""
+    return fmt.next_output_id(fmt.cell_id(cell), cell.get("outputs") or [])
 
 
 def mark_interrupted(cell: dict[str, Any]) -> None:
-    """Mark a step cell whose call was cut short (its attributes are its flat metadata)."""
-    cell.setdefault("metadata", {})["interrupted"] = True
+    """Mark a step cell whose call was cut short."""
+    fmt.set_cell_attrs(cell, {"interrupted": True})
 
 
 def verdict_output(cell: Mapping[str, Any], verdict: Any) -> dict[str, Any]:
@@ -138,11 +133,6 @@ def verdict_passed(out: Mapping[str, Any]) -> bool:
 
 def verdict_error_type(out: Mapping[str, Any]) -> str | None:
     return fmt.output_attrs(out).get("error_type")
-
-
-def set_output_attr(out: dict[str, Any], key: str, value: Any) -> None:
-    """Set one attribute of a display output (its attributes are its flat metadata)."""
-    out.setdefault("metadata", {})[key] = value
 
 
 def error_output(cell: Mapping[str, Any], error_type: str, message: str,

@@ -11,6 +11,8 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 # Section headers and the canonical name each maps to.
 SECTIONS: dict[str, str] = {
     "args": "args",
@@ -35,8 +37,10 @@ _ARG = re.compile(
 )
 
 
-class DocstringError(ValueError):
+class DocstringError(PercentAgentError, ValueError):
     """A docstring that does not follow the Google style; ``line`` is 1-based in the docstring."""
+
+    error_kind = Kind.TOOL
 
     def __init__(self, problem: str, line: int | None = None) -> None:
         self.problem = problem

@@ -13,6 +13,8 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind
+
 from ._render import render_tools
 from ._tool import Tool, ToolLoadError
 
@@ -58,8 +60,8 @@ class Registry(Mapping[str, Tool]):
         if unknown:
             known = ", ".join(sorted(sources)) or "none"
             raise ToolLoadError(
-                f"no tool module named {', '.join(map(repr, unknown))} (known: {known})"
-            )
+                f"no tool module named {', '.join(map(repr, unknown))} (known: {known})",
+                kind=Kind.USAGE)
         tools: list[Tool] = []
         for name in wanted:
             module, path = sources[name]()
@@ -143,7 +145,8 @@ def _find_sources(
     if toolbox is not None:
         folder = Path(toolbox)
         if not folder.is_dir():
-            raise ToolLoadError(f"toolbox folder {str(folder)!r} does not exist")
+            raise ToolLoadError(f"toolbox folder {str(folder)!r} does not exist",
+                                kind=Kind.USAGE)
         for file in sorted(folder.glob("*.py")):
             if not file.stem.startswith("_"):
                 sources[file.stem] = _file_loader(file)

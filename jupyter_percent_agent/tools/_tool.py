@@ -19,14 +19,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 from ._docstring import Docstring, DocstringError, parse_docstring
 from .results import ToolResult, normalize_result, split_stream_chunk
 
 OnChunk = Callable[[str, Any], None]
 
 
-class ToolLoadError(Exception):
+class ToolLoadError(PercentAgentError):
     """A tool module or tool that cannot be loaded; says which, where, and what is wrong."""
+
+    error_kind = Kind.TOOL
 
     def __init__(
         self,
@@ -36,8 +40,10 @@ class ToolLoadError(Exception):
         tool: str | None = None,
         path: str | None = None,
         line: int | None = None,
+        kind: Kind = Kind.TOOL,
     ) -> None:
         self.problem = problem
+        self.error_kind = kind  # Kind.USAGE: the user named a module or folder that is not there
         self.module = module
         self.tool = tool
         self.path = path
@@ -52,12 +58,16 @@ class ToolLoadError(Exception):
         super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
 
 
-class ToolCallError(Exception):
+class ToolCallError(PercentAgentError):
     """A tool call that went wrong outside the tool's own code: bad arguments, a non-JSON result."""
+
+    error_kind = Kind.TOOL
 
 
 class ToolArgumentError(ToolCallError, TypeError):
     """Arguments that do not fit the tool's signature (missing, unexpected)."""
+
+    error_kind = Kind.USAGE
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,13 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.trust.limits import LIMITS, number, user_limit
 
 CONFIG_NAME = "config.toml"
 
 
-class ConfigError(ValueError):
+class ConfigError(PercentAgentError, ValueError):
     """The user's config file does not parse or holds a wrong value; names file and key."""
+
+    error_kind = Kind.BAD_FILE
 
 
 def config_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:

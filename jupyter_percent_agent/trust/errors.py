@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
-class TrustError(PermissionError):
+
+class TrustError(PercentAgentError, PermissionError):
     """Something a file, its folder or a model asked for that needs the user's trust.
 
     ``kind`` says what: ``"api_base"``, ``"toolbox"``, ``"path"``. ``folder`` is the folder
     whose trust would allow it (None when no trust allows it, e.g. a path out of the folder).
     The message is one line: what was refused, then how to allow it.
     """
+
+    error_kind = Kind.REFUSED
 
     def __init__(self, refused: str, remedy: str = "", *, kind: str,
                  folder: Path | None = None) -> None:
@@ -20,3 +24,9 @@ class TrustError(PermissionError):
 
     def __str__(self) -> str:
         return self.args[0]
+
+    @property
+    def ename(self) -> str:
+        """``UntrustedFolder`` when trusting ``folder`` would allow it (JupyterLab offers
+        to), ``TrustError`` when nothing the user can trust allows it (a path out)."""
+        return "UntrustedFolder" if self.folder is not None else "TrustError"

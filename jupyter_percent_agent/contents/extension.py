@@ -1,0 +1,50 @@
+"""The jupyter_server extension points: derive the contents manager from the configured
+class at link time, and add the trust API when the extension loads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_percent_agent.contents.manager import (
+    MESSAGE_CM_MARKER,
+    build_message_contents_manager_class,
+)
+
+
+def _link_jupyter_server_extension(serverapp: Any) -> None:
+    """Runs before the contents manager is created: derive ours from the configured class.
+
+    Extensions linked after this one (JupyterLab, any ``ExtensionApp``) load their config into
+    the server again, which sets ``contents_manager_class`` back to the configured class; so
+    the trait is watched, and whatever class it is set to is derived from in turn.
+    """
+
+    def derive(_change: Any = None) -> None:
+        base = serverapp.contents_manager_class
+        if getattr(base, MESSAGE_CM_MARKER, False):
+            return
+        serverapp.contents_manager_class = _derived(base)
+        serverapp.log.info(
+            "[jupyter-percent-agent] message files (.msg.md) open as notebooks "
+            "(contents manager derived from %s)",
+            base.__name__,
+        )
+
+    serverapp.observe(derive, names=["contents_manager_class"])
+    derive()
+
+
+_DERIVED: dict[type, type] = {}
+
+
+def _derived(base: type) -> type:
+    if base not in _DERIVED:
+        _DERIVED[base] = build_message_contents_manager_class(base)
+    return _DERIVED[base]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    """The contents manager was set up at link time; add the trust API for JupyterLab."""
+    from jupyter_percent_agent.contents import trust_api
+
+    trust_api.register(serverapp)
