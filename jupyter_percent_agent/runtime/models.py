@@ -216,15 +216,6 @@ def _connection_cause(chain: list[BaseException]) -> str | None:
     return None
 
 
-def _key_variables(litellm: Any, routed: str) -> list[str]:
-    """The environment variables litellm reads the key of ``routed``'s provider from."""
-    try:
-        missing = litellm.validate_environment(routed).get("missing_keys") or []
-    except Exception:
-        missing = []
-    return [v for v in missing if "KEY" in v or "TOKEN" in v]
-
-
 # A stream that stopped after it had begun (litellm, aiohttp and httpx names).
 _MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "TransferEncodingError",
                          "ContentLengthError", "IncompleteRead", "RemoteProtocolError"})
@@ -249,12 +240,13 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
                 "PERCENT_AGENT_TIMEOUT or the agent's timeout)")
         return Failure("Timeout", f"{server_recorded} {tail}", f"{server} {tail}")
     if "missing" in text and any(w in text for w in ("credential", "api key", "api_key")):
-        names = _key_variables(litellm, routed)
+        names = routing.missing_keys(litellm, routed)
         which = ("PERCENT_AGENT_API_KEY" if api_base else
                  " or ".join(names) or "the provider's API key variable")
         where = (f"{model} ({provider})" if provider and not model.startswith(provider + "/")
                  else model)
-        line = f"no API key found for {where}: set {which}"
+        store = f"run tce keys set {provider} or " if provider and not api_base else ""
+        line = f"no API key found for {where}: {store}set {which}"
         return Failure("AuthenticationError", line, line)
     if {type(e).__name__ for e in chain} & _MID_STREAM:
         tail = "broke off mid-reply (the connection was lost)"

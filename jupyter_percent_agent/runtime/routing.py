@@ -18,17 +18,22 @@ belong:
 Providers with their own client (Anthropic, Gemini, Bedrock...) read their own variable, and
 nothing else; they are left to litellm. Names that would make litellm start an interactive
 sign-in (GitHub Copilot, ChatGPT) are never resolved, only named.
+
+Where litellm finds no key of the provider's own in the environment, the key the user stored
+for that provider (``tce keys set``, ``trust.keys``) is passed instead, read afresh for each
+call: it goes exactly where that provider's variable would, and nowhere else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from jupyter_percent_agent.trust import NO_KEY
+from jupyter_percent_agent.trust import NO_KEY, KeysError, keys_path, stored_key
 
 OPENAI = frozenset({"openai", "text-completion-openai", "aiohttp_openai"})
 """Providers that are OpenAI itself: ``OPENAI_API_KEY`` belongs to them."""
@@ -71,20 +76,58 @@ def resolve(litellm: Any, model: str, env: Mapping[str, str] | None = None) -> R
         return Resolution(None, key_name="none (litellm knows no provider for this name)")
     if provider in OPENAI:
         endpoint = env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_BASE") or OPENAI_ENDPOINT
-        return Resolution(provider, endpoint, key_name=_present("OPENAI_API_KEY", env))
+        if env.get("OPENAI_API_KEY"):
+            return Resolution(provider, endpoint, key_name="OPENAI_API_KEY")
+        return _with_stored(Resolution(provider, endpoint,
+                                       key_name="none (OPENAI_API_KEY is not set)"))
     if _compatible(litellm, provider):
         canary = _canary_base(litellm, provider)
         named = bool(base and canary and _host(base) != _host(canary))
-        name = _holding(key, provider, env) if key else \
-            f"none ({provider}'s own key is not set; no other key is sent)"
         problem = None if base else (
             f"litellm has no endpoint for {model} ({provider}) here: set the provider's API "
             "base in your environment, or PERCENT_AGENT_API_BASE")
-        return Resolution(provider, base, named, key or NO_KEY, name, problem)
+        if key:
+            return Resolution(provider, base, named, key, _holding(key, provider, env), problem)
+        return _with_stored(Resolution(
+            provider, base, named, NO_KEY,
+            f"none ({provider}'s own key is not set; no other key is sent)", problem))
     endpoint = _complete_url(litellm, name, provider)
     canary = _complete_url(litellm, CANARY, provider)
     named = bool(endpoint and canary and _host(endpoint) != _host(canary))
-    return Resolution(provider, endpoint, named, None, _native_key(litellm, model, provider, env))
+    missing = missing_keys(litellm, model)
+    if missing:
+        return _with_stored(Resolution(provider, endpoint, named, None,
+                                       f"none (set {' or '.join(missing)})"))
+    return Resolution(provider, endpoint, named, None, _native_key(provider, env))
+
+
+def _with_stored(found: Resolution) -> Resolution:
+    """``found`` (no key in the environment) with the key the user stored for its provider,
+    if any; a keys file that cannot be read is a problem said before the call."""
+    try:
+        key = stored_key(found.provider)
+    except KeysError as exc:
+        return replace(found, problem=found.problem or str(exc))
+    if key is None:
+        return found
+    return replace(found, key=key, key_name=f"your stored {found.provider} key ({keys_path()})")
+
+
+def known_providers(litellm: Any) -> set[str]:
+    """The providers litellm can call (its own and those of its JSON registry)."""
+    from litellm.llms.openai_like.json_loader import JSONProviderRegistry
+
+    names = {str(getattr(p, "value", p)) for p in litellm.provider_list}
+    with contextlib.suppress(Exception):
+        names |= set(JSONProviderRegistry.list_providers())
+    return names
+
+
+def chat_models(litellm: Any, provider: str) -> list[str]:
+    """The chat models litellm knows for ``provider``, as it names them."""
+    cost = litellm.model_cost
+    return sorted(m for m in litellm.models_by_provider.get(provider, ())
+                  if (cost.get(m) or cost.get(f"{provider}/{m}") or {}).get("mode") == "chat")
 
 
 def provider_of(litellm: Any, model: str) -> str | None:
@@ -150,10 +193,6 @@ def _host(url: str) -> str | None:
         return None
 
 
-def _present(name: str, env: Mapping[str, str]) -> str:
-    return name if env.get(name) else f"none ({name} is not set)"
-
-
 def _holding(value: str, provider: str, env: Mapping[str, str]) -> str:
     """The variable(s) whose value litellm took as ``provider``'s key (the provider's own
     name first)."""
@@ -162,15 +201,17 @@ def _holding(value: str, provider: str, env: Mapping[str, str]) -> str:
     return names[0] if names else f"none (litellm's placeholder for {provider})"
 
 
-def _native_key(litellm: Any, model: str, provider: str, env: Mapping[str, str]) -> str:
-    """Which variable a provider with its own client reads its key from, as far as litellm
-    says (``validate_environment`` names the missing ones)."""
+def missing_keys(litellm: Any, model: str) -> list[str]:
+    """The key variables a provider with its own client lacks, as litellm says
+    (``validate_environment`` names the missing ones)."""
     try:
-        missing = [v for v in litellm.validate_environment(model).get("missing_keys") or []
-                   if "KEY" in v or "TOKEN" in v]
+        return [v for v in litellm.validate_environment(model).get("missing_keys") or []
+                if "KEY" in v or "TOKEN" in v]
     except Exception:
-        missing = []
-    if missing:
-        return f"none (set {' or '.join(missing)})"
+        return []
+
+
+def _native_key(provider: str, env: Mapping[str, str]) -> str:
+    """Which variable a provider with its own client reads its key from (it is set)."""
     guess = f"{provider.upper().replace('-', '_')}_API_KEY"
     return guess if env.get(guess) else f"{provider}'s own key (litellm reads it)"

@@ -1,0 +1,82 @@
+"""``tce keys``: the API keys kept in the user's config directory (``trust.keys``).
+
+``tce keys list`` and ``tce keys remove`` read one small file (no litellm); ``tce keys set``
+imports litellm once (about 3 s) to check that it knows the provider. No command prints a key.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from jupyter_percent_agent.cli._common import EXIT_USAGE, fail
+
+
+@click.group("keys")
+def keys() -> None:
+    """API keys for model providers, kept in your config directory (never in a project).
+    A key in the environment (OPENAI_API_KEY...) wins over a stored one."""
+
+
+@keys.command("set")
+@click.argument("provider")
+def set_(provider: str) -> None:
+    """Store the key for PROVIDER (openai, anthropic, groq...), read from a hidden prompt, or
+    from standard input when it is not a terminal."""
+    from jupyter_percent_agent import trust
+
+    try:
+        name = trust.keys.check_provider(provider)
+        if name not in _litellm_providers():
+            raise trust.KeysError(f"litellm knows no provider {provider!r}: nothing stored "
+                                  "(tce models lists what you can reach)")
+        if sys.stdin.isatty():
+            import getpass
+
+            key = getpass.getpass(f"Key for {name} (hidden): ")
+        else:
+            key = sys.stdin.read(1 << 16)
+        path = trust.set_key(name, key)
+    except (trust.KeysError, OSError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    except KeyboardInterrupt:
+        fail("nothing stored", EXIT_USAGE)
+    click.echo(f"stored the key for {name} in {path}")
+
+
+def _litellm_providers() -> set[str]:
+    from jupyter_percent_agent.litellm_setup import import_litellm
+    from jupyter_percent_agent.runtime.routing import known_providers
+
+    return known_providers(import_litellm())
+
+
+@keys.command("list")
+def list_() -> None:
+    """Name the providers that have a key, and where each comes from (never the key)."""
+    from jupyter_percent_agent import trust
+
+    try:
+        sources = trust.key_sources()
+    except trust.KeysError as exc:
+        fail(str(exc), EXIT_USAGE)
+    if not sources:
+        click.echo("no keys: run tce keys set PROVIDER (or set PROVIDER_API_KEY)")
+    for provider, source in sources.items():
+        click.echo(f"{provider}: {source}")
+
+
+@keys.command("remove")
+@click.argument("provider")
+def remove(provider: str) -> None:
+    """Forget the stored key for PROVIDER (a key in the environment stays)."""
+    from jupyter_percent_agent import trust
+
+    try:
+        removed = trust.remove_key(provider)
+    except (trust.KeysError, OSError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    if not removed:
+        fail(f"no stored key for {provider}", EXIT_USAGE)
+    click.echo(f"removed the stored key for {provider}")
