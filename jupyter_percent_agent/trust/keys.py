@@ -30,6 +30,11 @@ KEYS_NAME = "keys.json"
 PROVIDER_ALIASES = {"text-completion-openai": "openai", "aiohttp_openai": "openai"}
 """litellm providers that are another provider's endpoint, and so use its key."""
 
+COMMON_PROVIDERS = ("openai", "anthropic", "gemini", "mistral", "groq", "deepseek", "xai",
+                    "openrouter", "together_ai")
+"""The providers JupyterLab's "Set up a model" dialog offers (litellm's names); ``tce keys set``
+takes any provider litellm knows."""
+
 _PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
