@@ -282,3 +282,16 @@ def test_the_sandbox_sees_no_stored_key(no_keys, user_config_dir: Path) -> None:
     path = user_config_dir / "keys.json"
     r = execute(f"__result__ = open({str(path)!r}).read()")
     assert r.status == "error" and SECRET not in repr(r)
+
+
+def test_a_failure_that_quotes_the_stored_key_is_masked(
+        no_keys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        openai_server: OpenAIServer) -> None:
+    trust.set_key("openai", SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.url)
+    openai_server.responder = lambda body: Reply.http_error(400, f"bad request for {SECRET}")
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "m"), "--model", "gpt-4o-mini",
+                                  "-m", "hi"])
+    assert r.exit_code == 1
+    assert "bad request for ***" in r.output and SECRET not in r.output
+    assert SECRET not in (tmp_path / "m.msg.md").read_text()

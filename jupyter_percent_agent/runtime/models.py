@@ -261,10 +261,18 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         tail = f"refused the API key (HTTP {status}): {hint}"
         return Failure("AuthenticationError", f"{server_recorded} {tail}", f"{server} {tail}")
     line = one_line(exc)
-    for key in (spec.api_key, *(route[1] for route in spec.routes.values())):
+    for key in (spec.api_key, *(route[1] for route in spec.routes.values()), *_stored_keys()):
         if key and key != NO_KEY:
             line = line.replace(key, "***")
     return Failure(type(exc).__name__, line, line)
+
+
+def _stored_keys() -> list[str]:
+    """The user's stored keys, to mask in a failure's words (a call may have sent one)."""
+    try:
+        return list(trust.load_keys().values())
+    except trust.KeysError:
+        return []
 
 
 def _credentials_in(api_base: str | None) -> Failure | None:
