@@ -122,16 +122,42 @@ def test_keys_remove_forgets_the_stored_key(no_keys) -> None:
     assert (r.exit_code, r.output) == (2, "tce: no stored key for anthropic\n")
 
 
-def test_keys_list_does_not_import_litellm(no_keys) -> None:
-    trust.set_key("openai", SECRET)
-    code = ("import sys\nsys.argv = ['tce', 'keys', 'list']\n"
+@pytest.mark.parametrize(("args", "says"), [(["keys", "set", "openai"], "stored the key"),
+                                            (["keys", "list"], "no keys"),
+                                            (["models", "default", "gpt-4o"], "default model"),
+                                            (["models"], "default: gpt-4o-mini")])
+def test_keys_and_models_default_do_not_import_litellm(no_keys, args: list[str],
+                                                       says: str) -> None:
+    code = (f"import sys\nsys.argv = ['tce', *{args!r}]\n"
             "from jupyter_percent_agent.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('HEAVY', sorted(m for m in ('litellm', 'nbformat', 'jupytext', 'openai') "
             "if m in sys.modules))\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=60)
-    assert "HEAVY []" in p.stdout and "openai: config" in p.stdout, p.stderr
+                       timeout=60, input=SECRET)
+    assert "HEAVY []" in p.stdout and says in p.stdout, p.stderr
+
+
+def test_provider_names_read_without_litellm_are_litellms_own() -> None:
+    from litellm.llms.openai_like.json_loader import JSONProviderRegistry
+
+    from jupyter_percent_agent.litellm_setup import provider_names
+
+    litellm = import_litellm()
+    JSONProviderRegistry.load()
+    assert provider_names() == {p.value for p in litellm.provider_list} | set(
+        JSONProviderRegistry.list_providers())
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "groq", "mistral"])
+def test_chat_models_read_without_litellm_are_litellms_own(provider: str) -> None:
+    from jupyter_percent_agent.litellm_setup import chat_models
+
+    litellm = import_litellm()
+    cost = litellm.model_cost
+    theirs = {m for m in litellm.models_by_provider[provider]
+              if (cost.get(m) or cost.get(f"{provider}/{m}") or {}).get("mode") == "chat"}
+    assert set(chat_models(provider)) == theirs and theirs
 
 
 def test_models_default_is_used_when_neither_file_nor_environment_names_one(

@@ -1,7 +1,7 @@
 """``tce keys``: the API keys kept in the user's config directory (``trust.keys``).
 
-``tce keys list`` and ``tce keys remove`` read one small file (no litellm); ``tce keys set``
-imports litellm once (about 3 s) to check that it knows the provider. No command prints a key.
+Each reads or writes one small file and never imports litellm: ``tce keys set`` checks the
+provider's name against litellm's list, read from its installed files. No command prints a key.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ def set_(provider: str) -> None:
     """Store the key for PROVIDER (openai, anthropic, groq...), read from a hidden prompt, or
     from standard input when it is not a terminal."""
     from jupyter_percent_agent import trust
+    from jupyter_percent_agent.litellm_setup import provider_names
 
     try:
         name = trust.keys.check_provider(provider)
-        if name not in _litellm_providers():
+        if name not in provider_names():
             raise trust.KeysError(f"litellm knows no provider {provider!r}: nothing stored "
                                   "(tce models lists what you can reach)")
         if sys.stdin.isatty():
@@ -43,13 +44,6 @@ def set_(provider: str) -> None:
     except KeyboardInterrupt:
         fail("nothing stored", EXIT_USAGE)
     click.echo(f"stored the key for {name} in {path}")
-
-
-def _litellm_providers() -> set[str]:
-    from jupyter_percent_agent.litellm_setup import import_litellm
-    from jupyter_percent_agent.runtime.routing import known_providers
-
-    return known_providers(import_litellm())
 
 
 @keys.command("list")

@@ -1,9 +1,9 @@
 """``tce models``: the models you can reach, and the one used by default.
 
-``tce models`` imports litellm (about 3 s) only when a provider has a key, to list the chat
-models it knows for them, and asks the user's own server (``PERCENT_AGENT_API_BASE``) what it
-serves at ``/models``, with the key that belongs to that server and no other.
-``tce models default`` reads and writes the user's config only.
+``tce models`` lists the chat models litellm knows for the providers with a key (from the
+cost map litellm ships, without importing litellm), and asks the user's own server
+(``PERCENT_AGENT_API_BASE``) what it serves at ``/models``, with the key that belongs to that
+server and no other. ``tce models default`` reads and writes the user's config only.
 """
 
 from __future__ import annotations
@@ -33,14 +33,11 @@ def list_() -> None:
         providers = trust.key_sources()
     except trust.KeysError as exc:
         fail(str(exc), EXIT_USAGE)
-    if providers:
-        from jupyter_percent_agent.litellm_setup import import_litellm
-        from jupyter_percent_agent.runtime.routing import chat_models
+    from jupyter_percent_agent.litellm_setup import chat_models
 
-        litellm = import_litellm()
-        for provider in providers:
-            for model in chat_models(litellm, provider):
-                click.echo(f"{model}  ({provider})")
+    for provider in providers:
+        for model in chat_models(provider):
+            click.echo(f"{model}  ({provider})")
     problem = None
     route = trust.route_for(None, folder=None, agent="default")
     if route.api_base:

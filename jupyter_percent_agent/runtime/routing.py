@@ -26,7 +26,6 @@ call: it goes exactly where that provider's variable would, and nowhere else.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -111,23 +110,6 @@ def _with_stored(found: Resolution) -> Resolution:
     if key is None:
         return found
     return replace(found, key=key, key_name=f"your stored {found.provider} key ({keys_path()})")
-
-
-def known_providers(litellm: Any) -> set[str]:
-    """The providers litellm can call (its own and those of its JSON registry)."""
-    from litellm.llms.openai_like.json_loader import JSONProviderRegistry
-
-    names = {str(getattr(p, "value", p)) for p in litellm.provider_list}
-    with contextlib.suppress(Exception):
-        names |= set(JSONProviderRegistry.list_providers())
-    return names
-
-
-def chat_models(litellm: Any, provider: str) -> list[str]:
-    """The chat models litellm knows for ``provider``, as it names them."""
-    cost = litellm.model_cost
-    return sorted(m for m in litellm.models_by_provider.get(provider, ())
-                  if (cost.get(m) or cost.get(f"{provider}/{m}") or {}).get("mode") == "chat")
 
 
 def provider_of(litellm: Any, model: str) -> str | None:
