@@ -67,6 +67,7 @@ def test_a_key_in_the_environment_wins_over_the_stored_one(
     assert (found.key, found.provider) == (SECRET, "openai")
     assert SECRET not in found.key_name and "keys.json" in found.key_name
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("SERPAPI_API_KEY", "not a model provider's")
     found = routing.resolve(litellm, "gpt-4o-mini")
     assert (found.key, found.key_name) == (None, "OPENAI_API_KEY")  # litellm reads it
     assert tce("keys", "list").output == (

@@ -50,7 +50,7 @@ async def test_the_dialog_stores_a_key_and_a_default_model_in_the_users_config(
 @pytest.mark.parametrize(("body", "says"), [
     ({"provider": "openai", "key": "sk with space"}, "holds spaces"),
     ({"provider": "openai", "key": "sk-a\nsk-b"}, "holds spaces"),
-    ({"provider": "no-such", "key": "sk-fine"}, "not one this dialog offers"),
+    ({"provider": "no-such", "key": "sk-fine"}, "litellm knows no provider 'no-such'"),
     ({"provider": "openai", "key": 42}, "must be strings"),
     ({"default_model": "two words"}, "not a model name"),
 ])

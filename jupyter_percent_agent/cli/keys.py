@@ -50,9 +50,10 @@ def set_(provider: str) -> None:
 def list_() -> None:
     """Name the providers that have a key, and where each comes from (never the key)."""
     from jupyter_percent_agent import trust
+    from jupyter_percent_agent.litellm_setup import provider_names
 
     try:
-        sources = trust.key_sources()
+        sources = trust.key_sources(known=provider_names())
     except trust.KeysError as exc:
         fail(str(exc), EXIT_USAGE)
     if not sources:

@@ -28,9 +28,10 @@ def models(ctx: click.Context) -> None:
 def list_() -> None:
     """List the models you can reach (the default: tce models)."""
     from jupyter_percent_agent import trust
+    from jupyter_percent_agent.litellm_setup import provider_names
 
     try:
-        providers = trust.key_sources()
+        providers = trust.key_sources(known=provider_names())
     except trust.KeysError as exc:
         fail(str(exc), EXIT_USAGE)
     from jupyter_percent_agent.litellm_setup import chat_models

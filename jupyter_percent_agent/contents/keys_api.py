@@ -20,6 +20,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.litellm_setup import provider_names
 from jupyter_percent_agent.trust.keys import COMMON_PROVIDERS
 
 ROUTE = "percent-agent/keys"
@@ -28,7 +29,7 @@ ROUTE = "percent-agent/keys"
 def _state() -> dict[str, Any]:
     from jupyter_percent_agent.runtime.agents import default_model
 
-    sources = trust.key_sources()
+    sources = trust.key_sources(known=provider_names())
     names = list(dict.fromkeys([*COMMON_PROVIDERS, *sources]))
     return {"providers": [{"name": n, "source": sources.get(n)} for n in names],
             "default_model": default_model()}
@@ -62,10 +63,9 @@ class KeysHandler(APIHandler):
             raise web.HTTPError(400, "default_model: not a model name")
         try:
             if key:
-                if not provider or trust.keys.check_provider(provider) not in {
-                        *COMMON_PROVIDERS, *trust.key_sources()}:
-                    raise trust.KeysError(f"provider {provider!r}: not one this dialog "
-                                          "offers (tce keys set takes any litellm provider)")
+                if not provider or trust.keys.check_provider(provider) not in provider_names():
+                    raise trust.KeysError(f"litellm knows no provider {provider!r}: nothing "
+                                          "stored")
                 trust.set_key(provider, key)
                 self.log.warning("[jupyter-percent-agent] stored a key for %s", provider)
             if model:

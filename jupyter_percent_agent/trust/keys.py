@@ -20,7 +20,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from jupyter_percent_agent.trust.config import config_dir
@@ -148,17 +148,19 @@ def stored_key(provider: str | None, path: Path | None = None) -> str | None:
     return load_keys(path).get(PROVIDER_ALIASES.get(provider, provider))
 
 
-def key_sources(env: Mapping[str, str] | None = None,
-                path: Path | None = None) -> dict[str, str]:
+def key_sources(env: Mapping[str, str] | None = None, path: Path | None = None, *,
+                known: Collection[str] = ()) -> dict[str, str]:
     """Which providers have a key and where it comes from, never the key: ``"environment
     (OPENAI_API_KEY)"`` (which wins), or ``"config (PATH)"``. Providers whose variable is set
-    are found by the convention of :func:`key_variable`."""
+    are found by the convention of :func:`key_variable`, among the ``known`` provider names
+    (litellm's: ``SERPAPI_API_KEY`` is no model provider's)."""
     env = os.environ if env is None else env
     path = path or keys_path(env)
     found: dict[str, str] = {}
     for name, value in env.items():
-        if name.endswith("_API_KEY") and value and name != "PERCENT_AGENT_API_KEY":
-            found[name.removesuffix("_API_KEY").lower()] = f"environment ({name})"
+        provider = name.removesuffix("_API_KEY").lower()
+        if name.endswith("_API_KEY") and value and provider in known:
+            found[provider] = f"environment ({name})"
     for provider in load_keys(path):
         variable = key_variable(provider)
         found[provider] = (f"environment ({variable}), over the stored key"
