@@ -221,8 +221,10 @@ def test_first_run_keys_set_default_model_then_chat_sends_the_stored_key(
            run("keys", "list")]
     openai_server.script(Reply("Hello from the stored key"))
     out.append(run("chat", "first", "-m", "Hello"))
-    assert [p.returncode for p in out] == [0, 0, 0, 0], [p.stderr for p in out]
-    assert "Hello from the stored key" in out[-1].stdout
+    out.append(run("list", "first/agent"))  # which key a call sends: named, never shown
+    assert [p.returncode for p in out] == [0, 0, 0, 0, 0], [p.stderr for p in out]
+    assert "your stored openai key" in out[-1].stdout
+    assert "Hello from the stored key" in out[-2].stdout
     (request,) = [r for r in openai_server.requests if r.path.endswith("/chat/completions")]
     assert request.headers["authorization"] == f"Bearer {SECRET}"
     assert request.body["model"] == "gpt-4o-mini"
