@@ -76,10 +76,13 @@ def provider_names() -> frozenset[str]:
 def chat_models(provider: str) -> list[str]:
     """The chat models litellm knows for ``provider`` (as its ``models_by_provider`` names
     them), read from the cost map it ships (the one it uses here, ``LITELLM_ENV_DEFAULTS``)
-    without importing it."""
+    without importing it; imported when the map is not where it was."""
     import json
 
-    cost = json.loads((_litellm_folder() / COST_MAP).read_text(encoding="utf-8"))
+    try:
+        cost = json.loads((_litellm_folder() / COST_MAP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # not where it was: litellm's own answer, at its price
+        cost = import_litellm().model_cost
     return sorted(name for name, info in cost.items()
                   if isinstance(info, dict) and info.get("litellm_provider") == provider
                   and info.get("mode") == "chat" and not name.startswith("ft:"))
