@@ -8,6 +8,7 @@ call is about to be made.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 # Set (unless the user set them) in every process that imports litellm: its cost map from the
@@ -31,6 +32,63 @@ def import_litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.drop_params = True
     return litellm
+
+
+def _litellm_folder() -> Path:
+    """Where litellm is installed (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("litellm is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def provider_names() -> frozenset[str]:
+    """The providers litellm knows (its ``LlmProviders`` and its JSON registry's), read from
+    its installed files without importing it, which takes seconds (``tce keys set`` checks a
+    name with it); litellm is imported only when its files are not laid out as expected."""
+    import ast
+    import json
+
+    try:
+        folder = _litellm_folder()
+        tree = ast.parse((folder / "types" / "utils.py").read_text(encoding="utf-8"))
+        enum = next(node for node in tree.body
+                    if isinstance(node, ast.ClassDef) and node.name == "LlmProviders")
+        names = {node.value.value for node in enum.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+        registry = folder / "llms" / "openai_like" / "providers.json"
+        if registry.exists():
+            names |= set(json.loads(registry.read_text(encoding="utf-8")))
+        if names:
+            return frozenset(names)
+    except (AttributeError, OSError, StopIteration, SyntaxError, ValueError, TypeError):
+        pass
+    litellm = import_litellm()
+    from litellm.llms.openai_like.json_loader import JSONProviderRegistry
+
+    JSONProviderRegistry.load()
+    return frozenset({str(getattr(p, "value", p)) for p in litellm.provider_list}
+                     | set(JSONProviderRegistry.list_providers()))
+
+
+def chat_models(provider: str) -> list[str]:
+    """The chat models litellm knows for ``provider`` (as its ``models_by_provider`` names
+    them), read from the cost map it ships (the one it uses here, ``LITELLM_ENV_DEFAULTS``)
+    without importing it; imported when the map is not where it was."""
+    import json
+
+    try:
+        cost = json.loads((_litellm_folder() / COST_MAP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # not where it was: litellm's own answer, at its price
+        cost = import_litellm().model_cost
+    return sorted(name for name, info in cost.items()
+                  if isinstance(info, dict) and info.get("litellm_provider") == provider
+                  and info.get("mode") == "chat" and not name.startswith("ft:"))
+
+
+COST_MAP = "model_prices_and_context_window_backup.json"
 
 
 def one_line(exc: BaseException) -> str:

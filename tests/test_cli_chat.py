@@ -327,8 +327,8 @@ def test_missing_key_says_which_variable_to_set(tmp_path: Path, env) -> None:
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert lines == ["tce: no API key found for gpt-4o-mini (openai): set OPENAI_API_KEY"
-                     ], p.stderr
+    assert lines == ["tce: no API key found for gpt-4o-mini (openai): run tce keys set openai "
+                     "or set OPENAI_API_KEY"], p.stderr
     (err,) = cells(tmp_path / "k.msg.md")[0]["outputs"]
     assert err["ename"] == "AuthenticationError"
     assert err["evalue"].startswith("no API key found for gpt-4o-mini")

@@ -202,13 +202,14 @@ def test_missing_key_says_which_variables_to_set(monkeypatch: pytest.MonkeyPatch
         monkeypatch.delenv(key, raising=False)
     spec = CallSpec(models=["gpt-4o-mini"], messages=MSGS, retries=3, backoff=0, timeout=2)
     res = _run(spec)
-    assert res.error == "no API key found for gpt-4o-mini (openai): set OPENAI_API_KEY"
+    assert res.error == ("no API key found for gpt-4o-mini (openai): run tce keys set openai "
+                         "or set OPENAI_API_KEY")
     assert res.error_type == "AuthenticationError"
     assert len(res.attempts) == 1  # a missing key is not retried
     res = _run(CallSpec(models=["anthropic/claude-3-5-sonnet-20240620"], messages=MSGS,
                         retries=0, timeout=2))
-    assert res.error == ("no API key found for anthropic/claude-3-5-sonnet-20240620: set "
-                         "ANTHROPIC_API_KEY")
+    assert res.error == ("no API key found for anthropic/claude-3-5-sonnet-20240620: run tce keys "
+                         "set anthropic or set ANTHROPIC_API_KEY")
 
 
 def test_one_line_removes_repeated_class_names() -> None:

@@ -13,7 +13,9 @@ import click
 
 COMMANDS: dict[str, str] = {
     "chat": "jupyter_percent_agent.cli.chat:chat",
+    "keys": "jupyter_percent_agent.cli.keys:keys",
     "list": "jupyter_percent_agent.cli.list:list_",
+    "models": "jupyter_percent_agent.cli.models:models",
     "run": "jupyter_percent_agent.cli.run:run",
     "set-default": "jupyter_percent_agent.cli.set_default:set_default",
     "sop": "jupyter_percent_agent.cli.sop:sop",

@@ -44,7 +44,9 @@ def _derived(base: type) -> type:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """The contents manager was set up at link time; add the trust API for JupyterLab."""
-    from jupyter_percent_agent.contents import trust_api
+    """The contents manager was set up at link time; add the trust and keys APIs for
+    JupyterLab."""
+    from jupyter_percent_agent.contents import keys_api, trust_api
 
     trust_api.register(serverapp)
+    keys_api.register(serverapp)

@@ -160,11 +160,21 @@ def known_agents(nb: Mapping[str, Any]) -> dict[str, Agent]:
 
 
 def environment_agent(env: Mapping[str, str] | None = None, *, model: str | None = None) -> Agent:
-    """The fallback agent: ``--model``, else ``PERCENT_AGENT_MODEL``, else a small default."""
+    """The fallback agent: ``--model``, else ``PERCENT_AGENT_MODEL``, else the user's
+    ``default_model`` (``tce models default``), else a small default."""
     env = os.environ if env is None else env
-    spec = model or env.get("PERCENT_AGENT_MODEL") or DEFAULT_MODEL
+    spec = model or env.get("PERCENT_AGENT_MODEL") or default_model()
     models = [m.strip() for m in spec.split(",") if m.strip()]
     return Agent(name=DEFAULT_AGENT_NAME, models=models, source="environment")
+
+
+def default_model() -> str:
+    """The user's ``default_model`` (their config), else :data:`DEFAULT_MODEL`. A config that
+    does not parse is reported where it matters (budgets, trust); here it is the default."""
+    try:
+        return trust.load_config().default_model or DEFAULT_MODEL
+    except (trust.ConfigError, OSError):
+        return DEFAULT_MODEL
 
 
 def known_agent_names(agents: Mapping[str, Agent]) -> list[str]:

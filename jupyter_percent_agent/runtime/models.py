@@ -247,15 +247,6 @@ def _connection_cause(chain: list[BaseException]) -> str | None:
     return None
 
 
-def _key_variables(litellm: Any, routed: str) -> list[str]:
-    """The environment variables litellm reads the key of ``routed``'s provider from."""
-    try:
-        missing = litellm.validate_environment(routed).get("missing_keys") or []
-    except Exception:
-        missing = []
-    return [v for v in missing if "KEY" in v or "TOKEN" in v]
-
-
 # A stream that stopped after it had begun (litellm, aiohttp and httpx names).
 _MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "TransferEncodingError",
                          "ContentLengthError", "IncompleteRead", "RemoteProtocolError"})
@@ -280,12 +271,13 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
                 "PERCENT_AGENT_TIMEOUT or the agent's timeout)")
         return Failure("Timeout", f"{server_recorded} {tail}", f"{server} {tail}")
     if "missing" in text and any(w in text for w in ("credential", "api key", "api_key")):
-        names = _key_variables(litellm, routed) if litellm is not None else []
+        names = routing.missing_keys(litellm, routed) if litellm is not None else []
         which = ("PERCENT_AGENT_API_KEY" if api_base else
                  " or ".join(names) or "the provider's API key variable")
         where = (f"{model} ({provider})" if provider and not model.startswith(provider + "/")
                  else model)
-        line = f"no API key found for {where}: set {which}"
+        store = f"run tce keys set {provider} or " if provider and not api_base else ""
+        line = f"no API key found for {where}: {store}set {which}"
         return Failure("AuthenticationError", line, line)
     if {type(e).__name__ for e in chain} & _MID_STREAM:
         tail = "broke off mid-reply (the connection was lost)"
@@ -300,10 +292,18 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         tail = f"refused the API key (HTTP {status}): {hint}"
         return Failure("AuthenticationError", f"{server_recorded} {tail}", f"{server} {tail}")
     line = one_line(exc)
-    for key in (spec.api_key, *(route[1] for route in spec.routes.values())):
+    for key in (spec.api_key, *(route[1] for route in spec.routes.values()), *_stored_keys()):
         if key and key != NO_KEY:
             line = line.replace(key, "***")
     return Failure(type(exc).__name__, line, line)
+
+
+def _stored_keys() -> list[str]:
+    """The user's stored keys, to mask in a failure's words (a call may have sent one)."""
+    try:
+        return list(trust.load_keys().values())
+    except trust.KeysError:
+        return []
 
 
 def _credentials_in(api_base: str | None) -> Failure | None:

@@ -21,6 +21,10 @@ sign-in (GitHub Copilot, ChatGPT) are never resolved, only named.
 
 ``openai_compatible`` answers, without importing litellm, whether a call with an ``api_base``
 is one litellm would make as ``openai/NAME``: those go straight over HTTP (``runtime.direct``).
+
+Where litellm finds no key of the provider's own in the environment, the key the user stored
+for that provider (``tce keys set``, ``trust.keys``) is passed instead, read afresh for each
+call: it goes exactly where that provider's variable would, and nowhere else.
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from jupyter_percent_agent.envflags import env_flag
-from jupyter_percent_agent.trust import NO_KEY
+from jupyter_percent_agent.trust import NO_KEY, KeysError, keys_path, stored_key
 
 OPENAI = frozenset({"openai", "text-completion-openai", "aiohttp_openai"})
 """Providers that are OpenAI itself: ``OPENAI_API_KEY`` belongs to them."""
@@ -76,20 +80,41 @@ def resolve(litellm: Any, model: str, env: Mapping[str, str] | None = None) -> R
         return Resolution(None, key_name="none (litellm knows no provider for this name)")
     if provider in OPENAI:
         endpoint = env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_BASE") or OPENAI_ENDPOINT
-        return Resolution(provider, endpoint, key_name=_present("OPENAI_API_KEY", env))
+        if env.get("OPENAI_API_KEY"):
+            return Resolution(provider, endpoint, key_name="OPENAI_API_KEY")
+        return _with_stored(Resolution(provider, endpoint,
+                                       key_name="none (OPENAI_API_KEY is not set)"))
     if _compatible(litellm, provider):
         canary = _canary_base(litellm, provider)
         named = bool(base and canary and _host(base) != _host(canary))
-        name = _holding(key, provider, env) if key else \
-            f"none ({provider}'s own key is not set; no other key is sent)"
         problem = None if base else (
             f"litellm has no endpoint for {model} ({provider}) here: set the provider's API "
             "base in your environment, or PERCENT_AGENT_API_BASE")
-        return Resolution(provider, base, named, key or NO_KEY, name, problem)
+        if key:
+            return Resolution(provider, base, named, key, _holding(key, provider, env), problem)
+        return _with_stored(Resolution(
+            provider, base, named, NO_KEY,
+            f"none ({provider}'s own key is not set; no other key is sent)", problem))
     endpoint = _complete_url(litellm, name, provider)
     canary = _complete_url(litellm, CANARY, provider)
     named = bool(endpoint and canary and _host(endpoint) != _host(canary))
-    return Resolution(provider, endpoint, named, None, _native_key(litellm, model, provider, env))
+    missing = missing_keys(litellm, model)
+    if missing:
+        return _with_stored(Resolution(provider, endpoint, named, None,
+                                       f"none (set {' or '.join(missing)})"))
+    return Resolution(provider, endpoint, named, None, _native_key(provider, env))
+
+
+def _with_stored(found: Resolution) -> Resolution:
+    """``found`` (no key in the environment) with the key the user stored for its provider,
+    if any; a keys file that cannot be read is a problem said before the call."""
+    try:
+        key = stored_key(found.provider)
+    except KeysError as exc:
+        return replace(found, problem=found.problem or str(exc))
+    if key is None:
+        return found
+    return replace(found, key=key, key_name=f"your stored {found.provider} key ({keys_path()})")
 
 
 def openai_compatible(model: str, api_base: str | None) -> str | None:
@@ -201,10 +226,6 @@ def _host(url: str) -> str | None:
         return None
 
 
-def _present(name: str, env: Mapping[str, str]) -> str:
-    return name if env.get(name) else f"none ({name} is not set)"
-
-
 def _holding(value: str, provider: str, env: Mapping[str, str]) -> str:
     """The variable(s) whose value litellm took as ``provider``'s key (the provider's own
     name first)."""
@@ -213,15 +234,17 @@ def _holding(value: str, provider: str, env: Mapping[str, str]) -> str:
     return names[0] if names else f"none (litellm's placeholder for {provider})"
 
 
-def _native_key(litellm: Any, model: str, provider: str, env: Mapping[str, str]) -> str:
-    """Which variable a provider with its own client reads its key from, as far as litellm
-    says (``validate_environment`` names the missing ones)."""
+def missing_keys(litellm: Any, model: str) -> list[str]:
+    """The key variables a provider with its own client lacks, as litellm says
+    (``validate_environment`` names the missing ones)."""
     try:
-        missing = [v for v in litellm.validate_environment(model).get("missing_keys") or []
-                   if "KEY" in v or "TOKEN" in v]
+        return [v for v in litellm.validate_environment(model).get("missing_keys") or []
+                if "KEY" in v or "TOKEN" in v]
     except Exception:
-        missing = []
-    if missing:
-        return f"none (set {' or '.join(missing)})"
+        return []
+
+
+def _native_key(provider: str, env: Mapping[str, str]) -> str:
+    """Which variable a provider with its own client reads its key from (it is set)."""
     guess = f"{provider.upper().replace('-', '_')}_API_KEY"
     return guess if env.get(guess) else f"{provider}'s own key (litellm reads it)"

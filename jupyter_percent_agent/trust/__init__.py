@@ -40,6 +40,16 @@ from jupyter_percent_agent.trust.folders import (
     trusted_folders,
     untrust_folder,
 )
+from jupyter_percent_agent.trust.keys import (
+    KeysError,
+    key_sources,
+    key_variable,
+    keys_path,
+    load_keys,
+    remove_key,
+    set_key,
+    stored_key,
+)
 from jupyter_percent_agent.trust.limits import LIMITS, Bounded, Limit, clamp
 from jupyter_percent_agent.trust.paths import PATH_RULE, TOOLBOX, private_dir, resolve_inside
 
@@ -52,6 +62,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "Endpoint",
+    "KeysError",
     "Limit",
     "Route",
     "TrustError",
@@ -59,15 +70,22 @@ __all__ = [
     "config_dir",
     "config_path",
     "is_trusted",
+    "key_sources",
+    "key_variable",
+    "keys_path",
     "load_config",
+    "load_keys",
     "named_url",
     "private_dir",
     "public_url",
     "refuse_toolbox",
+    "remove_key",
     "resolve_inside",
     "route_agent",
     "route_for",
     "save_config",
+    "set_key",
+    "stored_key",
     "trust_folder",
     "trusted_folders",
     "untrust_folder",

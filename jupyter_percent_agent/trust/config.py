@@ -7,10 +7,13 @@ itself: ``$PERCENT_AGENT_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/jupyter-percent-a
     max_steps = 8                         # the ATTP step limit a file may lower, never raise
     tool_timeout = 30                     # ... and every other budget a file may set (limits.py)
     trusted = ["/home/me/work/notes"]     # folders whose toolbox/ and api_base are used
+    default_model = "gpt-4o"              # when neither a file nor PERCENT_AGENT_MODEL names one
 
     [[endpoints]]                         # model servers a file's api_base may name
     api_base = "http://gpu-box:8000/v1"
     key_env = "GPU_BOX_API_KEY"           # optional: the key that goes to it, and only to it
+
+API keys are kept beside it, in a file of their own (``keys.py``).
 
 Reading uses the standard library only (``tomllib``), so every ``tce`` command can afford it.
 """
@@ -66,6 +69,8 @@ class Config:
     endpoints: tuple[Endpoint, ...] = ()
     limits: dict[str, int | float] = field(default_factory=dict)
     """The user's own limits (``limits.LIMITS`` names them); those not set are the defaults."""
+    default_model: str | None = None
+    """The model used when neither a file nor ``PERCENT_AGENT_MODEL`` names one."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -109,8 +114,13 @@ def _parse(raw: dict[str, Any], path: Path) -> Config:
                 kind = "a positive integer" if limit.integer else "a positive number"
                 raise ConfigError(f"{path}: {name} ({limit.what}) must be {kind}")
             limits[name] = min(value, limit.hard)
+    default_model = raw.get("default_model")
+    if default_model is not None and (not isinstance(default_model, str)
+                                      or not default_model.strip()):
+        raise ConfigError(f"{path}: default_model must be a model name")
     return Config(trusted=tuple(Path(t) for t in trusted), endpoints=tuple(endpoints),
-                  limits=limits, raw=raw)
+                  limits=limits, default_model=default_model.strip() if default_model else None,
+                  raw=raw)
 
 
 def save_config(config: Config, path: Path | None = None) -> Path:
@@ -127,6 +137,10 @@ def save_config(config: Config, path: Path | None = None) -> Path:
     else:
         raw.pop("endpoints", None)
     raw.update(config.limits)
+    if config.default_model:
+        raw["default_model"] = config.default_model
+    else:
+        raw.pop("default_model", None)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_text(path, _dumps(raw), mode=0o600)
     return path

@@ -8,6 +8,8 @@
  * - the renderer of replies, steps, tool calls, tool results and Jarvis display tags, all
  *   untrusted; message notebooks kept untrusted (`notebook.ts`);
  * - the bar over each message cell (agent, history, summary) and the status-bar total;
+ * - "Set up a model" (Agent menu, palette, and a button under a cell that failed for a
+ *   missing key): a provider's key and the default model, stored in the user's config;
  * - the `loadRemoteMedia` setting.
  */
 
@@ -31,6 +33,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { markdownIcon } from '@jupyterlab/ui-components';
 import { PartialJSONObject } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
+import { Menu } from '@lumino/widgets';
 
 import { decorateCells } from './cellbar';
 import { agentChatIcon } from './icons';
@@ -42,6 +45,7 @@ import {
   untrustNotebook
 } from './notebook';
 import { agentMarkdownFactory, agentTextFactory } from './renderer';
+import { openSetup, SETUP_COMMAND, watchMissingKeys } from './setup';
 import { watchTrustRefusals } from './trust';
 import { setLoadRemoteMedia } from './untrusted';
 import { UsageStatus } from './usage';
@@ -190,6 +194,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       usageChanged.emit();
     };
     watchTrustRefusals();
+    watchMissingKeys();
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
       guardNotebook(panel, () => {
         decorateCells(panel);
@@ -274,6 +279,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
       category: 'Agent',
       args: { isPalette: true }
     });
+
+    commands.addCommand(SETUP_COMMAND, {
+      label: 'Set up a model',
+      caption: "Store a provider's API key and choose the default model",
+      execute: () => openSetup()
+    });
+    palette?.addItem({ command: SETUP_COMMAND, category: 'Agent' });
+    if (mainMenu) {
+      const agentMenu = new Menu({ commands });
+      agentMenu.id = 'jp-mainmenu-percent-agent';
+      agentMenu.title.label = 'Agent';
+      agentMenu.addItem({ command: CommandIDs.newChat, args: { isMenu: true } });
+      agentMenu.addItem({ command: SETUP_COMMAND });
+      mainMenu.addMenu(agentMenu, true, { rank: 900 });
+    }
   }
 };
 

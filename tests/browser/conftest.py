@@ -152,13 +152,17 @@ def _rtc_installed() -> bool:
 
 
 @contextlib.contextmanager
-def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool) -> Iterator[LabServer]:
+def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool,
+         first_run: bool = False) -> Iterator[LabServer]:
     """`jupyter lab` serving ``base/root``, its kernels answering through the local model
-    server, with real-time collaboration (jupyter-collaboration) on or off."""
+    server, with real-time collaboration (jupyter-collaboration) on or off. ``first_run``:
+    no key, no model and no server of the user's in the environment; OpenAI's endpoint is the
+    local model server (``OPENAI_BASE_URL``), so a call needs a stored key."""
     root = base / "root"
     root.mkdir()
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")
+           and not (first_run and k.endswith(("_API_KEY", "_API_BASE", "_BASE_URL")))}
     # Agent kernels started by this server answer through the local model server, at once.
     env.update(
         {
@@ -173,6 +177,9 @@ def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool) -> Iterator[LabServe
             "PERCENT_AGENT_CONFIG_DIR": str(base / "user-config"),
         }
     )
+    if first_run:
+        del env["PERCENT_AGENT_API_BASE"], env["PERCENT_AGENT_MODEL"]
+        env["OPENAI_BASE_URL"] = lab_model.url
     for name, sub in [
         ("JUPYTER_CONFIG_DIR", "config"),
         ("JUPYTER_RUNTIME_DIR", "runtime"),
@@ -237,6 +244,16 @@ def lab_server(
 
 
 @pytest.fixture(scope="package")
+def first_run_server(
+    tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
+) -> Iterator[LabServer]:
+    """`jupyter lab` as a new user starts it: no API key and no model in its environment."""
+    with _lab(tmp_path_factory.mktemp("first-run"), lab_model, rtc=False,
+              first_run=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
 def collab_server(
     tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
 ) -> Iterator[LabServer]:
@@ -267,9 +284,7 @@ def browser() -> Iterator[object]:
             chromium.close()
 
 
-@pytest.fixture
-def page(browser: object, lab_server: LabServer) -> Iterator[object]:
-    """A fresh JupyterLab page (new browser context, workspace reset), closed after the test."""
+def _new_page(browser: object) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
     context.set_default_timeout(60_000)
     lab_page = context.new_page()
@@ -278,6 +293,18 @@ def page(browser: object, lab_server: LabServer) -> Iterator[object]:
     finally:
         with contextlib.suppress(Exception):
             context.close()
+
+
+@pytest.fixture
+def page(browser: object, lab_server: LabServer) -> Iterator[object]:
+    """A fresh JupyterLab page (new browser context, workspace reset), closed after the test."""
+    yield from _new_page(browser)
+
+
+@pytest.fixture
+def first_run_page(browser: object, first_run_server: LabServer) -> Iterator[object]:
+    """A fresh page of the first-run lab."""
+    yield from _new_page(browser)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,177 @@
+/**
+ * "Set up a model": a dialog that stores a provider's API key and the default model in the
+ * user's config directory (as `tce keys set` and `tce models default` do), through the
+ * server's `/percent-agent/keys` (authenticated and XSRF-checked like the contents API).
+ *
+ * Opened by the command (Agent menu, command palette) and by the button a message cell shows
+ * when its run failed for a missing key; after saving from that button the cell runs again.
+ * The key never comes back from the server: the dialog only shows where a key comes from.
+ * The next model call reads the stored key, so nothing needs restarting.
+ */
+
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Cell } from '@jupyterlab/cells';
+import { URLExt } from '@jupyterlab/coreutils';
+import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { ServerConnection } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
+
+import { el } from './dom';
+import { isMessageNotebook } from './notebook';
+
+export const SETUP_COMMAND = 'percent-agent:setup-model';
+const ROUTE = 'percent-agent/keys';
+/** How the runtime words a failure for a missing key (runtime/models.py, `explain`). */
+const MISSING_KEY = /^no API key found for .*: run tce keys set ([\w.-]+) /;
+const BUTTON_CLASS = 'jp-PercentAgent-setupButton';
+
+interface IProvider {
+  name: string;
+  /** Where its key comes from ("environment (...)", "config (...)"), or null: none. */
+  source: string | null;
+}
+
+interface IKeysState {
+  providers: IProvider[];
+  default_model: string;
+}
+
+interface ISetup {
+  provider: string;
+  key: string;
+  default_model: string;
+}
+
+async function requestKeys(body?: ISetup): Promise<IKeysState> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, ROUTE);
+  const init: RequestInit = body
+    ? { method: 'POST', body: JSON.stringify(body) }
+    : { method: 'GET' };
+  const response = await ServerConnection.makeRequest(url, init, settings);
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try {
+      message = ((await response.json()) as { message?: string }).message ?? message;
+    } catch {
+      // not JSON: the status says enough
+    }
+    throw new Error(message);
+  }
+  return (await response.json()) as IKeysState;
+}
+
+/** The dialog's body: a provider, a password field for its key, the default model. */
+class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
+  private provider: HTMLSelectElement;
+  private key: HTMLInputElement;
+  private model: HTMLInputElement;
+
+  constructor(state: IKeysState, preferred: string | null, problem: string | null) {
+    super({ node: el('div', 'jp-PercentAgent-setupDialog') });
+    if (problem) {
+      this.node.appendChild(el('p', 'jp-PercentAgent-setupProblem', problem));
+    }
+    this.provider = el('select', 'jp-mod-styled jp-PercentAgent-setupProvider');
+    for (const { name, source } of state.providers) {
+      const option = el('option', '', source ? `${name} (key from ${source})` : name);
+      option.value = name;
+      option.selected = name === preferred;
+      this.provider.appendChild(option);
+    }
+    this.key = el('input', 'jp-mod-styled jp-PercentAgent-setupKey');
+    this.key.type = 'password';
+    this.key.autocomplete = 'off';
+    this.key.placeholder = 'API key (stored in your config directory, never in a project)';
+    this.model = el('input', 'jp-mod-styled jp-PercentAgent-setupModel');
+    this.model.value = state.default_model;
+    this.node.append(
+      this.label('Provider', this.provider),
+      this.label('API key', this.key),
+      this.label('Default model', this.model),
+      el(
+        'p',
+        'jp-PercentAgent-setupNote',
+        'A key set in the environment (OPENAI_API_KEY...) wins over the stored one. ' +
+          'Keys go only to their own provider, never to a server a file names.'
+      )
+    );
+  }
+
+  private label(text: string, field: HTMLElement): HTMLElement {
+    const label = el('label', 'jp-PercentAgent-setupField');
+    label.append(el('span', '', text), field);
+    return label;
+  }
+
+  getValue(): ISetup {
+    return {
+      provider: this.provider.value,
+      key: this.key.value,
+      default_model: this.model.value.trim()
+    };
+  }
+}
+
+/**
+ * Open the dialog (`preferred`: the provider to select). True when something was saved;
+ * a refusal from the server (a key with spaces...) opens the dialog again, saying why.
+ */
+export async function openSetup(preferred: string | null = null): Promise<boolean> {
+  let problem: string | null = null;
+  for (;;) {
+    const state = await requestKeys();
+    const result = await showDialog<ISetup>({
+      title: 'Set up a model',
+      body: new SetupBody(state, preferred, problem),
+      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Save' })],
+      focusNodeSelector: '.jp-PercentAgent-setupKey'
+    });
+    if (!result.button.accept || result.value === null) {
+      return false;
+    }
+    try {
+      await requestKeys(result.value);
+      return true;
+    } catch (err) {
+      problem = `Not saved: ${(err as Error).message}`;
+      preferred = result.value.provider;
+    }
+  }
+}
+
+function dropButton(cell: Cell): void {
+  cell.node.querySelectorAll(`.${BUTTON_CLASS}`).forEach(node => node.remove());
+}
+
+/** Under a cell whose run failed for a missing key: a button that opens the dialog. */
+function offerSetup(panel: NotebookPanel, cell: Cell, provider: string): void {
+  dropButton(cell);
+  const button = el('button', `jp-mod-styled jp-mod-accept ${BUTTON_CLASS}`, 'Set up a model');
+  button.title = `Store an API key for ${provider}, then run this cell again`;
+  button.addEventListener('click', () => {
+    void openSetup(provider).then(async saved => {
+      const notebook = panel.content;
+      if (!saved || panel.isDisposed || !notebook.widgets.includes(cell)) {
+        return;
+      }
+      dropButton(cell);
+      notebook.activeCellIndex = notebook.widgets.indexOf(cell);
+      await NotebookActions.run(notebook, panel.sessionContext);
+    });
+  });
+  cell.node.appendChild(button);
+}
+
+/** Watch every run of a message cell for a missing key (once per application). */
+export function watchMissingKeys(): void {
+  NotebookActions.executionScheduled.connect((_, { cell }) => dropButton(cell));
+  NotebookActions.executed.connect((_, { notebook, cell, success, error }) => {
+    const missing = success ? null : MISSING_KEY.exec(error?.errorValue ?? '');
+    const panel = notebook.parent;
+    if (!missing || !(panel instanceof NotebookPanel) || !isMessageNotebook(panel)) {
+      return;
+    }
+    offerSetup(panel, cell, missing[1]);
+  });
+}

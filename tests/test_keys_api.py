@@ -1,0 +1,76 @@
+"""The keys API JupyterLab's "Set up a model" dialog calls (``/percent-agent/keys``), through
+a real jupyter_server (pytest-jupyter) with the extension enabled as a user enables it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_percent_agent import trust
+
+SECRET = "sk-from-the-dialog-0123456789"
+
+
+@pytest.fixture
+def jp_server_config() -> dict:
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
+
+
+@pytest.fixture(autouse=True)
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.endswith("_API_KEY") or name == "PERCENT_AGENT_MODEL":
+            monkeypatch.delenv(name)
+
+
+async def test_the_dialog_stores_a_key_and_a_default_model_in_the_users_config(
+        jp_fetch, user_config_dir, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    r = json.loads((await jp_fetch("percent-agent", "keys")).body)
+    assert {"name": "openai", "source": None} in r["providers"]
+    assert r["default_model"] == "gpt-4o-mini"
+    r = await jp_fetch("percent-agent", "keys", method="POST", body=json.dumps(
+        {"provider": "openai", "key": SECRET, "default_model": "gpt-4o"}))
+    answer = json.loads(r.body)
+    assert SECRET not in r.body.decode()
+    assert {"name": "openai", "source": f"config ({user_config_dir / 'keys.json'})"} \
+        in answer["providers"]
+    assert answer["default_model"] == "gpt-4o"
+    assert trust.load_keys() == {"openai": SECRET}
+    assert stat.S_IMODE((user_config_dir / "keys.json").stat().st_mode) == 0o600
+    assert trust.load_config().default_model == "gpt-4o"
+    assert SECRET not in caplog.text
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ({"provider": "openai", "key": "sk with space"}, "holds spaces"),
+    ({"provider": "openai", "key": "sk-a\nsk-b"}, "holds spaces"),
+    ({"provider": "no-such", "key": "sk-fine"}, "litellm knows no provider 'no-such'"),
+    ({"provider": "openai", "key": 42}, "must be strings"),
+    ({"default_model": "two words"}, "not a model name"),
+])
+async def test_bad_input_is_refused_in_one_line_and_stores_nothing(
+        jp_fetch, user_config_dir, body: dict, says: str) -> None:
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("percent-agent", "keys", method="POST", body=json.dumps(body))
+    assert err.value.code == 400
+    text = err.value.response.body.decode()
+    assert says in json.loads(text)["message"]
+    assert "sk" not in json.loads(text)["message"].replace("tce keys", "")
+    assert not (user_config_dir / "keys.json").exists()
+    assert trust.load_config().default_model is None
+
+
+async def test_the_keys_api_needs_the_servers_authentication(jp_fetch, user_config_dir) -> None:
+    for method, body in (("GET", None), ("POST", json.dumps({"provider": "openai",
+                                                              "key": SECRET}))):
+        with pytest.raises(HTTPClientError) as err:
+            await jp_fetch("percent-agent", "keys", method=method, body=body,
+                           headers={"Authorization": ""})
+        assert err.value.code in (401, 403)
+    assert not (user_config_dir / "keys.json").exists()
