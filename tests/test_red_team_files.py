@@ -444,7 +444,8 @@ def test_a_host_litellm_builds_from_the_name_is_the_files_choice(tmp_path: Path,
     model that is a host the file chose, refused before any call in an untrusted folder."""
     from jupyter_percent_agent.litellm_setup import import_litellm
     from jupyter_percent_agent.runtime.agents import agent_from_mapping
-    from jupyter_percent_agent.runtime.models import Refused, call_route, spec_for
+    from jupyter_percent_agent.runtime.failures import Refused
+    from jupyter_percent_agent.runtime.models import call_route, spec_for
 
     agent = agent_from_mapping("a", {"models": ["baseten/abcd1234"]}, source="preset")
     route = trust.route_agent("a", None, agent.models, from_file=True, folder=tmp_path)

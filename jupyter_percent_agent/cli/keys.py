@@ -10,7 +10,8 @@ import sys
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_USAGE, fail
+from jupyter_percent_agent.cli._common import EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.errors import PercentAgentError
 
 
 @click.group("keys")
@@ -39,8 +40,8 @@ def set_(provider: str) -> None:
         else:
             key = sys.stdin.read(1 << 16)
         path = trust.set_key(name, key)
-    except (trust.KeysError, OSError) as exc:
-        fail(str(exc), EXIT_USAGE)
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc)
     except KeyboardInterrupt:
         fail("nothing stored", EXIT_USAGE)
     click.echo(f"stored the key for {name} in {path}")
@@ -54,8 +55,8 @@ def list_() -> None:
 
     try:
         sources = trust.key_sources(known=provider_names())
-    except trust.KeysError as exc:
-        fail(str(exc), EXIT_USAGE)
+    except PercentAgentError as exc:
+        fail_for(exc)
     if not sources:
         click.echo("no keys: run tce keys set PROVIDER (or set PROVIDER_API_KEY)")
     for provider, source in sources.items():
@@ -70,8 +71,8 @@ def remove(provider: str) -> None:
 
     try:
         removed = trust.remove_key(provider)
-    except (trust.KeysError, OSError) as exc:
-        fail(str(exc), EXIT_USAGE)
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc)
     if not removed:
         fail(f"no stored key for {provider}", EXIT_USAGE)
     click.echo(f"removed the stored key for {provider}")

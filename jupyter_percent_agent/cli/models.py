@@ -12,7 +12,8 @@ import os
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_MODEL, EXIT_USAGE, fail
+from jupyter_percent_agent.cli._common import EXIT_MODEL, EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.errors import PercentAgentError
 
 
 @click.group("models", invoke_without_command=True)
@@ -32,8 +33,8 @@ def list_() -> None:
 
     try:
         providers = trust.key_sources(known=provider_names())
-    except trust.KeysError as exc:
-        fail(str(exc), EXIT_USAGE)
+    except PercentAgentError as exc:
+        fail_for(exc)
     from jupyter_percent_agent.litellm_setup import chat_models
 
     for provider in providers:
@@ -105,6 +106,6 @@ def default(model: str | None, clear: bool) -> None:
     try:
         config = trust.load_config()
         trust.save_config(replace(config, default_model=None if clear else model.strip()))
-    except (trust.ConfigError, OSError) as exc:
-        fail(str(exc), EXIT_USAGE)
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc)
     click.echo(f"default model: {_default()}")

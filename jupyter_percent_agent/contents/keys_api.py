@@ -20,6 +20,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import PercentAgentError, report
 from jupyter_percent_agent.litellm_setup import provider_names
 from jupyter_percent_agent.trust.keys import COMMON_PROVIDERS
 
@@ -41,8 +42,8 @@ class KeysHandler(APIHandler):
     def _answer(self) -> None:
         try:
             self.finish(json.dumps(_state()))
-        except (trust.KeysError, trust.ConfigError) as exc:
-            raise web.HTTPError(500, str(exc)) from None
+        except PercentAgentError as exc:  # the user's keys or config file cannot be read
+            raise web.HTTPError(500, report(exc).message) from None
 
     @web.authenticated
     def get(self) -> None:
@@ -71,8 +72,9 @@ class KeysHandler(APIHandler):
             if model:
                 config = trust.load_config()
                 trust.save_config(replace(config, default_model=model.strip()))
-        except (trust.KeysError, trust.ConfigError) as exc:
-            raise web.HTTPError(400, str(exc)) from None
+        except PercentAgentError as exc:
+            shown = report(exc)
+            raise web.HTTPError(shown.http_status, shown.message) from None
         except OSError as exc:
             raise web.HTTPError(500, f"could not save: {exc.strerror or exc}") from None
         self._answer()

@@ -21,23 +21,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 COST_HEADER = "x-litellm-response-cost"
 """The header a LiteLLM proxy reports a call's cost in."""
 
 
-class Timeout(TimeoutError):
+class ModelCallError(PercentAgentError):
+    """A failure of a call made here; ``models.explain`` words it by its (litellm's) name."""
+
+    error_kind = Kind.MODEL
+
+
+class Timeout(ModelCallError, TimeoutError):
     """The server did not answer in time (litellm: ``Timeout``)."""
 
 
-class APIConnectionError(ConnectionError):
+class APIConnectionError(ModelCallError, ConnectionError):
     """The server could not be reached (litellm: ``APIConnectionError``)."""
 
 
-class MidStreamFallbackError(ConnectionError):
+class MidStreamFallbackError(ModelCallError, ConnectionError):
     """The stream broke off, or stopped making sense, after it had begun (litellm's name)."""
 
 
-class StatusError(Exception):
+class StatusError(ModelCallError):
     """The server answered with an HTTP error; the class is named as litellm names it."""
 
     status_code = 0

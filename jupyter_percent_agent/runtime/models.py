@@ -28,11 +28,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
 from jupyter_percent_agent.runtime import direct, routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
+from jupyter_percent_agent.runtime.failures import (
+    MID_STREAM,
+    Failure,
+    Refused,
+    chain_of,
+    connection_cause,
+    credentials_in,
+    retryable,
+    stored_keys,
+)
 from jupyter_percent_agent.trust import NO_KEY, Route, bound, public_url, route_agent
 
 
@@ -199,65 +208,12 @@ def _provider_model(litellm: Any, name: str, api_base: str | None) -> str:
 _KNOWN_PROVIDER: dict[str, bool] = {}
 
 
-@dataclass
-class Failure:
-    """Why one attempt failed, in words a user acts on. ``text`` is safe to record in a
-    message file (no key, no ``api_base``); ``detail`` is for the terminal and may name the
-    ``api_base``."""
-
-    kind: str
-    text: str
-    detail: str
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    while exc is not None and exc not in out and len(out) < 16:
-        out.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return out
-
-
-def _connection_cause(chain: list[BaseException]) -> str | None:
-    """The low-level reason a connection failed, or None when it is no connection failure."""
-    import socket
-    import ssl
-
-    for e in chain:  # the most specific cause, wherever it is in the chain
-        if isinstance(e, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(e, socket.gaierror):
-            return "host not found"
-        if isinstance(e, ssl.SSLError):
-            return "TLS error: " + " ".join(str(e).split())[:120]
-        if isinstance(e, ConnectionResetError):
-            return "connection reset"
-    for e in chain:
-        if type(e).__name__ == "ClientConnectorDNSError":
-            return "host not found"
-        if isinstance(e, OSError) and e.errno is not None and e.strerror:
-            return " ".join(e.strerror.lower().split())
-    names = {type(e).__name__ for e in chain}
-    if names & {"APIConnectionError", "ConnectError", "ClientConnectorError",
-                "ServerDisconnectedError", "RemoteProtocolError", "ConnectionError"}:
-        deepest = chain[-1]
-        if type(deepest) is ValueError:  # e.g. a URL the HTTP client refuses
-            return "connection error: " + " ".join(str(deepest).split())[:160]
-        return "connection error"
-    return None
-
-
-# A stream that stopped after it had begun (litellm, aiohttp and httpx names).
-_MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "TransferEncodingError",
-                         "ContentLengthError", "IncompleteRead", "RemoteProtocolError"})
-
-
 def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Failure:
     """Turn litellm's exception (or ``runtime.direct``'s, ``litellm`` None) into a reason
     naming the server or the missing key."""
     if isinstance(exc, Refused):
         return exc.failure
-    chain = _chain(exc)
+    chain = chain_of(exc)
     api_base = spec.route(model)[0]
     routed, provider = _routed(litellm, model, api_base)
     server = f"the model server at {public_url(api_base)}" if api_base else (
@@ -279,10 +235,10 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         store = f"run tce keys set {provider} or " if provider and not api_base else ""
         line = f"no API key found for {where}: {store}set {which}"
         return Failure("AuthenticationError", line, line)
-    if {type(e).__name__ for e in chain} & _MID_STREAM:
+    if {type(e).__name__ for e in chain} & MID_STREAM:
         tail = "broke off mid-reply (the connection was lost)"
         return Failure("APIConnectionError", f"{server_recorded} {tail}", f"{server} {tail}")
-    cause = _connection_cause(chain)
+    cause = connection_cause(chain)
     if cause is not None:
         return Failure("APIConnectionError", f"cannot reach {server_recorded} ({cause})",
                        f"cannot reach {server} ({cause})")
@@ -292,54 +248,10 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         tail = f"refused the API key (HTTP {status}): {hint}"
         return Failure("AuthenticationError", f"{server_recorded} {tail}", f"{server} {tail}")
     line = one_line(exc)
-    for key in (spec.api_key, *(route[1] for route in spec.routes.values()), *_stored_keys()):
+    for key in (spec.api_key, *(route[1] for route in spec.routes.values()), *stored_keys()):
         if key and key != NO_KEY:
             line = line.replace(key, "***")
     return Failure(type(exc).__name__, line, line)
-
-
-def _stored_keys() -> list[str]:
-    """The user's stored keys, to mask in a failure's words (a call may have sent one)."""
-    try:
-        return list(trust.load_keys().values())
-    except trust.KeysError:
-        return []
-
-
-def _credentials_in(api_base: str | None) -> Failure | None:
-    """The failure of an ``api_base`` that carries a user name or password, decided before
-    any call: HTTP clients disagree on such a URL (aiohttp refuses it beside an API key, and
-    its words changed between releases), and what it carries is a secret."""
-    from urllib.parse import urlsplit
-
-    if not api_base or "@" not in api_base:
-        return None
-    try:
-        parts = urlsplit(api_base)
-        if parts.username is None and parts.password is None:
-            return None
-    except ValueError:
-        return None
-    why = ("its api_base carries a user name or password, which is never sent: give the key "
-           "as PERCENT_AGENT_API_KEY or tie one to the endpoint (tce trust --endpoint URL "
-           "--key-env VAR)")
-    return Failure("APIConnectionError",
-                   f"cannot reach the model server at the configured api_base ({why})",
-                   f"cannot reach the model server at {public_url(api_base)} ({why})")
-
-
-def _retryable(litellm: Any, exc: BaseException) -> bool:
-    if isinstance(exc, Refused):
-        return False
-    if "credentials" in str(exc).lower() or "api_key" in str(exc).lower():
-        return False  # a missing key does not come back by retrying
-    kinds = tuple(getattr(litellm, n) for n in (
-        "Timeout", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
-        "APIConnectionError", "BadGatewayError") if hasattr(litellm, n))
-    if isinstance(exc, (*kinds, asyncio.TimeoutError, ConnectionError)):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status == 429 or status >= 500)
 
 
 def list_price(litellm: Any, model: str, tokens_in: int, tokens_out: int) -> float | None:
@@ -368,19 +280,6 @@ def _cost_value(value: Any) -> float | None:
         return round(float(value), 8) if value is not None else None
     except (TypeError, ValueError):
         return None
-
-
-class Refused(PercentAgentError):
-    """A call decided against before it was made (``failure`` says why)."""
-
-    error_kind = Kind.MODEL
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.text)
-        self.failure = failure
-        self.reason = failure.detail  # for the terminal: names the endpoint and the key
-        if failure.kind == "TrustError":
-            self.error_kind = Kind.REFUSED
 
 
 @dataclass(frozen=True)
@@ -528,7 +427,7 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
         except Exception as exc:  # pragma: no cover - broken installation
             result.error, result.error_type = one_line(exc), type(exc).__name__
             return result
-    last: Failure | None = next(filter(None, map(_credentials_in, [
+    last: Failure | None = next(filter(None, map(credentials_in, [
         spec.api_base, *(route[0] for route in spec.routes.values())])), None)
     for n, model in enumerate(spec.models if last is None else ()):
         for attempt in range(spec.retries + 1):
@@ -542,7 +441,7 @@ async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
             except Exception as exc:
                 last = explain(litellm, exc, model, spec)
                 result.attempts.append(f"{model}: {last.text}")
-                if not _retryable(litellm, exc) or attempt == spec.retries:
+                if not retryable(litellm, exc) or attempt == spec.retries:
                     break
                 on_event(Retry(f"{last.detail}; retrying {model}"))
                 await asyncio.sleep(spec.backoff * 2 ** attempt)

@@ -23,6 +23,7 @@ import stat
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.trust.config import config_dir
 
 KEYS_NAME = "keys.json"
@@ -38,9 +39,11 @@ takes any provider litellm knows."""
 _PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
-class KeysError(ValueError):
+class KeysError(PercentAgentError, ValueError):
     """A key or provider name that cannot be stored, or a keys file that cannot be read: one
     line naming the file or the provider, never a key."""
+
+    error_kind = Kind.USAGE
 
 
 def keys_path(env: Mapping[str, str] | None = None) -> Path:
