@@ -80,7 +80,7 @@ def chat_models(provider: str) -> list[str]:
     import json
 
     try:
-        cost = json.loads((_litellm_folder() / COST_MAP).read_text(encoding="utf-8"))
+        cost = json.loads(packaged_model_map())
     except (OSError, ValueError):  # not where it was: litellm's own answer, at its price
         cost = import_litellm().model_cost
     return sorted(name for name, info in cost.items()
@@ -89,6 +89,18 @@ def chat_models(provider: str) -> list[str]:
 
 
 COST_MAP = "model_prices_and_context_window_backup.json"
+
+
+def packaged_model_map() -> str:
+    """The text of the model map litellm ships and loads here (``LITELLM_ENV_DEFAULTS``),
+    read without importing litellm; OSError when it is not where it was."""
+    global _MODEL_MAP
+    if _MODEL_MAP is None:
+        _MODEL_MAP = (_litellm_folder() / COST_MAP).read_text(encoding="utf-8")
+    return _MODEL_MAP
+
+
+_MODEL_MAP: str | None = None
 
 
 def one_line(exc: BaseException) -> str:

@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from jupyter_percent_agent.envflags import env_flag
+from jupyter_percent_agent.litellm_setup import packaged_model_map
 from jupyter_percent_agent.trust import NO_KEY, KeysError, keys_path, stored_key
 
 OPENAI = frozenset({"openai", "text-completion-openai", "aiohttp_openai"})
@@ -138,27 +139,12 @@ def openai_compatible(model: str, api_base: str | None) -> str | None:
 
 
 @functools.cache
-def _model_map() -> str | None:
-    """The text of litellm's packaged model map (what it loads with
-    ``LITELLM_LOCAL_MODEL_COST_MAP``), found without importing litellm."""
-    import importlib.util
-    from pathlib import Path
-
-    try:
-        spec = importlib.util.find_spec("litellm")
-        folders = list(spec.submodule_search_locations or []) if spec else []
-        return (Path(folders[0]) / "model_prices_and_context_window_backup.json").read_text(
-            encoding="utf-8")
-    except (OSError, ImportError, ValueError, IndexError):
-        return None
-
-
-@functools.cache
 def _listed_by_litellm(model: str) -> bool:
     """Whether litellm's model map has an entry for ``model`` (when the map cannot be read:
     assume it does, and let litellm decide)."""
-    text = _model_map()
-    if text is None:
+    try:
+        text = packaged_model_map()
+    except OSError:
         return True
     return any(f'\n    "{name}": {{' in text for name in {model, model.lower()})
 
