@@ -149,10 +149,9 @@ def for_the_file(model: dict[str, Any], path: str) -> dict[str, Any]:
             meta.pop(key, None)
         elif not _is_agent(meta.get(key)):
             meta[key] = dict(DEFAULT_KERNELSPEC)
-    content = copy.copy(model["content"])
-    content["metadata"] = meta
-    content["cells"] = tidy_cells(content.get("cells") or [])
-    return {**model, "content": content}
+    content = model["content"]
+    return {**model, "content": {**content, "metadata": meta,
+                                 "cells": tidy_cells(content.get("cells") or [])}}
 
 
 # What JupyterLab keeps in a cell's metadata for itself (not footnote attributes).
