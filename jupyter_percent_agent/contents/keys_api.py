@@ -16,10 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import url_path_join
 from tornado import web
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.contents.api import add_route, json_body
 from jupyter_percent_agent.errors import PercentAgentError, report
 from jupyter_percent_agent.litellm_setup import provider_names
 from jupyter_percent_agent.trust.keys import COMMON_PROVIDERS
@@ -51,10 +51,7 @@ class KeysHandler(APIHandler):
 
     @web.authenticated
     def post(self) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise web.HTTPError(400, "the body is not JSON") from None
+        body = json_body(self.request.body)
         if not isinstance(body, dict):
             raise web.HTTPError(400, "the body is not a JSON object")
         provider, key, model = body.get("provider"), body.get("key"), body.get("default_model")
@@ -82,6 +79,4 @@ class KeysHandler(APIHandler):
 
 def register(serverapp: Any) -> None:
     """Add the handler to the server's web application."""
-    web_app = serverapp.web_app
-    pattern = url_path_join(web_app.settings["base_url"], ROUTE)
-    web_app.add_handlers(".*$", [(pattern, KeysHandler)])
+    add_route(serverapp, ROUTE, KeysHandler)

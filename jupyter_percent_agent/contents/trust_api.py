@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import url_path_join
 from tornado import web
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.contents.api import add_route, json_body
 from jupyter_percent_agent.errors import PercentAgentError
 
 ROUTE = "percent-agent/trust"
@@ -56,10 +56,7 @@ class TrustHandler(APIHandler):
 
     @web.authenticated
     def post(self) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise web.HTTPError(400, "the body is not JSON") from None
+        body = json_body(self.request.body)
         folder = self._folder(body.get("path") if isinstance(body, dict) else None)
         try:
             trust.trust_folder(folder)
@@ -71,6 +68,4 @@ class TrustHandler(APIHandler):
 
 def register(serverapp: Any) -> None:
     """Add the handler to the server's web application."""
-    web_app = serverapp.web_app
-    pattern = url_path_join(web_app.settings["base_url"], ROUTE)
-    web_app.add_handlers(".*$", [(pattern, TrustHandler)])
+    add_route(serverapp, ROUTE, TrustHandler)
