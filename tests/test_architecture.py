@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"envflags", "errors", "litellm_setup", "safe_start"},
     {"format"},
     {"trust", "tools"},
+    {"mcptools"},
     {"sandbox"},
     {"attp", "ranking"},
     {"runtime"},

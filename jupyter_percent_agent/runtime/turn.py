@@ -78,9 +78,13 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
     may not choose, a URL in a model's name, an ``[async]`` file it may not write),
-    ``SelectionError``, ``FormatError`` (front matter) before anything runs. The agent's
+    ``SelectionError``, ``FormatError`` (front matter) before anything runs; ``TrustError``
+    too for MCP servers that the file or its folder defines, in a folder not trusted. The agent's
     budgets are bounded here (``agents.bound_agent``)."""
+    from jupyter_percent_agent.runtime.toolset import check_mcp_trust
+
     index, cell = find_cell(nb, cell_id)
+    check_mcp_trust(nb, options.folder)  # servers a file defines start nothing untrusted
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
@@ -107,6 +111,7 @@ def step_limit(options: RunOptions, agent: Agent) -> int:
 async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,
                   transport: Transport) -> None:
     """Run the planned cell of ``nb`` into ``run``."""
+    from jupyter_percent_agent.mcptools import McpServerError
     from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
     from jupyter_percent_agent.runtime.toolset import offered_tools, system_prompt_for, tools_for
@@ -126,7 +131,13 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     agent, route = decided.agent, decided.route
     assert agent is not None and route is not None
     run.answered_by(agent.name, agent.models[0])
-    toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
+    try:
+        toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
+    except McpServerError as exc:  # one [error] naming the server; the conversation goes on
+        run.fail(type(exc).__name__, str(exc))
+        run.emit(fmt.error_output(type(exc).__name__, str(exc), [],
+                                  out_id=run.next_output_id()))
+        return
     offered = None
     if toolset is not None:
         cells = hist.conversation_cells(nb)
