@@ -303,3 +303,20 @@ def test_no_server_outlives_a_killed_tce_chat(
     while _servers_in(user_config_dir) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _servers_in(user_config_dir) == set()
+
+
+def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
+    from types import SimpleNamespace
+
+    from jupyter_percent_agent.runtime.attp_loop import (
+        PROMPT_RESULT_CHARS,
+        result_message,
+        result_text,
+    )
+
+    big = [{"commit": f"{i:040x}", "author": "a"} for i in range(5000)]
+    res = SimpleNamespace(status="success", result=big, stdout="", error=None, instructions=[])
+    message = result_message(res)
+    assert len(message) < PROMPT_RESULT_CHARS + 1000
+    assert "[cut: " in message and "filter it in code]" in message
+    assert f"{4999:040x}" in result_text(res)  # the file keeps it whole
