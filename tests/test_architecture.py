@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"runtime"},
     {"tasks", "jupytext_format"},
     {"kernel"},
-    {"contents"},
+    {"contents", "mcpserve"},
     {"cli", "_hook", "testing"},
 ]
 

@@ -153,3 +153,36 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         added += 1
         click.echo(f"added {spec.name!r}")
     click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
+
+
+@mcp.command("serve")
+@click.argument("dirs", nargs=-1, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--http", "http", is_flag=True, help="Streamable HTTP on 127.0.0.1 (not stdio).")
+@click.option("--port", type=int, default=8765, show_default=True, help="The HTTP port.")
+@click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web page origin that may call the HTTP server (none by default).",
+)
+def serve(dirs: tuple[Path, ...], http: bool, port: int, origins: tuple[str, ...]) -> None:
+    """Offer the message files and task documents under DIRS (default: .) to other agents
+    over MCP: list, read and continue conversations, run task documents, search SOPs."""
+    from jupyter_percent_agent import mcpserve
+
+    folders = list(dirs) or [Path(".")]
+    try:
+        if not http:
+            mcpserve.build_server(folders).run("stdio")
+            return
+        token, new = mcpserve.serve_token()
+        app = mcpserve.http_app(folders, token, port, origins)
+    except PercentAgentError as exc:
+        fail_for(exc)
+    import uvicorn
+
+    where = f"http://127.0.0.1:{port}/mcp"
+    saved = "" if new else f" (from {mcpserve.TOKEN_NAME} in your config folder)"
+    click.echo(f"tce mcp serve: {where}  bearer token: {token}{saved}", err=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
