@@ -320,3 +320,26 @@ def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
     assert len(message) < PROMPT_RESULT_CHARS + 1000
     assert "[cut: " in message and "filter it in code]" in message
     assert f"{4999:040x}" in result_text(res)  # the file keeps it whole
+
+
+def test_with_more_tools_than_the_limit_the_model_searches_for_the_others(
+    clock: str, env: OpenAIServer, tmp_path: Path
+) -> None:
+    """Only ``tool_limit`` tools are described (those that fit the message); search_tools
+    (words) finds the others, which the model's code can call."""
+    env.script((DATA / "search_step.toml").read_text(), STEP, ANSWER)
+    path = tmp_path / "time.msg.md"
+    path.write_text(
+        HEADER.replace("    tools: [clock]\n", "    tools: [clock]\n    tool_limit: 1\n")
+    )
+    r = tce("chat", str(path), "-m", "Convert 12:00 from Paris time to Tokyo time")
+    assert r.exit_code == 0, r.output
+    first = env.chat_requests[0].messages[0]["content"]
+    assert "def convert_time(source_timezone: str, time: str, target_timezone: str):" in first
+    assert "def get_current_time" not in first
+    assert "def search_tools(words: str, limit: int = 5) -> list[str]:" in first
+    assert "1 more tools can be" in first
+    found = env.chat_requests[1].messages[-1]["content"]
+    assert "def get_current_time(timezone: str):" in found
+    called = env.chat_requests[2].messages[-1]["content"]
+    assert "Asia/Tokyo" in called and "+09:00" in called

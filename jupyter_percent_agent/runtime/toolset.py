@@ -219,14 +219,50 @@ def offered_tools(agent: Agent, toolset: Toolset, message: str,
                   earlier: Sequence[Mapping[str, Any]]) -> list[str] | None:
     """The tools to describe to the model for ``message``: all of them (None) when they are no
     more than the agent's ``tool_limit`` (the user's limit, 12), else those that fit the
-    message best, plus any the conversation already used (``ranking.tools.select_tools``).
-    Every tool stays callable."""
+    message best, plus any the conversation already used (``ranking.tools.select_tools``),
+    leaving one place for ``search_tools``. Every tool stays callable."""
     from jupyter_percent_agent.ranking.tools import DEFAULT_TOOL_LIMIT, select_tools
 
     limit = agent.tool_limit or DEFAULT_TOOL_LIMIT
     if len(toolset) <= limit:
         return None
-    return select_tools(toolset.descriptions(), message, used_tools(earlier), limit)
+    # one place of the limit is search_tools' (``with_search``), which finds the others
+    return select_tools(toolset.descriptions(), message, used_tools(earlier), max(1, limit - 1))
+
+
+SEARCH_TOOLS = "search_tools"
+
+
+def with_search(toolset: Toolset, offered: Sequence[str]) -> tuple[Toolset, list[str]]:
+    """When only the ``offered`` tools are described, the model's code also gets
+    ``search_tools(words)``: the descriptions of the others that fit the words, ranked as
+    the offered ones were (``ranking.tools.rank_tools``). So 100 tools cost the prompt no more
+    than ``tool_limit``; every tool stays callable."""
+    from jupyter_percent_agent.ranking.tools import rank_tools
+    from jupyter_percent_agent.tools import Tool, render_tool
+
+    if SEARCH_TOOLS in toolset:  # a tool of the user's has the name: theirs is kept
+        return toolset, list(offered)
+    hidden = {n: d for n, d in toolset.descriptions().items() if n not in set(offered)}
+
+    def search_tools(words: str, limit: int = 5) -> list[str]:
+        ranked = [n for n, _ in rank_tools(hidden, str(words))][: max(1, min(int(limit), 20))]
+        return [render_tool(toolset.registry[n]) if n in toolset.registry
+                else toolset.defined[n].stub for n in ranked]
+
+    search_tools.__doc__ = f"""Find tools by what they do: {len(hidden)} more tools can be
+    called than are described here.
+
+    Args:
+        words (str): What the tool should do, in words.
+        limit (int): How many tools to return (at most 20).
+
+    Returns:
+        list[str]: The best-fitting tools' descriptions (signature and docstring), best
+        first; call them like the tools above.
+    """
+    tool = Tool.from_function(search_tools)
+    return Toolset(toolset.registry.merged([tool]), toolset.defined), [*offered, SEARCH_TOOLS]
 
 
 def system_prompt_for(agent: Agent, toolset: Toolset | None,

@@ -114,7 +114,12 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     from jupyter_percent_agent.mcptools import McpServerError
     from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
-    from jupyter_percent_agent.runtime.toolset import offered_tools, system_prompt_for, tools_for
+    from jupyter_percent_agent.runtime.toolset import (
+        offered_tools,
+        system_prompt_for,
+        tools_for,
+        with_search,
+    )
 
     _, cell = find_cell(nb, decided.cell_id)
     if decided.kind in options.runners:
@@ -144,6 +149,8 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         text = options.current_text if options.current_text is not None \
             else fmt.message_text(cell)
         offered = offered_tools(agent, toolset, text, cells[: decided.index - 1])
+        if offered is not None:  # not all described: search_tools(words) finds the others
+            toolset, offered = with_search(toolset, offered)
     await transport.ready()
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))
