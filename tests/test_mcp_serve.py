@@ -217,3 +217,34 @@ def test_the_users_saved_token_is_used(user_config_dir: Path) -> None:
     (user_config_dir / mcpserve.TOKEN_NAME).write_text("my-own-token\n")
     assert mcpserve.serve_token() == ("my-own-token", False)
     assert json.dumps(token)  # printable as is
+
+
+def test_a_url_server_the_user_added_is_reached_over_http_with_its_headers(
+    http_server, user_config_dir: Path
+) -> None:
+    """The client side over streamable HTTP: tce serving notes/ is itself a server the user
+    adds with --url and a header, and calls like any other."""
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent import mcptools
+    from jupyter_percent_agent.cli import main
+
+    url, token = http_server
+    runner = CliRunner()
+    r = runner.invoke(
+        main, ["mcp", "add", "notes", "--url", url, "--header", f"Authorization: Bearer {token}"]
+    )
+    assert r.exit_code == 0, r.output
+    try:
+        r = runner.invoke(main, ["tools", "list", "-m", "notes"])
+        assert r.exit_code == 0, r.output
+        assert "def read_conversation(path: str):" in r.output
+        assert "str: the result" in r.output  # {"result": ...} unwrapped
+        r = runner.invoke(main, ["tools", "call", "list_conversations", "-m", "notes"])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.output)["data"] == [{"path": "notes/sub/hello.msg.md", "messages": 1}]
+        runner.invoke(main, ["mcp", "add", "notes", "--replace", "--url", url])
+        r = runner.invoke(main, ["tools", "list", "-m", "notes"])
+        assert r.exit_code == 4 and "MCP server 'notes' did not start" in r.output
+    finally:
+        mcptools.stop_all()

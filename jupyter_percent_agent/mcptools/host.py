@@ -221,7 +221,8 @@ class Connection:
             raise self._fail(f"failed a call to {name}: {_describe(exc)}") from None
         if getattr(result, "is_error", False):
             raise McpToolError(f"{name} (MCP server {self.spec.name!r}): {error_text(result)}")
-        return result_value(result)
+        listed = next((t for t in self.tools if t.name == name), None)
+        return result_value(result, listed.output_schema if listed else None)
 
     async def stop(self) -> None:
         """Close the connection: the SDK closes the server's stdin, then ends its process

@@ -109,11 +109,12 @@ def docstring_of(
     """The docstring the model reads: the server's description, ``Args:``, ``Returns:``."""
     text = " ".join((description or "").replace('"""', "'''").split())[:MAX_DESCRIPTION]
     summary = text or "(no description)"
-    returns = (
-        "dict: structured content"
-        if isinstance(output_schema, Mapping)
-        else "the tool's text content (str), or a list of its parts"
-    )
+    returns = "the tool's text content (str), or a list of its parts"
+    if wraps_result(output_schema):
+        kind = _type_text(output_schema["properties"]["result"])
+        returns = f"{kind}: the result" if kind else "the result"
+    elif isinstance(output_schema, Mapping):
+        returns = "dict: structured content"
     lines = (
         [summary, "", f"(MCP server {server!r})", "", "Args:"]
         if args
@@ -209,11 +210,25 @@ def content_value(item: Any) -> Any:
     return {"type": str(kind)}
 
 
-def result_value(result: Any) -> Any:
+def wraps_result(output_schema: Any) -> bool:
+    """Whether the output schema only wraps a value in ``{"result": ...}`` (what SDK servers
+    do for a function returning a list, a string, a number)."""
+    props = output_schema.get("properties") if isinstance(output_schema, Mapping) else None
+    return isinstance(props, Mapping) and list(props) == ["result"]
+
+
+def result_value(result: Any, output_schema: Any = None) -> Any:
     """A tool's successful result for the model's code: its structured content if it has
-    some, else its one text (``str``), else the list of its parts."""
+    some (unwrapped from ``{"result": ...}``), else its one text (``str``), else the list of
+    its parts."""
     structured = getattr(result, "structured_content", None)
     if structured is not None:
+        if (
+            wraps_result(output_schema)
+            and isinstance(structured, Mapping)
+            and list(structured) == ["result"]
+        ):
+            return structured["result"]
         return structured
     parts = [content_value(c) for c in getattr(result, "content", None) or []]
     if len(parts) == 1:
