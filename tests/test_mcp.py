@@ -343,3 +343,59 @@ def test_with_more_tools_than_the_limit_the_model_searches_for_the_others(
     assert "def get_current_time(timezone: str):" in found
     called = env.chat_requests[2].messages[-1]["content"]
     assert "Asia/Tokyo" in called and "+09:00" in called
+
+
+def test_a_tool_name_two_servers_share_is_kept_apart_by_the_servers_names(clock: str) -> None:
+    assert tce("mcp", "add", "world", "--", TIME_SERVER).exit_code == 0
+    r = tce("tools", "list", "--names", "-m", "clock", "-m", "world")
+    assert r.exit_code == 0, r.output
+    assert r.output.split() == [
+        "clock_get_current_time",
+        "clock_convert_time",
+        "world_get_current_time",
+        "world_convert_time",
+    ]
+    r = tce(
+        "tools",
+        "call",
+        "world_get_current_time",
+        "-m",
+        "clock",
+        "-m",
+        "world",
+        "--args",
+        '{"timezone": "Asia/Tokyo"}',
+    )
+    assert r.exit_code == 0 and "+09:00" in r.output
+
+
+def test_signatures_are_made_from_input_schemas() -> None:
+    from jupyter_percent_agent.mcptools.schema import docstring_of, python_name, signature_of
+    from jupyter_percent_agent.tools import Tool, render_tool
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "limit": {"type": "integer", "default": 10, "description": "How many."},
+            "query": {"type": "string", "description": "What to find."},
+            "mode": {"enum": ["fast", "slow"]},
+            "tags": {"anyOf": [{"type": "array"}, {"type": "null"}]},
+        },
+        "required": ["query"],
+    }
+    sig, docs = signature_of(schema)
+    assert (
+        str(sig) == "(query: 'str', limit: 'int' = None, mode: 'str' = None, "
+        "tags: 'list | None' = None)"
+    )
+    assert docs["limit"].description == "How many. Default: 10."
+    assert "One of: 'fast', 'slow'." in docs["mode"].description
+    odd, _ = signature_of({"properties": {"from": {}, "x-y": {}}})
+    assert str(odd) == "(**arguments)"
+    assert python_name("get-time.now") == "get_time_now"
+    assert python_name("class") == "class_" and python_name("1st") == "_1st"
+    doc = docstring_of("Find <b>things</b>", docs, "srv")
+    doc_tool = Tool(name="t", func=lambda **k: None, doc=doc, signature=sig)
+    shown = render_tool(doc_tool)
+    assert "Find <b>things</b>" in shown  # model input, as text
+    assert "(MCP server 'srv')" in shown
