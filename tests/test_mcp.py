@@ -399,3 +399,47 @@ def test_signatures_are_made_from_input_schemas() -> None:
     shown = render_tool(doc_tool)
     assert "Find <b>things</b>" in shown  # model input, as text
     assert "(MCP server 'srv')" in shown
+
+
+def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
+    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """In the Agent kernel (real, over the Jupyter protocol): two messages use one server
+    process; restarting the kernel stops it."""
+    import shutil
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+
+    kernels = tmp_path / "kernels"
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    notebook = tmp_path / "time.msg.md"
+    notebook.write_text(HEADER)
+    kenv = {**os.environ, "JPY_SESSION_NAME": str(notebook)}
+    km = KernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
+    )
+    km.start_kernel(env=kenv, cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        seen = []
+        for _ in range(2):
+            env.script(STEP, ANSWER)
+            reply = kc.execute_interactive("What time is it in Tokyo?", timeout=120)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            seen.append(_servers_in(user_config_dir))
+        assert "+09:00" in env.chat_requests[-1].messages[-1]["content"]
+        assert len(seen[0]) == 1 and seen[0] == seen[1]  # one process, started once
+        km.restart_kernel(now=False)
+        kc.wait_for_ready(timeout=60)
+        deadline = time.monotonic() + 15
+        while _servers_in(user_config_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _servers_in(user_config_dir) == set()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
