@@ -443,3 +443,31 @@ def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_a_server_gets_its_own_env_and_not_the_users_keys(
+    keys: dict[str, str], user_config_dir: Path, tmp_path: Path
+) -> None:
+    """A stdio server starts in the user's config folder with the SDK's minimal environment
+    plus its own ``env``: the keys in the user's environment stay with us."""
+    seen = tmp_path / "env.txt"
+    r = tce(
+        "mcp",
+        "add",
+        "clock",
+        "--env",
+        "CLOCK_SETTING=on",
+        "--",
+        "/bin/sh",
+        "-c",
+        f"env > {seen}; pwd >> {seen}; exec {TIME_SERVER}",
+    )
+    assert r.exit_code == 0, r.output
+    r = tce("tools", "list", "--names", "-m", "clock")
+    assert r.exit_code == 0, r.output
+    mcptools.stop_all()
+    text = seen.read_text()
+    assert "CLOCK_SETTING=on" in text
+    assert str(user_config_dir.resolve()) in text.splitlines()[-1]
+    for secret in keys.values():
+        assert secret not in text
