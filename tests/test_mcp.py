@@ -471,3 +471,29 @@ def test_a_server_gets_its_own_env_and_not_the_users_keys(
     assert str(user_config_dir.resolve()) in text.splitlines()[-1]
     for secret in keys.values():
         assert secret not in text
+
+
+def test_a_call_that_times_out_or_kills_the_server_is_one_error_naming_it(
+    user_config_dir: Path,
+) -> None:
+    spec = mcptools.ServerSpec(
+        "faulty", command=sys.executable, args=(str(DATA / "faulty_server.py"),), timeout=1
+    )
+    try:
+        tools = {t.name: t for t in mcptools.server_tools([spec], None)}
+        assert tools["slow"].run({"seconds": 0}) == {"data": "late", "instruction": None}
+        started = time.monotonic()
+        with pytest.raises(mcptools.McpServerError) as late:
+            tools["slow"].run({"seconds": 5})
+        assert time.monotonic() - started < 4
+        assert "MCP server 'faulty' did not answer a call to slow within 1 s" in str(late.value)
+        with pytest.raises(mcptools.McpServerError) as died:
+            tools["die"].run({})
+        assert "MCP server 'faulty'" in str(died.value) and "die" in str(died.value)
+        with pytest.raises(mcptools.McpServerError, match="'faulty' is not running"):
+            tools["slow"].run({"seconds": 0})
+        again = {t.name: t for t in mcptools.server_tools([spec], None)}  # started anew
+        assert again["slow"].run({"seconds": 0})["data"] == "late"
+    finally:
+        mcptools.stop_all()
+    assert _servers_in(user_config_dir) == set()

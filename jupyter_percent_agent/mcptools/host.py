@@ -39,6 +39,7 @@ from jupyter_percent_agent.trust import config_dir
 START_TIMEOUT = 30.0  # seconds for a server to start and list its tools
 CALL_TIMEOUT = 60.0  # seconds for one call, unless the server's entry says otherwise
 LOG_TAIL = 300  # characters of a server's log quoted in an error
+CONNECTION_CLOSED = -32000  # the JSON-RPC code the SDK gives calls on a closed connection
 
 
 class McpServerError(PercentAgentError, RuntimeError):
@@ -218,6 +219,10 @@ class Connection:
         try:
             result = call.result()
         except Exception as exc:
+            if getattr(exc, "code", None) == CONNECTION_CLOSED:  # it died: start it anew
+                self.error = self.error or "its connection closed"
+                self._stop.set()
+                raise self._fail(f"died during a call to {name}") from None
             raise self._fail(f"failed a call to {name}: {_describe(exc)}") from None
         if getattr(result, "is_error", False):
             raise McpToolError(f"{name} (MCP server {self.spec.name!r}): {error_text(result)}")
@@ -286,7 +291,12 @@ class Host:
 
     def connect(self, spec: ServerSpec, root: Path | None) -> Connection:
         """The running connection to ``spec`` for ``root`` (started now if need be)."""
-        return self.run(self._connection(spec, root), START_TIMEOUT + 10)
+        try:
+            return self.run(self._connection(spec, root), START_TIMEOUT + 20)
+        except concurrent.futures.TimeoutError:
+            raise McpServerError(
+                f"MCP server {spec.name!r} did not start within {START_TIMEOUT:g} s"
+            ) from None
 
     async def acall(self, conn: Connection, name: str, arguments: dict[str, Any]) -> Any:
         """Call a tool from any event loop: the call runs in the host's."""
