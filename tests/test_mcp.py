@@ -497,3 +497,41 @@ def test_a_call_that_times_out_or_kills_the_server_is_one_error_naming_it(
     finally:
         mcptools.stop_all()
     assert _servers_in(user_config_dir) == set()
+
+
+def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
+    env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str, author: str = "Ada") -> None:
+        who = {
+            "GIT_AUTHOR_NAME": author,
+            "GIT_AUTHOR_EMAIL": f"{author}@example.org",
+            "GIT_COMMITTER_NAME": author,
+            "GIT_COMMITTER_EMAIL": f"{author}@example.org",
+        }
+        subprocess.run(
+            ["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **who}
+        )
+
+    git("init", "-q", "-b", "main")
+    for i, author in enumerate(["Ada", "Linus", "Ada"]):
+        (repo / "f.txt").write_text(str(i))
+        git("add", "f.txt")
+        git("commit", "-q", "-m", f"change {i}", author=author)
+    assert tce("mcp", "add", "git", "--", str(BIN / "mcp-server-git")).exit_code == 0
+    step = (DATA / "authors_step.toml").read_text().replace("REPO", json.dumps(str(repo)))
+    env.script(step, ANSWER)
+    path = tmp_path / "log.msg.md"
+    path.write_text(HEADER.replace("tools: [clock]", "tools: [git]"))
+    try:
+        r = tce("chat", str(path), "-m", "Who committed how often?")
+    finally:
+        mcptools.stop_all()
+    assert r.exit_code == 0, r.output
+    first = env.chat_requests[0].messages[0]["content"]
+    assert "def git_log(repo_path: str, max_count: int = None" in first
+    assert '"Ada": 2' in env.chat_requests[1].messages[-1]["content"]
+    assert '"Linus": 1' in env.chat_requests[1].messages[-1]["content"]
