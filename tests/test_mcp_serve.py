@@ -55,6 +55,15 @@ def _env(openai_server: OpenAIServer, user_config_dir: Path) -> dict[str, str]:
     }
 
 
+def _stdio(params) -> object:
+    """The SDK's stdio transport, the server's stderr to a file of its own (not this
+    process's stderr, which a test runner may have replaced)."""
+    from mcp.client.stdio import stdio_client
+
+    log = open(os.devnull, "w")
+    return stdio_client(params, errlog=log)
+
+
 async def _converse(client) -> dict:
     """What another agent does: list, read, continue a conversation, try to leave."""
     tools = {t.name for t in (await client.list_tools()).tools}
@@ -106,7 +115,7 @@ def test_another_agent_reads_and_continues_a_conversation_over_stdio(
     )
 
     async def go() -> dict:
-        async with Client(params, read_timeout_seconds=60) as client:
+        async with Client(_stdio(params), read_timeout_seconds=60) as client:
             return await _converse(client)
 
     _check(asyncio.run(go()), served)
@@ -193,7 +202,7 @@ def test_another_agent_runs_a_task_document_and_searches_the_sops(
     )
 
     async def go() -> tuple:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(_stdio(params), read_timeout_seconds=120) as client:
             ran = await client.call_tool(
                 "run_task", {"sop": "notes/tasks", "task_id": "greet/hello"}
             )
