@@ -135,14 +135,14 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         return
     agent, route = decided.agent, decided.route
     assert agent is not None and route is not None
-    run.answered_by(agent.name, agent.models[0])
     try:
         toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
     except McpServerError as exc:  # one [error] naming the server; the conversation goes on
-        run.fail(type(exc).__name__, str(exc))
+        run.fail(type(exc).__name__, str(exc))  # a tool's failure, not the model's
         run.emit(fmt.error_output(type(exc).__name__, str(exc), [],
                                   out_id=run.next_output_id()))
         return
+    run.answered_by(agent.name, agent.models[0])
     offered = None
     if toolset is not None:
         cells = hist.conversation_cells(nb)
