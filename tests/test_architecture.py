@@ -21,12 +21,13 @@ LAYERS: list[set[str]] = [
     {"envflags", "errors", "litellm_setup", "safe_start"},
     {"format"},
     {"trust", "tools"},
+    {"mcptools"},
     {"sandbox"},
     {"attp", "ranking"},
     {"runtime"},
     {"tasks", "jupytext_format"},
     {"kernel"},
-    {"contents"},
+    {"contents", "mcpserve"},
     {"cli", "_hook", "testing"},
 ]
 

@@ -412,7 +412,8 @@ def test_startup_imports_no_litellm_nbformat_or_jupytext(spec_dir: Path, server:
         finally:
             stop(km, kc)
     assert "jupyter_percent_agent" in modules and "ipykernel" in modules  # the log works
-    assert not modules & {"litellm", "nbformat", "jupytext", "openai", "tiktoken"}
+    assert not modules & {"litellm", "nbformat", "jupytext", "openai", "tiktoken", "mcp",
+                          "mcp_types"}
 
 
 @pytest.mark.parametrize(("extra", "client", "never"), [

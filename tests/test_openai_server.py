@@ -151,3 +151,29 @@ def test_runnable_as_module(tmp_path) -> None:
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+def test_scripted_function_calls_and_the_usage_they_are_counted_with(
+        openai_server: OpenAIServer) -> None:
+    """A model that drives tools with JSON function calls (the peer of ATTP code mode in
+    benchmarks/bench_mcp.py): its calls come back as tool_calls, and the tool schemas and
+    calls sent count in the prompt."""
+    openai_server.script(Reply("", tool_calls=[{"name": "git_log",
+                                                "arguments": {"repo_path": "/r"}}]))
+    tools = [{"type": "function", "function": {"name": "git_log", "description": "Show the log",
+                                               "parameters": {"type": "object"}}}]
+    status, raw = _post(openai_server, {"model": "m", "tools": tools,
+                                        "messages": [{"role": "user", "content": "log please"}]})
+    assert status == 200
+    reply = json.loads(raw)
+    choice = reply["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    (call,) = choice["message"]["tool_calls"]
+    assert call["function"] == {"name": "git_log", "arguments": '{"repo_path": "/r"}'}
+    without_tools = 2 + 4  # "log please" and a message's overhead
+    assert reply["usage"]["prompt_tokens"] > without_tools
+    assert openai_server.chat_requests[-1].usage == reply["usage"]
+    openai_server.script(Reply("", tool_calls=[{"name": "x"}]))
+    status, _ = _post(openai_server, {"model": "m", "stream": True,
+                                      "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 400

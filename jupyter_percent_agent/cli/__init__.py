@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "chat": "jupyter_percent_agent.cli.chat:chat",
     "keys": "jupyter_percent_agent.cli.keys:keys",
     "list": "jupyter_percent_agent.cli.list:list_",
+    "mcp": "jupyter_percent_agent.cli.mcp:mcp",
     "models": "jupyter_percent_agent.cli.models:models",
     "run": "jupyter_percent_agent.cli.run:run",
     "set-default": "jupyter_percent_agent.cli.set_default:set_default",

@@ -165,6 +165,9 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         return EXIT_INTERRUPTED
     except (PercentAgentError, OSError) as exc:
         fail_for(exc, path=path)
+    finally:
+        if "jupyter_percent_agent.mcptools" in sys.modules:  # the MCP servers this turn started
+            sys.modules["jupyter_percent_agent.mcptools"].stop_all()
     if as_json:
         click.echo(json.dumps({"file": str(path), "cell": run.cell_id, "agent": run.agent,
                                "status": run.status, "reply": run.reply,

@@ -53,7 +53,8 @@ def tools() -> None:
 def list_tools(
     toolbox: Path | None, modules: tuple[str, ...], entry_points: bool, names: bool
 ) -> None:
-    """Print each tool with its description, as the model sees it."""
+    """Print each tool with its description, as the model sees it (-m NAME: a tool module,
+    or one of your MCP servers)."""
     from jupyter_percent_agent.tools import render_tool
 
     registry = _load(toolbox, modules, entry_points)
@@ -66,7 +67,8 @@ def list_tools(
         return
     for tool in registry.values():
         source = tool.path or tool.module
-        click.echo(f"# {tool.name}  (module {tool.module}: {source})")
+        what = "MCP server" if source.startswith("mcp:") else "module"
+        click.echo(f"# {tool.name}  ({what} {tool.module}: {source})")
         click.echo(render_tool(tool))
 
 
@@ -122,9 +124,31 @@ def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) ->
             _fail(f"{refusal} (or name it: --toolbox toolbox)", EXIT_TRUST)
         toolbox = Path("toolbox")
     try:
-        return Registry.load(toolbox, modules=modules or None, entry_points=entry_points)
+        servers = _servers(modules)
+        if modules and len(servers) == len(set(modules)):
+            registry = Registry()
+        else:
+            wanted = [m for m in modules if m not in servers] or None
+            registry = Registry.load(toolbox, modules=wanted, entry_points=entry_points)
+        if servers:
+            from jupyter_percent_agent import mcptools
+
+            registry = registry.merged(mcptools.server_tools(servers.values(), Path.cwd(),
+                                                             taken=registry))
+        return registry
     except PercentAgentError as exc:
         fail_for(exc)
+
+
+def _servers(modules: tuple[str, ...]) -> dict[str, Any]:
+    """The user's MCP servers that ``-m`` names (a tool module of the same name is refused
+    by the toolset when an agent selects both; here the server is meant)."""
+    if not modules:
+        return {}
+    from jupyter_percent_agent import mcptools
+
+    servers = mcptools.load_servers()
+    return {m: servers[m] for m in dict.fromkeys(modules) if m in servers}
 
 
 def _print_chunk(name: str, chunk: Any) -> None:

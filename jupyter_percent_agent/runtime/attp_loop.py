@@ -31,13 +31,27 @@ def to_json_text(value: Any) -> str:
         return repr(value)
 
 
-def _result_parts(res: Any, result_head: str, printed_head: str) -> list[str]:
+PROMPT_RESULT_CHARS = 20_000
+"""Characters of a run's result (and of its printed output) that go back to the model; the
+file keeps them whole."""
+
+
+def cut_for_prompt(text: str, limit: int = PROMPT_RESULT_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and a marker saying what was left out."""
+    if len(text) <= limit:
+        return text
+    return (text[:limit] + f"\n... [cut: {len(text) - limit} more characters; keep the value "
+            "in a variable and filter it in code]")
+
+
+def _result_parts(res: Any, result_head: str, printed_head: str,
+                  cut: Any = lambda text: text) -> list[str]:
     """A sandbox run's result, printed output, error and instructions, as Markdown blocks."""
     parts = []
     if res.status == "success":
-        parts.append(result_head + "```json\n" + to_json_text(res.result) + "\n```")
+        parts.append(result_head + "```json\n" + cut(to_json_text(res.result)) + "\n```")
     if res.stdout:
-        parts.append(printed_head + "\n" + res.stdout.rstrip() + "\n```")
+        parts.append(printed_head + "\n" + cut(res.stdout.rstrip()) + "\n```")
     if res.error is not None:
         parts.append(f"Error: {res.error}")
     parts.extend(f"Instruction: {ins}" for ins in res.instructions or [])
@@ -48,7 +62,7 @@ def result_message(res: Any) -> str:
     """The user turn that carries a sandbox run back to the model."""
     return "\n\n".join([
         f"Tool call status: {res.status}",
-        *_result_parts(res, "__result__:\n", "Printed output:\n```"),
+        *_result_parts(res, "__result__:\n", "Printed output:\n```", cut_for_prompt),
         'Continue: call more tools, or give the final answer as ATTP TOML (answer = """...""").'])
 
 

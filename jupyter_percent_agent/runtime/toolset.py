@@ -1,6 +1,6 @@
 """Which tools an agent may call, and how the model is told about them.
 
-Three sources, each with its trust:
+Four sources, each with its trust:
 
 - installed packages (entry points): trusted as installed code is;
 - the ``toolbox/`` folder beside the message file: imported only when the user trusted that
@@ -8,7 +8,11 @@ Three sources, each with its trust:
 - ``[tool]`` cells of the file itself: untrusted text, so they run in the sandbox, always
   (``sandbox.DefinedTool``), whoever trusts what.
 
-An agent's ``tools`` lists modules and ``[tool]`` cell names (``[all]``: everything there is).
+- MCP servers: the user's (``tce mcp add``), selectable by name from any file; those a file
+  or its folder defines (``.mcp.json``, ``mcp:``) only in a trusted folder (``check_mcp_trust``).
+
+An agent's ``tools`` lists modules, MCP servers and ``[tool]`` cell names (``[all]``: every
+module and cell; servers are started only when named).
 An agent with more tools than its ``tool_limit`` is described only those that fit the message.
 """
 
@@ -21,6 +25,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind
 from jupyter_percent_agent.runtime.agents import Agent
 
 ALL = (None, ["*"], ["all"])
@@ -112,17 +117,76 @@ def _checked(toolset: Toolset) -> Toolset:
     return toolset
 
 
+def check_mcp_trust(nb: Mapping[str, Any], folder: Path | None) -> None:
+    """Refuse (``TrustError``) a file whose folder is not trusted when it or its folder
+    defines MCP servers (``.mcp.json``, ``mcp:``): they would start processes. Asked before
+    anything runs; the user's own servers (``tce mcp add``) need no trust."""
+    from jupyter_percent_agent.mcptools.config import defined_in
+
+    found = defined_in(fmt.front_matter(nb), folder)
+    if found and folder is not None and not trust.is_trusted(folder):
+        raise trust.TrustError(f"{' and '.join(found)} would start MCP server processes, and "
+                               "its folder is not trusted", f"to allow it: tce trust {folder}",
+                               kind="mcp", folder=folder)
+
+
+def _servers(nb: Mapping[str, Any] | None, base_dir: Path | None) -> dict[str, Any]:
+    """The MCP servers an agent may select by name: the user's, then (in a trusted folder,
+    ``check_mcp_trust`` refused the others) those the folder and the file define."""
+    from jupyter_percent_agent import mcptools
+    from jupyter_percent_agent.mcptools.config import defined_in, file_servers
+
+    servers = mcptools.load_servers()
+    front = fmt.front_matter(nb) if nb is not None else {}
+    if defined_in(front, base_dir):
+        check_mcp_trust(nb or {}, base_dir)
+        servers.update(file_servers(front, base_dir))
+    return servers
+
+
+def _module_names(base_dir: Path | None) -> set[str]:
+    """The tool modules there are (the toolbox beside the file, installed entry points)."""
+    from importlib.metadata import entry_points
+
+    from jupyter_percent_agent.tools import ENTRY_POINT_GROUP
+
+    names = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    toolbox = _toolbox(base_dir)
+    if toolbox is not None:
+        names |= {p.stem for p in toolbox.glob("*.py") if not p.stem.startswith("_")}
+    return names
+
+
 def tools_for(agent: Agent, base_dir: Path | None, nb: Mapping[str, Any] | None = None
               ) -> Toolset:
-    """The tools an agent may use: its ``tools`` modules and ``[tool]`` cells (all of them
-    for ``[all]``)."""
+    """The tools an agent may use: its ``tools`` modules, MCP servers and ``[tool]`` cells
+    (all modules and cells for ``[all]``; MCP servers only by name). ``ToolLoadError`` for
+    a name that is both a tool module and a server; ``McpServerError`` for a server that
+    does not start."""
     defined = defined_tools(nb) if nb is not None else {}
+    servers: dict[str, Any] = {}
     if agent.tools in ALL:
         modules = None
     else:
-        modules = [t for t in agent.tools or [] if t not in defined]
+        wanted = [t for t in agent.tools or [] if t not in defined]
+        known = _servers(nb, base_dir)
+        servers = {t: known[t] for t in wanted if t in known}
+        if servers:
+            from jupyter_percent_agent.tools import ToolLoadError
+
+            both = sorted(set(servers) & _module_names(base_dir))
+            if both:
+                raise ToolLoadError(f"{both[0]!r} is both a tool module and an MCP server: "
+                                    "rename one (tce mcp remove, then add it as another "
+                                    "name)", kind=Kind.USAGE)
+        modules = [t for t in wanted if t not in servers]
         defined = {n: t for n, t in defined.items() if n in (agent.tools or [])}
     registry = _load(modules, base_dir, f"agent {agent.name!r} (tools: {{}})")
+    if servers:
+        from jupyter_percent_agent import mcptools
+
+        registry = registry.merged(mcptools.server_tools(
+            servers.values(), base_dir, taken=[*registry, *defined]))
     return _checked(Toolset(registry, defined))
 
 
@@ -155,14 +219,50 @@ def offered_tools(agent: Agent, toolset: Toolset, message: str,
                   earlier: Sequence[Mapping[str, Any]]) -> list[str] | None:
     """The tools to describe to the model for ``message``: all of them (None) when they are no
     more than the agent's ``tool_limit`` (the user's limit, 12), else those that fit the
-    message best, plus any the conversation already used (``ranking.tools.select_tools``).
-    Every tool stays callable."""
+    message best, plus any the conversation already used (``ranking.tools.select_tools``),
+    leaving one place for ``search_tools``. Every tool stays callable."""
     from jupyter_percent_agent.ranking.tools import DEFAULT_TOOL_LIMIT, select_tools
 
     limit = agent.tool_limit or DEFAULT_TOOL_LIMIT
     if len(toolset) <= limit:
         return None
-    return select_tools(toolset.descriptions(), message, used_tools(earlier), limit)
+    # one place of the limit is search_tools' (``with_search``), which finds the others
+    return select_tools(toolset.descriptions(), message, used_tools(earlier), max(1, limit - 1))
+
+
+SEARCH_TOOLS = "search_tools"
+
+
+def with_search(toolset: Toolset, offered: Sequence[str]) -> tuple[Toolset, list[str]]:
+    """When only the ``offered`` tools are described, the model's code also gets
+    ``search_tools(words)``: the descriptions of the others that fit the words, ranked as
+    the offered ones were (``ranking.tools.rank_tools``). So 100 tools cost the prompt no more
+    than ``tool_limit``; every tool stays callable."""
+    from jupyter_percent_agent.ranking.tools import rank_tools
+    from jupyter_percent_agent.tools import Tool, render_tool
+
+    if SEARCH_TOOLS in toolset:  # a tool of the user's has the name: theirs is kept
+        return toolset, list(offered)
+    hidden = {n: d for n, d in toolset.descriptions().items() if n not in set(offered)}
+
+    def search_tools(words: str, limit: int = 5) -> list[str]:
+        ranked = [n for n, _ in rank_tools(hidden, str(words))][: max(1, min(int(limit), 20))]
+        return [render_tool(toolset.registry[n]) if n in toolset.registry
+                else toolset.defined[n].stub for n in ranked]
+
+    search_tools.__doc__ = f"""Find tools by what they do: {len(hidden)} more tools can be
+    called than are described here.
+
+    Args:
+        words (str): What the tool should do, in words.
+        limit (int): How many tools to return (at most 20).
+
+    Returns:
+        list[str]: The best-fitting tools' descriptions (signature and docstring), best
+        first; call them like the tools above.
+    """
+    tool = Tool.from_function(search_tools)
+    return Toolset(toolset.registry.merged([tool]), toolset.defined), [*offered, SEARCH_TOOLS]
 
 
 def system_prompt_for(agent: Agent, toolset: Toolset | None,

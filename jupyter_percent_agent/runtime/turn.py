@@ -78,9 +78,13 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
     may not choose, a URL in a model's name, an ``[async]`` file it may not write),
-    ``SelectionError``, ``FormatError`` (front matter) before anything runs. The agent's
+    ``SelectionError``, ``FormatError`` (front matter) before anything runs; ``TrustError``
+    too for MCP servers that the file or its folder defines, in a folder not trusted. The agent's
     budgets are bounded here (``agents.bound_agent``)."""
+    from jupyter_percent_agent.runtime.toolset import check_mcp_trust
+
     index, cell = find_cell(nb, cell_id)
+    check_mcp_trust(nb, options.folder)  # servers a file defines start nothing untrusted
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
@@ -107,9 +111,15 @@ def step_limit(options: RunOptions, agent: Agent) -> int:
 async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,
                   transport: Transport) -> None:
     """Run the planned cell of ``nb`` into ``run``."""
+    from jupyter_percent_agent.mcptools import McpServerError
     from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
-    from jupyter_percent_agent.runtime.toolset import offered_tools, system_prompt_for, tools_for
+    from jupyter_percent_agent.runtime.toolset import (
+        offered_tools,
+        system_prompt_for,
+        tools_for,
+        with_search,
+    )
 
     _, cell = find_cell(nb, decided.cell_id)
     if decided.kind in options.runners:
@@ -125,14 +135,22 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         return
     agent, route = decided.agent, decided.route
     assert agent is not None and route is not None
+    try:
+        toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
+    except McpServerError as exc:  # one [error] naming the server; the conversation goes on
+        run.fail(type(exc).__name__, str(exc))  # a tool's failure, not the model's
+        run.emit(fmt.error_output(type(exc).__name__, str(exc), [],
+                                  out_id=run.next_output_id()))
+        return
     run.answered_by(agent.name, agent.models[0])
-    toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
     offered = None
     if toolset is not None:
         cells = hist.conversation_cells(nb)
         text = options.current_text if options.current_text is not None \
             else fmt.message_text(cell)
         offered = offered_tools(agent, toolset, text, cells[: decided.index - 1])
+        if offered is not None:  # not all described: search_tools(words) finds the others
+            toolset, offered = with_search(toolset, offered)
     await transport.ready()
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))

@@ -65,6 +65,9 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Function calls to answer with (``{"name": ..., "arguments": {...}}``), as a model
+    driving tools with JSON function calling does (not streamed: ``stream`` is refused)."""
 
     @classmethod
     def http_error(cls, status: int, message: str = "", **kw: Any) -> Reply:
@@ -113,6 +116,8 @@ class RecordedRequest:
     path: str
     headers: Headers
     body: dict[str, Any]
+    usage: dict[str, int] | None = None
+    """The token counts the server answered with (a chat completion's ``usage``)."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -292,7 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "bad_request"}})
             return
-        state._record(RecordedRequest("POST", self.path, Headers(self.headers.items()), body))
+        recorded = RecordedRequest("POST", self.path, Headers(self.headers.items()), body)
+        state._record(recorded)
         if self.path.rstrip("/").endswith("/embeddings"):
             self._embeddings(body)
             return
@@ -309,7 +315,11 @@ class _Handler(BaseHTTPRequestHandler):
                             {"Retry-After": "0", **reply.headers})
             return
         model = body.get("model", state.models[0])
-        usage = _usage(body, reply)
+        usage = recorded.usage = _usage(body, reply)
+        if body.get("stream") and reply.tool_calls:
+            self._send_json(400, {"error": {"message": "scripted tool calls are not streamed",
+                                            "type": "invalid_request_error"}})
+            return
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(reply, model, usage if include_usage else None)
@@ -410,19 +420,24 @@ def _split(text: str, size: int) -> list[str]:
 
 
 def _count_words(body: dict[str, Any]) -> int:
-    n = 0
+    """The prompt's size in words: every message, the function calls in it, and the tool
+    schemas sent along (they are part of what a model reads)."""
+    n = len(json.dumps(body["tools"]).split()) if body.get("tools") else 0
     for m in body.get("messages", []):
         content = m.get("content")
         if isinstance(content, list):
             content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         n += len(str(content or "").split()) + 4
+        for call in m.get("tool_calls") or []:
+            n += len(json.dumps(call.get("function", {})).split())
     return n
 
 
 def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     p = reply.prompt_tokens if reply.prompt_tokens is not None else _count_words(body)
     c = (reply.completion_tokens if reply.completion_tokens is not None
-         else len(reply.content.split()))
+         else len(reply.content.split()) + len(json.dumps(reply.tool_calls).split())
+         * bool(reply.tool_calls))
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
 
@@ -432,9 +447,17 @@ def _completion(reply: Reply, model: str, usage: dict[str, int]) -> dict[str, An
         message["reasoning_content"] = reply.reasoning
     if reply.malformed:
         message = {"role": "assistant", "content": None, "garbage": "{not json"}
+    finish = "stop"
+    if reply.tool_calls:
+        message["content"] = reply.content or None
+        message["tool_calls"] = [
+            {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+            for c in reply.tool_calls]
+        finish = "tool_calls"
     return {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion",
             "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage}
 
 

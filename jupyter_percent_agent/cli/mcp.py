@@ -1,0 +1,188 @@
+"""`tce mcp`: the user's MCP servers (add, list, remove, import) and `tce mcp serve`.
+
+The servers are kept in the user's config directory (``mcp.json``, the ``mcpServers`` shape
+other clients use), never in a project. An agent selects them by name (``tools: [clock]``);
+``tce tools list -m NAME`` lists one's tools. Exit codes are those of every command: 2 bad
+usage (a bad name, a name taken, a file that is not an ``mcpServers`` JSON), 4 a server that
+did not start (``tce mcp list`` shows it as unreachable instead).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jupyter_percent_agent.cli._common import EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.errors import PercentAgentError
+
+
+@click.group()
+def mcp() -> None:
+    """Your MCP servers: their tools in agents' ATTP code (tools: [NAME])."""
+
+
+def _pairs(values: tuple[str, ...], what: str, sep: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, found, rest = value.partition(sep)
+        if not found or not key.strip():
+            fail(f"{what} {value!r} is not KEY{sep}VALUE", EXIT_USAGE)
+        out[key.strip()] = rest.strip() if sep == ":" else rest
+    return out
+
+
+@mcp.command("add", context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("--url", default=None, help="A streamable HTTP server's URL (instead of a command).")
+@click.option(
+    "--env",
+    "envs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An environment variable for a stdio server (repeatable).",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="An HTTP header for a URL server (repeatable).",
+)
+@click.option("--timeout", type=float, default=None, help="Seconds one call may take.")
+@click.option("--replace", is_flag=True, help="Change a server of that name.")
+def add(
+    name: str,
+    command: tuple[str, ...],
+    url: str | None,
+    envs: tuple[str, ...],
+    headers: tuple[str, ...],
+    timeout: float | None,
+    replace: bool,
+) -> None:
+    """Add server NAME: `tce mcp add NAME -- COMMAND [ARGS...]` or `--url URL`."""
+    from jupyter_percent_agent import mcptools
+
+    if bool(url) == bool(command):
+        fail("give either a command (after --) or --url", EXIT_USAGE)
+    if url and envs:
+        fail("--env is for a command; a URL server takes --header", EXIT_USAGE)
+    if command and headers:
+        fail("--header is for a URL server; a command takes --env", EXIT_USAGE)
+    entry: dict[str, Any] = (
+        {"url": url, "headers": _pairs(headers, "header", ":")}
+        if url
+        else {"command": command[0], "args": list(command[1:]), "env": _pairs(envs, "--env", "=")}
+    )
+    if timeout is not None:
+        entry["timeout"] = timeout
+    try:
+        spec = mcptools.config.spec_from_json(name, entry)
+        path = mcptools.add_server(spec, replace=replace)
+    except PercentAgentError as exc:
+        fail_for(exc)
+    click.echo(f"added MCP server {name!r} ({spec.transport}: {spec.target}) to {path}")
+
+
+@mcp.command("list")
+@click.option("--no-start", is_flag=True, help="Do not start the servers to count their tools.")
+def list_(no_start: bool) -> None:
+    """Each server: name, transport, command or URL, and its tool count when reachable."""
+    from jupyter_percent_agent import mcptools
+
+    try:
+        servers = mcptools.load_servers()
+    except PercentAgentError as exc:
+        fail_for(exc)
+    if not servers:
+        click.echo(
+            f"# no MCP servers (add one: tce mcp add NAME -- COMMAND); {mcptools.servers_path()}"
+        )
+        return
+    for spec in servers.values():
+        count = ""
+        if not no_start:
+            try:
+                count = f"{len(mcptools.list_tools(spec))} tools"
+            except PercentAgentError as exc:
+                count = f"unreachable: {exc}"
+        click.echo("\t".join(x for x in (spec.name, spec.transport, spec.target, count) if x))
+    mcptools.stop_all()
+
+
+@mcp.command("remove")
+@click.argument("name")
+def remove(name: str) -> None:
+    """Forget server NAME."""
+    from jupyter_percent_agent import mcptools
+
+    try:
+        removed = mcptools.remove_server(name)
+    except PercentAgentError as exc:
+        fail_for(exc)
+    if not removed:
+        fail(f"no MCP server named {name!r} (tce mcp list shows them)", EXIT_USAGE)
+    click.echo(f"removed MCP server {name!r}")
+
+
+@mcp.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--yes", "-y", is_flag=True, help="Add every server without asking.")
+@click.option("--replace", is_flag=True, help="Change servers of the same name.")
+def import_(file: Path, yes: bool, replace: bool) -> None:
+    """Add the servers of a Claude Desktop, Cursor or VS Code `mcpServers` JSON FILE."""
+    from jupyter_percent_agent import mcptools
+
+    try:
+        found = mcptools.servers_from_json(mcptools.read_json_file(file), str(file))
+        existing = mcptools.load_servers()
+    except PercentAgentError as exc:
+        fail_for(exc)
+    added = 0
+    for spec in found.values():
+        if spec.name in existing and not replace:
+            click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
+            continue
+        if not yes and not click.confirm(
+            f"add {spec.name!r} ({spec.transport}: {spec.target})?", default=False
+        ):
+            continue
+        mcptools.add_server(spec, replace=True)
+        added += 1
+        click.echo(f"added {spec.name!r}")
+    click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
+
+
+@mcp.command("serve")
+@click.argument("dirs", nargs=-1, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--http", "http", is_flag=True, help="Streamable HTTP on 127.0.0.1 (not stdio).")
+@click.option("--port", type=int, default=8765, show_default=True, help="The HTTP port.")
+@click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A web page origin that may call the HTTP server (none by default).",
+)
+def serve(dirs: tuple[Path, ...], http: bool, port: int, origins: tuple[str, ...]) -> None:
+    """Offer the message files and task documents under DIRS (default: .) to other agents
+    over MCP: list, read and continue conversations, run task documents, search SOPs."""
+    from jupyter_percent_agent import mcpserve
+
+    folders = list(dirs) or [Path(".")]
+    try:
+        if not http:
+            mcpserve.build_server(folders).run("stdio")
+            return
+        token, new = mcpserve.serve_token()
+        app = mcpserve.http_app(folders, token, port, origins)
+    except PercentAgentError as exc:
+        fail_for(exc)
+    import uvicorn
+
+    where = f"http://127.0.0.1:{port}/mcp"
+    saved = "" if new else f" (from {mcpserve.TOKEN_NAME} in your config folder)"
+    click.echo(f"tce mcp serve: {where}  bearer token: {token}{saved}", err=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

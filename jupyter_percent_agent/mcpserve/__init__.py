@@ -1,0 +1,270 @@
+"""``tce mcp serve``: message files and task documents offered to other agents over MCP.
+
+The tools (a front end over the same use cases as ``tce``): list and read conversations,
+append a message and get the reply (``runtime.send``, the turn ``tce chat`` runs), run a task
+document (``tasks.api.arun_task``), search a SOP folder's index. Paths are written relative
+to the folders served (``NAME/sub/file.msg.md``, NAME the folder's own name) and stay
+inside them; the trust rules are those of ``tce`` (a file in an untrusted folder gets no
+toolbox, no endpoint of its own, no MCP servers of its own).
+
+The SDK's ``MCPServer`` speaks the protocol, over stdio or streamable HTTP. Over HTTP it
+listens on 127.0.0.1 only, answers only requests bearing the token (printed at start, or
+the user's own from ``<config>/mcp-serve-token``), and the SDK's transport security
+refuses other Hosts and any browser Origin not allowed by name: no other local process or
+web page may spend the user's keys.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind, PercentAgentError, report
+
+TOKEN_NAME = "mcp-serve-token"
+SKIP_DIRS = {".git", ".ipynb_checkpoints", "node_modules", "__pycache__", ".venv"}
+
+
+class ServeError(PercentAgentError, ValueError):
+    """A request to the served folders that cannot be answered (unknown folder or file)."""
+
+    error_kind = Kind.USAGE
+
+
+class Folders:
+    """The folders served, by name; paths inside them, both ways."""
+
+    def __init__(self, dirs: Sequence[Path]) -> None:
+        self.by_name: dict[str, Path] = {}
+        for d in dirs:
+            real = Path(d).resolve()
+            if not real.is_dir():
+                raise ServeError(f"{d}: no such folder")
+            name, n = real.name or "root", 2
+            while name in self.by_name:
+                name, n = f"{real.name}-{n}", n + 1
+            self.by_name[name] = real
+
+    def shown(self, path: Path) -> str:
+        for name, root in self.by_name.items():
+            if path.is_relative_to(root):
+                return f"{name}/{path.relative_to(root).as_posix()}"
+        raise ServeError(f"{path} is not in a served folder")
+
+    def resolve(self, shown: str, *, suffix: str | None = ".md", directory: bool = False) -> Path:
+        """``NAME/rest`` as a real path inside the served folder NAME (``TrustError`` for a
+        path that leaves it)."""
+        name, _, rest = str(shown).strip().lstrip("/").partition("/")
+        if name not in self.by_name:
+            known = ", ".join(self.by_name)
+            raise ServeError(f"{shown!r}: paths start with a served folder's name ({known})")
+        root = self.by_name[name]
+        if not rest:
+            if directory:
+                return root
+            raise ServeError(f"{shown!r} names a folder, not a file")
+        return trust.resolve_inside(root, rest, what="path", suffix=suffix, directory=directory)
+
+    def conversations(self) -> list[Path]:
+        found = []
+        for root in self.by_name.values():
+            for here, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+                found += [Path(here) / f for f in sorted(files) if fmt.is_message_path(f)]
+        return found
+
+
+def list_conversations(folders: Folders) -> list[dict[str, Any]]:
+    """Every message file served: its path and its number of messages."""
+    from jupyter_percent_agent.runtime.history import conversation_cells
+
+    out = []
+    for path in folders.conversations():
+        try:
+            count: int | str = len(conversation_cells(fmt.read(path)))
+        except (PercentAgentError, OSError, ValueError) as exc:
+            count = f"unreadable: {exc}"
+        out.append({"path": folders.shown(path), "messages": count})
+    return out
+
+
+def read_conversation(folders: Folders, path: str) -> str:
+    """The text of a message file (Markdown, as written)."""
+    real = folders.resolve(path)
+    if not real.is_file():
+        raise ServeError(f"{path!r}: no such file")
+    return fmt.read_text(real)
+
+
+async def send_message(
+    folders: Folders, path: str, message: str, agent: str | None = None
+) -> dict[str, Any]:
+    """Append ``message`` to the file and run the turn ``tce chat`` runs; its reply."""
+    from jupyter_percent_agent.runtime.conversation import FileConversation, send
+    from jupyter_percent_agent.runtime.transport import LocalTransport
+    from jupyter_percent_agent.runtime.turn import RunOptions
+
+    if not message.strip():
+        raise ServeError("the message is empty")
+    real = folders.resolve(path)
+    conversation = FileConversation(real, message)
+    run = await send(
+        conversation, RunOptions(agent=agent, base_dir=real.parent), transport=LocalTransport()
+    )
+    return {
+        "path": folders.shown(real),
+        "cell": run.cell_id,
+        "agent": run.agent,
+        "status": str(run.status),
+        "reply": run.reply,
+        "error": run.error,
+    }
+
+
+async def run_task(
+    folders: Folders, sop: str, task_id: str, context: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Run a task document of a served SOP folder, as ``tce run`` does."""
+    from jupyter_percent_agent.tasks.api import arun_task
+
+    root = folders.resolve(sop, suffix=None, directory=True)
+    result = await arun_task(root, task_id, context or {})
+    return {
+        "status": result.status,
+        "task_id": result.task_id,
+        "context": result.context,
+        "transcript": folders.shown(result.transcript),
+        "steps": result.steps,
+        "error": result.error,
+    }
+
+
+def search_sops(folders: Folders, sop: str, query: str, k: int = 5) -> list[dict[str, Any]]:
+    """The documents of a served SOP folder that best match ``query``."""
+    from jupyter_percent_agent.tasks.index import Index
+
+    root = folders.resolve(sop, suffix=None, directory=True)
+    with Index.open(root) as index:
+        return [hit.to_json() for hit in index.search(query, max(1, min(k, 50)))]
+
+
+def build_server(dirs: Sequence[Path]) -> Any:
+    """The SDK's ``MCPServer`` with the tools above, over ``dirs``."""
+    from mcp.server.mcpserver import MCPServer
+
+    folders = Folders(dirs)
+    server = MCPServer(
+        "jupyter-percent-agent",
+        instructions=(
+            "Agent conversations kept as Markdown message files (.msg.md) and task documents. "
+            "Paths start with a served folder's name: " + ", ".join(folders.by_name)
+        ),
+    )
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    def told(exc: BaseException) -> ToolError:
+        """Our errors reach the other agent as their one line (the SDK hides others)."""
+        shown = report(exc)
+        return ToolError(shown.message if shown is not None else str(exc))
+
+    @server.tool(name="list_conversations")
+    def _list() -> list[dict[str, Any]]:
+        """The message files (.msg.md) under the served folders, with their numbers of messages."""
+        return list_conversations(folders)
+
+    @server.tool(name="read_conversation")
+    def _read(path: str) -> str:
+        """The Markdown text of one message file (path as list_conversations gives it)."""
+        try:
+            return read_conversation(folders, path)
+        except (PercentAgentError, OSError) as exc:
+            raise told(exc) from None
+
+    @server.tool(name="send_message")
+    async def _send(path: str, message: str, agent: str | None = None) -> dict[str, Any]:
+        """Append a message to a message file (a new file if there is none) and get the
+        agent's reply, as `tce chat` does; the file keeps both."""
+        try:
+            return await send_message(folders, path, message, agent)
+        except (PercentAgentError, OSError) as exc:
+            raise told(exc) from None
+
+    @server.tool(name="run_task")
+    async def _run(sop: str, task_id: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run task document TASK_ID of the SOP folder SOP on a context, as `tce run` does."""
+        try:
+            return await run_task(folders, sop, task_id, context)
+        except (PercentAgentError, OSError) as exc:
+            raise told(exc) from None
+
+    @server.tool(name="search_sops")
+    def _search(sop: str, query: str, k: int = 5) -> list[dict[str, Any]]:
+        """The task documents of the SOP folder SOP that best match QUERY (by words and
+        meaning), best first."""
+        try:
+            return search_sops(folders, sop, query, k)
+        except (PercentAgentError, OSError) as exc:
+            raise told(exc) from None
+
+    return server
+
+
+def serve_token(env: Any = None) -> tuple[str, bool]:
+    """The bearer token: the user's own (``<config>/mcp-serve-token``), else a new one.
+    (token, whether it is new)."""
+    path = trust.config_dir(env) / TOKEN_NAME
+    try:
+        saved = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        saved = ""
+    if saved:
+        return saved, False
+    return secrets.token_urlsafe(32), True
+
+
+def bearer_only(app: Any, token: str) -> Any:
+    """An ASGI app that answers 401 to any HTTP request without ``Authorization: Bearer
+    TOKEN`` (compared in constant time), before the MCP app sees it."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"text/plain"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"a bearer token is needed"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def http_app(
+    dirs: Sequence[Path], token: str, port: int, allowed_origins: Sequence[str] = ()
+) -> Any:
+    """The streamable HTTP app: bearer token, Host and Origin checked."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"127.0.0.1:{port}", f"localhost:{port}"],
+        allowed_origins=list(allowed_origins),
+    )
+    app = build_server(dirs).streamable_http_app(transport_security=security, host="127.0.0.1")
+    return bearer_only(app, token)

@@ -1,0 +1,102 @@
+"""MCP servers' tools as ours: the user's servers (``config``), their connections (``host``),
+and their tools as ``tools.Tool`` objects the sandbox's bridge calls like any other
+(``schema``).
+
+An agent selects servers by name in its ``tools`` list; :func:`server_tools` starts the ones
+not running yet (once per process and conversation folder), lists their tools and makes each
+a tool whose call goes to the server through the SDK's client session. Importing this
+package is cheap: the SDK is imported when a server is first started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent.mcptools.config import (
+    McpConfigError,
+    ServerSpec,
+    add_server,
+    check_name,
+    load_servers,
+    read_json_file,
+    remove_server,
+    servers_from_json,
+    servers_path,
+)
+from jupyter_percent_agent.mcptools.host import (
+    HOST,
+    ListedTool,
+    McpServerError,
+    McpToolError,
+    log_path,
+)
+from jupyter_percent_agent.mcptools.schema import make_tool, python_name, tool_names
+
+__all__ = [
+    "HOST",
+    "ListedTool",
+    "McpConfigError",
+    "McpServerError",
+    "McpToolError",
+    "ServerSpec",
+    "add_server",
+    "check_name",
+    "list_tools",
+    "load_servers",
+    "log_path",
+    "python_name",
+    "read_json_file",
+    "remove_server",
+    "server_tools",
+    "servers_from_json",
+    "servers_path",
+    "stop_all",
+]
+
+
+def list_tools(spec: ServerSpec, root: Path | None = None) -> list[ListedTool]:
+    """The tools ``spec`` lists (the server is started if it is not running)."""
+    return HOST.connect(spec, root).tools
+
+
+def server_tools(
+    specs: Iterable[ServerSpec], root: Path | None, taken: Iterable[str] = ()
+) -> list[Any]:
+    """The tools of these servers as ``tools.Tool`` objects (module: the server's name).
+
+    ``taken``: names other tools already have; an MCP tool of the same name, or one two
+    servers share, is named ``server_tool``. ``McpServerError`` names a server that did not
+    start.
+    """
+    conns = {spec.name: HOST.connect(spec, root) for spec in specs}
+    listings: Mapping[str, list[str]] = {n: [t.name for t in c.tools] for n, c in conns.items()}
+    names = tool_names(listings, taken)
+    out = []
+    for server, conn in conns.items():
+        for listed in conn.tools:
+            out.append(
+                make_tool(
+                    server,
+                    listed.name,
+                    listed.description,
+                    listed.input_schema,
+                    listed.output_schema,
+                    _caller(conn),
+                    shown_name=names[(server, listed.name)],
+                )
+            )
+    return out
+
+
+def _caller(conn: Any) -> Any:
+    async def call(name: str, arguments: dict[str, Any]) -> Any:
+        return await HOST.acall(conn, name, arguments)
+
+    return call
+
+
+def stop_all() -> None:
+    """Stop every MCP server this process started."""
+    HOST.stop_all()

@@ -1,0 +1,243 @@
+"""The MCP servers the user configured: one ``mcp.json`` in the user's config directory.
+
+The file has the ``mcpServers`` shape that Claude Desktop, Cursor and VS Code use, so it can
+be read by them and written by ``tce mcp add``::
+
+    {"mcpServers": {
+        "clock": {"command": "mcp-server-time", "args": [], "env": {"TZ": "UTC"}},
+        "issues": {"url": "http://127.0.0.1:9000/mcp", "headers": {"Authorization": "..."}}
+    }}
+
+It lives beside the user's keys and trusted folders (``trust.config_dir``), never in a
+project: a cloned folder cannot add a server. It may hold secrets (``env``, ``headers``), so
+it is written private (0600). Standard library only: ``tce mcp list`` and the kernel read it
+without paying for the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.trust import config_dir
+
+SERVERS_NAME = "mcp.json"
+NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+
+class McpConfigError(PercentAgentError, ValueError):
+    """A server definition that is wrong (a bad name, no command or URL, a file that is not
+    an ``mcpServers`` JSON); says which server and what."""
+
+    error_kind = Kind.USAGE
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to reach one MCP server: a command (stdio) or a URL (streamable HTTP)."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None  # seconds for one call; None: the default
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    @property
+    def target(self) -> str:
+        """The command line or the URL, as ``tce mcp list`` shows it."""
+        if self.url:
+            return self.url
+        return " ".join([self.command or "", *self.args])
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.url:
+            out["url"] = self.url
+            if self.headers:
+                out["headers"] = dict(self.headers)
+        else:
+            out["command"] = self.command
+            out["args"] = list(self.args)
+            if self.env:
+                out["env"] = dict(self.env)
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
+        return out
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name a server (and be selected in an agent's ``tools``)."""
+    if not isinstance(name, str) or not NAME_RULE.fullmatch(name):
+        raise McpConfigError(
+            f"{str(name)[:80]!r} cannot name an MCP server: use letters, "
+            "digits, '_' and '-', starting with a letter"
+        )
+    return name
+
+
+def _strings(value: Any, what: str, name: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise McpConfigError(f"MCP server {name!r}: {what} must map names to strings")
+    return dict(value)
+
+
+def spec_from_json(name: str, entry: Any) -> ServerSpec:
+    """One ``mcpServers`` entry as a :class:`ServerSpec` (``McpConfigError`` says what is
+    wrong)."""
+    check_name(name)
+    if not isinstance(entry, Mapping):
+        raise McpConfigError(f"MCP server {name!r}: its entry must be a JSON object")
+    url, command = entry.get("url") or entry.get("serverUrl"), entry.get("command")
+    timeout = entry.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise McpConfigError(f"MCP server {name!r}: timeout must be a positive number")
+    if url is not None:
+        if not isinstance(url, str) or not re.match(r"https?://", url):
+            raise McpConfigError(f"MCP server {name!r}: url must start with http:// or https://")
+        return ServerSpec(
+            name, url=url, headers=_strings(entry.get("headers"), "headers", name), timeout=timeout
+        )
+    if not isinstance(command, str) or not command.strip():
+        raise McpConfigError(f"MCP server {name!r}: needs a command or a url")
+    args = entry.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise McpConfigError(f"MCP server {name!r}: args must be a list of strings")
+    return ServerSpec(
+        name,
+        command=command,
+        args=tuple(args),
+        env=_strings(entry.get("env"), "env", name),
+        timeout=timeout,
+    )
+
+
+def servers_from_json(data: Any, where: str) -> dict[str, ServerSpec]:
+    """The servers of an ``mcpServers`` document (VS Code's ``servers`` too)."""
+    if not isinstance(data, Mapping):
+        raise McpConfigError(f"{where}: not an mcpServers JSON object")
+    table = data.get("mcpServers", data.get("servers"))
+    if table is None and "mcp" in data and isinstance(data["mcp"], Mapping):
+        table = data["mcp"].get("servers")  # VS Code's settings.json
+    if not isinstance(table, Mapping):
+        raise McpConfigError(f'{where}: has no "mcpServers" object')
+    return {name: spec_from_json(name, entry) for name, entry in table.items()}
+
+
+def servers_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the user's servers are kept (it need not exist yet)."""
+    return config_dir(env) / SERVERS_NAME  # type: ignore[arg-type]
+
+
+def read_json_file(path: Path) -> Any:
+    """A JSON file's value; ``McpConfigError`` naming the file and line when it is not JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise McpConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise McpConfigError(
+            f"{path}"
+            + (f", line {line}" if line else "")
+            + f": not JSON ({getattr(exc, 'msg', exc)})"
+        ) from None
+
+
+def load_servers(path: Path | None = None) -> dict[str, ServerSpec]:
+    """The user's servers by name (none when there is no file)."""
+    path = path or servers_path()
+    if not path.exists():
+        return {}
+    data = read_json_file(path)
+    if data == {}:
+        return {}
+    return servers_from_json(data, str(path))
+
+
+def save_servers(servers: Iterable[ServerSpec], path: Path | None = None) -> Path:
+    """Write the user's servers (atomically, private to the user)."""
+    from jupyter_percent_agent.format import write_text
+
+    path = path or servers_path()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    table = {s.name: s.to_json() for s in sorted(servers, key=lambda s: s.name)}
+    write_text(path, json.dumps({"mcpServers": table}, indent=2) + "\n", mode=0o600)
+    os.chmod(path, 0o600)
+    return path
+
+
+def add_server(spec: ServerSpec, *, replace: bool = False, path: Path | None = None) -> Path:
+    """Add (or with ``replace``, change) one server; ``McpConfigError`` if the name is taken."""
+    check_name(spec.name)
+    servers = load_servers(path)
+    if spec.name in servers and not replace:
+        raise McpConfigError(
+            f"an MCP server named {spec.name!r} exists: remove it first, or pass --replace"
+        )
+    servers[spec.name] = spec
+    return save_servers(servers.values(), path)
+
+
+def remove_server(name: str, path: Path | None = None) -> bool:
+    """Forget one server; False when there was none of that name."""
+    servers = load_servers(path)
+    if servers.pop(name, None) is None:
+        return False
+    save_servers(servers.values(), path)
+    return True
+
+
+PROJECT_FILE = ".mcp.json"
+FRONT_MATTER_KEY = "mcp"
+
+
+def defined_in(front_matter: Mapping[str, Any], folder: Path | None) -> list[str]:
+    """What defines servers in a file or its folder (``.mcp.json`` beside it, the file's
+    ``mcp:`` block), as words for a refusal; empty when nothing does."""
+    found = []
+    if folder is not None and (folder / PROJECT_FILE).exists():
+        found.append(f"the {PROJECT_FILE} beside the file")
+    if front_matter.get(FRONT_MATTER_KEY) is not None:
+        found.append("the file's mcp: block")
+    return found
+
+
+def file_servers(front_matter: Mapping[str, Any], folder: Path | None) -> dict[str, ServerSpec]:
+    """The servers a file and its folder define (only ever asked for a trusted folder):
+    ``.mcp.json`` beside the file, then the file's ``mcp:`` block (``{NAME: {...}}`` or
+    ``{mcpServers: {...}}``), a later one replacing an earlier one of the same name."""
+    out: dict[str, ServerSpec] = {}
+    if folder is not None and (folder / PROJECT_FILE).is_file():
+        out.update(
+            servers_from_json(read_json_file(folder / PROJECT_FILE), str(folder / PROJECT_FILE))
+        )
+    block = front_matter.get(FRONT_MATTER_KEY)
+    if block is not None:
+        if not isinstance(block, Mapping):
+            raise McpConfigError("the file's mcp: block must map server names to entries")
+        out.update(
+            servers_from_json(
+                block if "mcpServers" in block else {"mcpServers": block}, "the file's mcp: block"
+            )
+        )
+    return out

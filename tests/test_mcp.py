@@ -1,0 +1,537 @@
+"""MCP servers' tools in ATTP code: the user's servers (tce mcp), their tools (tce tools list
+-m), a real mcp-server-time called from model code through tce chat, and the trust rules for
+servers a file or its folder defines. Real servers from the package registry, the SDK's own
+client; nothing mocked at the protocol."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent import mcptools
+from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+DATA = Path(__file__).parent / "data" / "mcp"
+BIN = Path(sys.executable).parent
+TIME_SERVER = str(BIN / "mcp-server-time")
+STEP = (DATA / "tokyo_step.toml").read_text()
+ANSWER = (DATA / "tokyo_answer.toml").read_text()
+HEADER = (
+    "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [clock]\n"
+    "    system_prompt: You tell the time.\n---\n"
+)
+
+
+def tce(*args: str, input: str | None = None) -> object:
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def clock(user_config_dir: Path) -> str:
+    """The user added mcp-server-time as ``clock``."""
+    r = tce("mcp", "add", "clock", "--", TIME_SERVER, "--local-timezone", "UTC")
+    assert r.exit_code == 0, r.output
+    yield "clock"
+    mcptools.stop_all()
+
+
+@pytest.fixture
+def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:
+    for k, v in {
+        "PERCENT_AGENT_API_BASE": openai_server.url,
+        "PERCENT_AGENT_MODEL": "test-model",
+        "PERCENT_AGENT_BACKOFF": "0",
+        "PERCENT_AGENT_WARM": "0",
+        "PERCENT_AGENT_TIMEOUT": "10",
+        "PERCENT_AGENT_RETRIES": "0",
+    }.items():
+        monkeypatch.setenv(k, v)
+    return openai_server
+
+
+def _servers_in(folder: Path) -> set[int]:
+    """Live processes whose working folder is ``folder`` (our servers start in the user's
+    config folder)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")) == folder.resolve():
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    if stat[0] != "Z":
+                        found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+# -- the user's servers ---------------------------------------------------------------------
+
+
+def test_add_list_remove_keep_servers_in_the_users_config_only(
+    user_config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = tce("mcp", "add", "clock", "--env", "TZ=UTC", "--", TIME_SERVER, "--local-timezone", "UTC")
+    assert r.exit_code == 0, r.output
+    r = tce(
+        "mcp",
+        "add",
+        "issues",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "Authorization: Bearer t0k",
+    )
+    assert r.exit_code == 0, r.output
+    saved = json.loads((user_config_dir / "mcp.json").read_text())["mcpServers"]
+    assert saved["clock"] == {
+        "command": TIME_SERVER,
+        "args": ["--local-timezone", "UTC"],
+        "env": {"TZ": "UTC"},
+    }
+    assert saved["issues"] == {
+        "url": "http://127.0.0.1:9/mcp",
+        "headers": {"Authorization": "Bearer t0k"},
+    }
+    assert (user_config_dir / "mcp.json").stat().st_mode & 0o077 == 0  # it may hold secrets
+    assert list(tmp_path.iterdir()) == []  # nothing in the project
+    r = tce("mcp", "list")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].startswith(f"clock\tstdio\t{TIME_SERVER} --local-timezone UTC\t2 tools")
+    assert lines[1].startswith(
+        "issues\thttp\thttp://127.0.0.1:9/mcp\tunreachable: MCP server 'issues'"
+    )
+    assert tce("mcp", "add", "clock", "--", "other").exit_code == 2  # the name is taken
+    assert tce("mcp", "remove", "issues").exit_code == 0
+    assert tce("mcp", "remove", "issues").exit_code == 2
+    assert list(json.loads((user_config_dir / "mcp.json").read_text())["mcpServers"]) == ["clock"]
+    assert _servers_in(user_config_dir) == set()  # tce mcp list stopped what it started
+
+
+def test_a_bad_server_name_or_entry_is_one_line_and_usage(user_config_dir: Path) -> None:
+    r = tce("mcp", "add", "../x", "--", "cmd")
+    assert r.exit_code == 2 and "cannot name an MCP server" in r.output
+    r = tce("mcp", "add", "both", "--url", "http://x/mcp", "--", "cmd")
+    assert r.exit_code == 2
+    (user_config_dir / "mcp.json").write_text('{"mcpServers": {"a": {"args": []}}}')
+    r = tce("mcp", "list")
+    assert r.exit_code == 2 and "'a': needs a command or a url" in r.output
+
+
+def test_import_adds_the_servers_the_user_confirms(user_config_dir: Path) -> None:
+    r = tce("mcp", "import", str(DATA / "claude_desktop_config.json"), input="y\nn\ny\n")
+    assert r.exit_code == 0, r.output
+    assert "2 of 3 servers added" in r.output
+    saved = mcptools.load_servers()
+    assert sorted(saved) == ["clock", "issues"]
+    assert saved["issues"].headers == {"Authorization": "Bearer t"}
+    r = tce("mcp", "import", str(DATA / "claude_desktop_config.json"), "--yes")
+    assert "skipped 'clock'" in r.output and "1 of 3 servers added" in r.output
+    assert sorted(mcptools.load_servers()) == ["clock", "git", "issues"]
+    bad = user_config_dir / "bad.json"
+    bad.write_text('{"mcpServers": [1,')
+    r = tce("mcp", "import", str(bad))
+    assert r.exit_code == 2 and "bad.json, line 1: not JSON" in r.output
+
+
+def test_tools_list_m_shows_a_servers_tools_with_signatures(clock: str) -> None:
+    r = tce("tools", "list", "-m", "clock")
+    assert r.exit_code == 0, r.output
+    assert "def get_current_time(timezone: str):" in r.output
+    assert "def convert_time(source_timezone: str, time: str, target_timezone: str):" in r.output
+    assert "IANA timezone name" in r.output
+    r = tce(
+        "tools", "call", "get_current_time", "-m", "clock", "--args", '{"timezone": "Asia/Tokyo"}'
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)["data"]
+    assert data["timezone"] == "Asia/Tokyo" and data["datetime"].endswith("+09:00")
+
+
+# -- the model's ATTP code calls a real server ----------------------------------------------
+
+
+def test_the_models_code_asks_a_real_time_server_the_time_in_tokyo(
+    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """The "done when": in a folder nobody trusted, the model's code calls
+    get_current_time, the result reaches the model, and everything is in the file."""
+    env.script(STEP, ANSWER)
+    path = tmp_path / "time.msg.md"
+    path.write_text(HEADER)
+    r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
+    assert r.exit_code == 0, r.output
+    first = env.chat_requests[0].messages[0]["content"]
+    assert "def get_current_time(timezone: str):" in first  # described in the ATTP prompt
+    second = env.chat_requests[1].messages[-1]["content"]
+    assert "Asia/Tokyo 20" in second and "+09:00" in second  # the result reached the model
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    outs = cell["outputs"]
+    assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result", "reply"]
+    assert fmt.output_attrs(outs[1])["name"] == "get_current_time"
+    assert 'get_current_time("Asia/Tokyo")' in fmt.output_text(outs[1])
+    assert "+09:00" in fmt.output_text(outs[2])
+    assert _servers_in(user_config_dir) == set()  # tce chat stopped the server it started
+
+
+def test_a_server_that_writes_garbage_is_one_error_naming_it_and_the_file_goes_on(
+    env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    r = tce("mcp", "add", "clock", "--", "/bin/sh", "-c", "echo garbage; echo broke >&2; sleep 60")
+    assert r.exit_code == 0, r.output
+    path = tmp_path / "time.msg.md"
+    path.write_text(HEADER)
+    started = time.monotonic()
+    r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
+    assert time.monotonic() - started < 20  # no waiting out a timeout, no retry loop
+    assert r.exit_code == 4  # tools
+    assert env.chat_requests == []
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    (out,) = cell["outputs"]
+    assert fmt.output_kind(out) == "error"
+    assert (
+        "MCP server 'clock' did not start: wrote something that is not MCP to its stdout"
+        in fmt.output_text(out)
+    )
+    assert "broke" in fmt.output_text(out)  # the tail of its log
+    assert _servers_in(user_config_dir) == set()
+    # the conversation goes on: the next message is answered once the server is fixed
+    assert tce("mcp", "add", "clock", "--replace", "--", TIME_SERVER).exit_code == 0
+    env.script(STEP, ANSWER)
+    r = tce("chat", str(path), "-m", "And now?")
+    assert r.exit_code == 0, r.output
+    mcptools.stop_all()
+
+
+def test_a_name_that_is_both_a_tool_module_and_a_server_is_refused(
+    clock: str, env: OpenAIServer, tmp_path: Path, trusted
+) -> None:
+    trusted(tmp_path)
+    (tmp_path / "toolbox").mkdir()
+    (tmp_path / "toolbox" / "clock.py").write_text(
+        'def tick() -> str:\n    """Tick."""\n    return "tock"\n'
+    )
+    path = tmp_path / "time.msg.md"
+    path.write_text(HEADER)
+    r = tce("chat", str(path), "-m", "What time is it?")
+    assert r.exit_code == 2
+    assert "'clock' is both a tool module and an MCP server: rename one" in r.output
+    assert env.chat_requests == []
+
+
+# -- trust: servers a file or its folder defines --------------------------------------------
+
+
+def _marker_server(tmp_path: Path) -> tuple[dict, Path]:
+    marker = tmp_path / "STARTED"
+    return {"command": "/bin/sh", "args": ["-c", f"touch {marker}; exec {TIME_SERVER}"]}, marker
+
+
+@pytest.mark.parametrize("where", ["folder", "file"])
+def test_servers_a_cloned_folder_defines_start_nothing_and_the_run_is_refused(
+    where: str, env: OpenAIServer, tmp_path: Path
+) -> None:
+    entry, marker = _marker_server(tmp_path)
+    path = tmp_path / "time.msg.md"
+    if where == "folder":
+        (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"clock": entry}}))
+        path.write_text(HEADER)
+    else:
+        path.write_text(
+            HEADER.replace(
+                "---\nagents:", "---\nmcp:\n  clock: " + json.dumps(entry) + "\nagents:", 1
+            )
+        )
+    r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
+    assert r.exit_code == 6, r.output
+    assert "would start MCP server processes" in r.output and f"tce trust {tmp_path}" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert env.chat_requests == []  # no model called
+    assert not marker.exists()  # no process started
+
+
+def test_servers_a_trusted_folder_defines_are_started(
+    env: OpenAIServer, tmp_path: Path, trusted
+) -> None:
+    entry, marker = _marker_server(tmp_path)
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"clock": entry}}))
+    trusted(tmp_path)
+    path = tmp_path / "time.msg.md"
+    path.write_text(HEADER)
+    env.script(STEP, ANSWER)
+    r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
+    assert r.exit_code == 0, r.output
+    assert marker.exists()
+    assert "+09:00" in env.chat_requests[1].messages[-1]["content"]
+
+
+def test_no_server_outlives_a_killed_tce_chat(
+    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """A crash leaves no orphan: the server's stdin closes with us, and it ends."""
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    env.script(Reply(STEP, delay=30))  # the model answers too late: tce chat is killed first
+    path = tmp_path / "time.msg.md"
+    path.write_text(HEADER)
+    proc = subprocess.Popen(
+        [str(BIN / "tce"), "chat", str(path), "-m", "Time in Tokyo?"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _servers_in(user_config_dir), "the server never started"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while _servers_in(user_config_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _servers_in(user_config_dir) == set()
+
+
+def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
+    from types import SimpleNamespace
+
+    from jupyter_percent_agent.runtime.attp_loop import (
+        PROMPT_RESULT_CHARS,
+        result_message,
+        result_text,
+    )
+
+    big = [{"commit": f"{i:040x}", "author": "a"} for i in range(5000)]
+    res = SimpleNamespace(status="success", result=big, stdout="", error=None, instructions=[])
+    message = result_message(res)
+    assert len(message) < PROMPT_RESULT_CHARS + 1000
+    assert "[cut: " in message and "filter it in code]" in message
+    assert f"{4999:040x}" in result_text(res)  # the file keeps it whole
+
+
+def test_with_more_tools_than_the_limit_the_model_searches_for_the_others(
+    clock: str, env: OpenAIServer, tmp_path: Path
+) -> None:
+    """Only ``tool_limit`` tools are described (those that fit the message); search_tools
+    (words) finds the others, which the model's code can call."""
+    env.script((DATA / "search_step.toml").read_text(), STEP, ANSWER)
+    path = tmp_path / "time.msg.md"
+    path.write_text(
+        HEADER.replace("    tools: [clock]\n", "    tools: [clock]\n    tool_limit: 1\n")
+    )
+    r = tce("chat", str(path), "-m", "Convert 12:00 from Paris time to Tokyo time")
+    assert r.exit_code == 0, r.output
+    first = env.chat_requests[0].messages[0]["content"]
+    assert "def convert_time(source_timezone: str, time: str, target_timezone: str):" in first
+    assert "def get_current_time" not in first
+    assert "def search_tools(words: str, limit: int = 5) -> list[str]:" in first
+    assert "1 more tools can be" in first
+    found = env.chat_requests[1].messages[-1]["content"]
+    assert "def get_current_time(timezone: str):" in found
+    called = env.chat_requests[2].messages[-1]["content"]
+    assert "Asia/Tokyo" in called and "+09:00" in called
+
+
+def test_a_tool_name_two_servers_share_is_kept_apart_by_the_servers_names(clock: str) -> None:
+    assert tce("mcp", "add", "world", "--", TIME_SERVER).exit_code == 0
+    r = tce("tools", "list", "--names", "-m", "clock", "-m", "world")
+    assert r.exit_code == 0, r.output
+    assert r.output.split() == [
+        "clock_get_current_time",
+        "clock_convert_time",
+        "world_get_current_time",
+        "world_convert_time",
+    ]
+    r = tce(
+        "tools",
+        "call",
+        "world_get_current_time",
+        "-m",
+        "clock",
+        "-m",
+        "world",
+        "--args",
+        '{"timezone": "Asia/Tokyo"}',
+    )
+    assert r.exit_code == 0 and "+09:00" in r.output
+
+
+def test_signatures_are_made_from_input_schemas() -> None:
+    from jupyter_percent_agent.mcptools.schema import docstring_of, python_name, signature_of
+    from jupyter_percent_agent.tools import Tool, render_tool
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "limit": {"type": "integer", "default": 10, "description": "How many."},
+            "query": {"type": "string", "description": "What to find."},
+            "mode": {"enum": ["fast", "slow"]},
+            "tags": {"anyOf": [{"type": "array"}, {"type": "null"}]},
+        },
+        "required": ["query"],
+    }
+    sig, docs = signature_of(schema)
+    assert (
+        str(sig) == "(query: 'str', limit: 'int' = None, mode: 'str' = None, "
+        "tags: 'list | None' = None)"
+    )
+    assert docs["limit"].description == "How many. Default: 10."
+    assert "One of: 'fast', 'slow'." in docs["mode"].description
+    odd, _ = signature_of({"properties": {"from": {}, "x-y": {}}})
+    assert str(odd) == "(**arguments)"
+    assert python_name("get-time.now") == "get_time_now"
+    assert python_name("class") == "class_" and python_name("1st") == "_1st"
+    doc = docstring_of("Find <b>things</b>", docs, "srv")
+    doc_tool = Tool(name="t", func=lambda **k: None, doc=doc, signature=sig)
+    shown = render_tool(doc_tool)
+    assert "Find <b>things</b>" in shown  # model input, as text
+    assert "(MCP server 'srv')" in shown
+
+
+def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
+    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """In the Agent kernel (real, over the Jupyter protocol): two messages use one server
+    process; restarting the kernel stops it."""
+    import shutil
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+
+    kernels = tmp_path / "kernels"
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    notebook = tmp_path / "time.msg.md"
+    notebook.write_text(HEADER)
+    kenv = {**os.environ, "JPY_SESSION_NAME": str(notebook)}
+    km = KernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
+    )
+    km.start_kernel(env=kenv, cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        seen = []
+        for _ in range(2):
+            env.script(STEP, ANSWER)
+            reply = kc.execute_interactive("What time is it in Tokyo?", timeout=120)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            seen.append(_servers_in(user_config_dir))
+        assert "+09:00" in env.chat_requests[-1].messages[-1]["content"]
+        assert len(seen[0]) == 1 and seen[0] == seen[1]  # one process, started once
+        km.restart_kernel(now=False)
+        kc.wait_for_ready(timeout=60)
+        deadline = time.monotonic() + 15
+        while _servers_in(user_config_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _servers_in(user_config_dir) == set()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_a_server_gets_its_own_env_and_not_the_users_keys(
+    keys: dict[str, str], user_config_dir: Path, tmp_path: Path
+) -> None:
+    """A stdio server starts in the user's config folder with the SDK's minimal environment
+    plus its own ``env``: the keys in the user's environment stay with us."""
+    seen = tmp_path / "env.txt"
+    r = tce(
+        "mcp",
+        "add",
+        "clock",
+        "--env",
+        "CLOCK_SETTING=on",
+        "--",
+        "/bin/sh",
+        "-c",
+        f"env > {seen}; pwd >> {seen}; exec {TIME_SERVER}",
+    )
+    assert r.exit_code == 0, r.output
+    r = tce("tools", "list", "--names", "-m", "clock")
+    assert r.exit_code == 0, r.output
+    mcptools.stop_all()
+    text = seen.read_text()
+    assert "CLOCK_SETTING=on" in text
+    assert str(user_config_dir.resolve()) in text.splitlines()[-1]
+    for secret in keys.values():
+        assert secret not in text
+
+
+def test_a_call_that_times_out_or_kills_the_server_is_one_error_naming_it(
+    user_config_dir: Path,
+) -> None:
+    spec = mcptools.ServerSpec(
+        "faulty", command=sys.executable, args=(str(DATA / "faulty_server.py"),), timeout=1
+    )
+    try:
+        tools = {t.name: t for t in mcptools.server_tools([spec], None)}
+        assert tools["slow"].run({"seconds": 0}) == {"data": "late", "instruction": None}
+        started = time.monotonic()
+        with pytest.raises(mcptools.McpServerError) as late:
+            tools["slow"].run({"seconds": 5})
+        assert time.monotonic() - started < 4
+        assert "MCP server 'faulty' did not answer a call to slow within 1 s" in str(late.value)
+        with pytest.raises(mcptools.McpServerError) as died:
+            tools["die"].run({})
+        assert "MCP server 'faulty'" in str(died.value) and "die" in str(died.value)
+        with pytest.raises(mcptools.McpServerError, match="'faulty' is not running"):
+            tools["slow"].run({"seconds": 0})
+        again = {t.name: t for t in mcptools.server_tools([spec], None)}  # started anew
+        assert again["slow"].run({"seconds": 0})["data"] == "late"
+    finally:
+        mcptools.stop_all()
+    assert _servers_in(user_config_dir) == set()
+
+
+def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
+    env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str, author: str = "Ada") -> None:
+        who = {
+            "GIT_AUTHOR_NAME": author,
+            "GIT_AUTHOR_EMAIL": f"{author}@example.org",
+            "GIT_COMMITTER_NAME": author,
+            "GIT_COMMITTER_EMAIL": f"{author}@example.org",
+        }
+        subprocess.run(
+            ["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **who}
+        )
+
+    git("init", "-q", "-b", "main")
+    for i, author in enumerate(["Ada", "Linus", "Ada"]):
+        (repo / "f.txt").write_text(str(i))
+        git("add", "f.txt")
+        git("commit", "-q", "-m", f"change {i}", author=author)
+    assert tce("mcp", "add", "git", "--", str(BIN / "mcp-server-git")).exit_code == 0
+    step = (DATA / "authors_step.toml").read_text().replace("REPO", json.dumps(str(repo)))
+    env.script(step, ANSWER)
+    path = tmp_path / "log.msg.md"
+    path.write_text(HEADER.replace("tools: [clock]", "tools: [git]"))
+    try:
+        r = tce("chat", str(path), "-m", "Who committed how often?")
+    finally:
+        mcptools.stop_all()
+    assert r.exit_code == 0, r.output
+    first = env.chat_requests[0].messages[0]["content"]
+    assert "def git_log(repo_path: str, max_count: int = None" in first
+    assert '"Ada": 2' in env.chat_requests[1].messages[-1]["content"]
+    assert '"Linus": 1' in env.chat_requests[1].messages[-1]["content"]
