@@ -46,3 +46,6 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="jupyter-percent-agent")
 def main() -> None:
     """Agent conversations kept as Markdown message files (.msg.md)."""
+    from jupyter_percent_agent.masking import mask_terminal
+
+    mask_terminal()  # a key a tool returned or an error quoted never reaches the terminal

@@ -23,12 +23,13 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
+from jupyter_percent_agent.masking import mask_data
 from jupyter_percent_agent.runtime import direct, routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
@@ -414,11 +415,22 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
                    else list_price(litellm, routed, result.tokens_in, result.tokens_out))
 
 
+def masked_request(spec: CallSpec) -> CallSpec:
+    """``spec`` with every sensitive value in its messages masked (``masking``): a key a tool
+    returned, a token a cell printed never reaches a model. The call's own keys count too."""
+    own = {(key_env or "API_KEY"): key for _, key, key_env in
+           [(spec.api_base, spec.api_key, spec.key_env), *spec.routes.values()]
+           if key and key != NO_KEY}
+    messages = mask_data(spec.messages, own)
+    return spec if messages == spec.messages else replace(spec, messages=messages)
+
+
 async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     """Stream one reply in this process, retrying and falling over to the next model; never
     raises for a model failure (the result's ``error`` says why). Cancellation propagates.
     Streamed text arrives as ``Delta``/``Reasoning`` events, a new attempt as ``Retry``."""
     started = time.monotonic()
+    spec = masked_request(spec)
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
     litellm = None
     if not goes_direct(spec):

@@ -1,0 +1,255 @@
+"""Real clients and careless hands: what a new user does in a terminal, with the real ``tce``
+command, ``jupyter_client``, ``jupyter run`` and the ``jupytext`` command, loses nothing and
+surprises no one. One test (or a few) per item of the checklist:
+
+1. validate first, write once: a refused or failed command leaves the file byte-identical;
+2. an id-shaped argument that matches nothing asks "did you mean ...?" and runs nothing;
+4. the kernel's outputs carry ``text/plain`` beside rich types (the file keeps its form);
+5. warm helpers are bounded, listed and stopped;
+6. ``--resume`` takes any path form; a batch resumes without doing an input twice;
+7. errors name their real cause, the same one line in ``tce`` and ``jupytext``;
+8. sensitive values are masked wherever text leaves the process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+DATA = Path(__file__).parent / "data"
+TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
+
+
+@pytest.fixture
+def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The local model server as the environment's model; what a ``tce`` subprocess gets."""
+    values = {
+        "PERCENT_AGENT_API_BASE": openai_server.url,
+        "PERCENT_AGENT_MODEL": "test-model",
+        "PERCENT_AGENT_BACKOFF": "0",
+        "PERCENT_AGENT_WARM": "0",
+        "PERCENT_AGENT_RETRIES": "0",
+        "PERCENT_AGENT_TIMEOUT": "10",
+    }
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
+    return {**os.environ, **values}
+
+
+def tce(
+    *args: str, env: dict[str, str], cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TCE, *args], env=env, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=180
+    )
+
+
+# -- 8. sensitive values are masked ----------------------------------------------------------
+
+VAULT_HEADER = "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [vault]\n---\n"
+
+
+def _tool_step(call: str) -> str:
+    return (
+        f'thought = """I fetch it."""\n\n[tool_call]\nstatus = "success"\n'
+        f"target = \"fetch\"\ncode = '''\n__result__ = {call}\n'''\n"
+    )
+
+
+def _answer(text: str) -> str:
+    return f'thought = """Done."""\n\n[final_answer]\nstatus = "success"\ncontent = """{text}"""\n'
+
+
+@pytest.fixture
+def vault_file(tmp_path: Path, trusted) -> Path:
+    folder = tmp_path / "work"
+    (folder / "toolbox").mkdir(parents=True)
+    shutil.copy(DATA / "clients" / "vault.py", folder / "toolbox" / "vault.py")
+    trusted(folder)
+    path = folder / "v.msg.md"
+    path.write_text(VAULT_HEADER)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("call", "name", "value", "store"),
+    [
+        ("service_token()", "MY_SERVICE_TOKEN", "tok-9f8e7d6c5b4a3210", False),
+        ("stored_openai_key()", "OPENAI_API_KEY", "sk-stored-0123456789abcdef", True),
+    ],
+)
+def test_a_key_a_trusted_tool_returns_is_masked_in_the_file_the_request_and_the_terminal(
+    vault_file: Path,
+    env: dict[str, str],
+    openai_server: OpenAIServer,
+    call: str,
+    name: str,
+    value: str,
+    store: bool,
+) -> None:
+    if store:
+        p = tce("keys", "set", "openai", env=env, stdin=value + "\n")
+        assert p.returncode == 0, p.stderr
+        env = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
+    else:
+        env = {**env, name: value}
+    openai_server.script(_tool_step(call), _answer("Here it is."))
+    p = tce("chat", str(vault_file), "-m", "Fetch my secret, please.", env=env)
+    assert p.returncode == 0, p.stderr
+    masked = f"[masked {name}]"
+    # the tool did return the value: its result, masked, reached the model
+    second = openai_server.chat_requests[1].messages
+    assert masked in second[-1]["content"]
+    assert all(value not in str(r.messages) for r in openai_server.chat_requests)
+    text = vault_file.read_text()
+    assert masked in text and value not in text
+    assert value not in p.stdout and value not in p.stderr
+    assert masked in p.stderr  # the tool step shown on the terminal, masked
+    # and the next turn sends the history (read from the file) still masked
+    openai_server.script("Fine.")
+    p = tce("chat", str(vault_file), "-m", "Thanks.", env=env)
+    assert p.returncode == 0, p.stderr
+    assert value not in str(openai_server.chat_requests[-1].messages)
+
+
+def test_short_values_and_other_names_are_not_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_percent_agent import masking
+
+    monkeypatch.setenv("SHORT_TOKEN", "abc1234")  # 7 characters: would mask ordinary words
+    monkeypatch.setenv("HOME_DIRECTORY", "/home/someone-else")
+    monkeypatch.setenv("DB_PASSWORD", "correct horse battery")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "x" * 20)
+    text = "abc1234 /home/someone-else correct horse battery ghp_" + "x" * 20
+    assert masking.mask(text) == (
+        "abc1234 /home/someone-else [masked DB_PASSWORD] [masked GITHUB_TOKEN]"
+    )
+    path = tmp_path / "m.msg.md"
+    nb = fmt.reads(
+        "# %% Note[^a1]\n\n[^a1]: [markdown]\n\nmy password: correct horse battery\n",
+        path=str(path),
+    )
+    fmt.write(nb, path)
+    assert "[masked DB_PASSWORD]" in path.read_text()
+    assert "correct horse battery" not in path.read_text()
+
+
+# -- 4. the kernel speaks plain text too; 8. and masks ----------------------------------------
+
+TOKEN = "tok-kernel-5a4b3c2d1e0f"
+
+
+@pytest.fixture
+def kernel_home(
+    tmp_path: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> tuple[Path, dict[str, str]]:
+    """A Jupyter data folder holding the project's kernelspec, and the environment a kernel
+    started by any client gets (the local model, a token in the environment)."""
+    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+
+    data = tmp_path / "jupyter-data"
+    shutil.copytree(kernelspec_dir(), data / "kernels" / KERNEL_NAME)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
+    env.update(
+        {
+            "JUPYTER_PATH": str(data),
+            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+            "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir),
+            "PERCENT_AGENT_API_BASE": openai_server.url,
+            "PERCENT_AGENT_MODEL": "test-model",
+            "PERCENT_AGENT_BACKOFF": "0",
+            "PERCENT_AGENT_RETRIES": "0",
+            "PERCENT_AGENT_TIMEOUT": "20",
+            "PERCENT_AGENT_WARM": "0",
+            "PERCENT_AGENT_PRELOAD": "0",
+            "MY_SERVICE_TOKEN": TOKEN,
+        }
+    )
+    return data, env
+
+
+def _iopub_until_idle(kc, msg_id: str) -> list[dict]:
+    got = []
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return got
+        got.append(m)
+
+
+def test_kernel_outputs_carry_plain_text_and_masked_values_over_jupyter_client(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    data, env = kernel_home
+    folder = tmp_path / "chat"
+    folder.mkdir()
+    openai_server.script(f"Your **token** is {TOKEN}.")
+    km = KernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]),
+    )
+    km.start_kernel(env=env, cwd=str(folder))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        msg_id = kc.execute("What is my token?")
+        got = _iopub_until_idle(kc, msg_id)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    shown = [m["content"] for m in got if m["msg_type"] in ("display_data", "update_display_data")]
+    assert shown
+    assert all("text/plain" in c["data"] for c in shown)
+    final = shown[-1]
+    assert final["data"]["text/plain"] == "Your **token** is [masked MY_SERVICE_TOKEN]."
+    assert TOKEN not in str(got)
+    # what JupyterLab would save: the file's own form, no plain copy, no mark
+    out = {"output_type": "display_data", "data": final["data"], "metadata": final["metadata"]}
+    nb = fmt.reads("# %% Q[^q1]\n\n[^q1]: [markdown]\n\nWhat is my token?\n")
+    nb["cells"][0]["outputs"] = [out]
+    plain = fmt.reads(fmt.writes(nb))
+    assert fmt.writes(plain) == fmt.writes(nb)
+    (back,) = plain["cells"][0]["outputs"]
+    assert list(back["data"]) == ["text/markdown"]
+    assert "plain_copy" not in str(back["metadata"])
+
+
+def test_jupyter_run_shows_the_reply_as_text(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """``jupyter run`` (jupyter_client's own terminal client) prints only ``text/plain``."""
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    _data, env = kernel_home
+    question = tmp_path / "question.md"
+    question.write_text("Capital of Italy?\n")
+    openai_server.script("It is *Rome*.")
+    jupyter = Path(sys.executable).with_name("jupyter")
+    p = subprocess.run(
+        [str(jupyter), "run", f"--kernel={KERNEL_NAME}", str(question)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "It is *Rome*." in p.stdout
