@@ -253,3 +253,82 @@ def test_jupyter_run_shows_the_reply_as_text(
     )
     assert p.returncode == 0, p.stderr
     assert "It is *Rome*." in p.stdout
+
+
+# -- 1. validate everything first, then write once --------------------------------------------
+
+CONVERSATION = "# %% Hi[^a1]\n[^a1]: [markdown]\n\nhello\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["-i", "missing.msg.md/[1]"], "missing.msg.md"),
+        (["-i", "[9]"], "selects no cell"),
+        (["-i", "other/[5]"], "selects no cell"),
+        (["-i", "other/[1"], "not closed"),
+        (["-e", "[x]"], "not an index"),
+        (["--save", "-i", "missing/[1]"], "missing"),
+        (["nobody-agent"], "nobody-agent"),
+    ],
+)
+def test_a_command_that_fails_its_validation_leaves_the_file_byte_identical(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, args: list[str], says: str
+) -> None:
+    path = tmp_path / "a.msg.md"
+    path.write_bytes(CONVERSATION.encode())  # not the canonical form: any write would show
+    (tmp_path / "other.msg.md").write_text(fmt.writes(fmt.reads(CONVERSATION)))
+    agent = [a for a in args if not a.startswith(("-", "[")) and "/" not in a]
+    options = [a for a in args if a not in agent]
+    p = tce("chat", str(path), *agent, "-m", "a new message", *options, env=env, cwd=tmp_path)
+    assert p.returncode != 0
+    assert says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert path.read_bytes() == CONVERSATION.encode()
+    assert not openai_server.chat_requests
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        (
+            "talk.ipynb",
+            '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
+            "a Jupyter notebook",
+        ),
+        ("notes.txt", "my notes\n", "not a Markdown file"),
+        ("data.md", "\x00\x01binary", "not a text file"),
+    ],
+)
+def test_tce_never_writes_into_a_file_it_cannot_read_as_markdown(
+    tmp_path: Path,
+    env: dict[str, str],
+    openai_server: OpenAIServer,
+    name: str,
+    content: str,
+    says: str,
+    force: bool,
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    p = tce("chat", str(path), "-m", "hello", *(["--force"] if force else []), env=env)
+    assert p.returncode != 0
+    (line,) = p.stderr.strip().splitlines()
+    assert says in line and name in line
+    assert path.read_text() == content
+    assert not openai_server.chat_requests
+
+
+def test_force_adds_a_discussion_to_a_plain_markdown_file_only_with_the_message(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nSome text.\n")
+    p = tce("chat", str(path), "-m", "hello", "--force", "-i", "[4]", env=env)
+    assert p.returncode == 2 and "selects no cell" in p.stderr
+    assert path.read_text() == "# Notes\n\nSome text.\n"  # no Discussion added before the check
+    openai_server.script("Hi there.")
+    p = tce("chat", str(path), "-m", "hello", "--force", env=env)
+    assert p.returncode == 0, p.stderr
+    text = path.read_text()
+    assert "## Discussion" in text and "Some text." in text and "Hi there." in text

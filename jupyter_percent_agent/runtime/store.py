@@ -70,10 +70,10 @@ _FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
 _MESSAGES_OFF = re.compile(r"^messages[ \t]*:.*\n?", re.M)
 
 
-def enable_discussion(path: Path) -> None:
-    """Give a plain ``.md`` a Discussion section for messages (``tce chat --force``): the
-    front matter gets ``message_section: Discussion`` and the file ends with that heading."""
-    text = fmt.read_text(path)
+def with_discussion(text: str, path: Path) -> str:
+    """A plain ``.md``'s ``text`` with a Discussion section for messages (``tce chat
+    --force``): the front matter gets ``message_section: Discussion`` and the text ends with
+    that heading. Nothing is written: the section goes into the file with the first message."""
     m = _FM.match(text)
     if m:  # messages: false would still say "no messages": --force means it goes
         body = _MESSAGES_OFF.sub("", m.group(1) or "")
@@ -82,8 +82,36 @@ def enable_discussion(path: Path) -> None:
         text = "---\nmessage_section: Discussion\n---\n" + text
     if not re.search(r"^#{1,6}\s+Discussion\s*$", text, re.M):
         text = text.rstrip("\n") + "\n\n## Discussion\n"
-    fmt.reads(text, path=str(path))  # refuse to write what does not read back
-    fmt.write_text(path, text)
+    fmt.reads(text, path=str(path))  # refuse what does not read back
+    return text
+
+
+NOTEBOOK_SUFFIXES = (".ipynb",)
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+def check_markdown(path: Path) -> None:
+    """Refuse (``FormatError``, one line saying what the file is and what to do) a file that
+    ``tce`` must not write into: a Jupyter notebook, a file that is not Markdown, a file that
+    is not UTF-8 text. ``--force`` changes none of this."""
+    name = path.name.lower()
+    if name.endswith(NOTEBOOK_SUFFIXES):
+        raise fmt.FormatError(
+            "a Jupyter notebook (JSON), not a Markdown message file: tce never writes into "
+            f"it; start a conversation beside it: tce chat {path.with_suffix('.msg.md')}",
+            path=str(path))
+    if not name.endswith(MARKDOWN_SUFFIXES):
+        raise fmt.FormatError(
+            "not a Markdown file (.md), so tce writes no message into it; name a .msg.md "
+            "file (a new one is made) or a Markdown file", path=str(path))
+    if os.path.lexists(path):
+        try:
+            text = fmt.read_text(path)
+        except UnicodeDecodeError:
+            text = "\0"
+        if "\0" in text:
+            raise fmt.FormatError("not a text file (it is not UTF-8 or holds NUL bytes): tce "
+                                  "writes no message into it; check the name", path=str(path))
 
 
 def apply_outputs(nb: dict[str, Any], run: Run, *, text: str | None = None) -> None:
