@@ -332,3 +332,48 @@ def test_force_adds_a_discussion_to_a_plain_markdown_file_only_with_the_message(
     assert p.returncode == 0, p.stderr
     text = path.read_text()
     assert "## Discussion" in text and "Some text." in text and "Hi there." in text
+
+
+# -- 2. an id-shaped argument that matches nothing: "did you mean", nothing runs -------------
+
+
+@pytest.fixture
+def blog(tmp_path: Path, trusted) -> Path:
+    shutil.copytree(DATA / "sop" / "seed_blog", tmp_path / "blog")
+    trusted(tmp_path / "blog")
+    return tmp_path / "blog"
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("blog/generate_blgo", "blog/generate_blog"),
+        ("blog/generate-blog", "blog/generate_blog"),
+        ("generate_blog", "blog/generate_blog"),
+    ],
+)
+def test_a_task_id_with_a_typo_is_refused_with_did_you_mean_and_nothing_runs(
+    blog: Path, env: dict[str, str], openai_server: OpenAIServer, typo: str, meant: str
+) -> None:
+    p = tce("run", typo, "--sop", str(blog / "sop"), "--context", "{}", env=env, cwd=blog)
+    assert p.returncode == 2, p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert f"no task {typo!r}" in line and f"did you mean {meant}" in line
+    assert "the index picks" not in p.stderr
+    assert not (blog / "sop" / "runs").exists() and not (blog / "runs").exists()
+    assert not openai_server.chat_requests
+
+
+def test_an_agent_name_with_a_typo_is_refused_with_did_you_mean(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    path = tmp_path / "a.msg.md"
+    path.write_text("---\nagents:\n  writer:\n    models: [test-model]\n---\n")
+    before = path.read_bytes()
+    p = tce("chat", str(path), "wrtier", "-m", "hello", env=env)
+    assert p.returncode == 5
+    assert "unknown agent 'wrtier' (did you mean writer?)" in p.stderr
+    assert path.read_bytes() == before and not openai_server.chat_requests
+    p = tce("set-default", str(path), "wrtier", env=env)
+    assert p.returncode == 5 and "did you mean writer?" in p.stderr
+    assert path.read_bytes() == before

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,17 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
     sys.exit(_one(sop, task_id, start, runs, steps, as_json, **options))
 
 
+_ID = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*/?")
+
+
+def looks_like_an_id(text: str) -> bool:
+    """Whether ``text`` is shaped like a task id (``blog/generate_blog``, ``summarize``):
+    one word of ASCII letters, digits, ``_ - . /``. Such a word that names no document is a
+    typo, refused with "did you mean"; only free text (spaces, or words in a script without
+    spaces, like Chinese) goes to the index."""
+    return bool(_ID.fullmatch(text.strip()))
+
+
 def _pick(sop: Any, words: str, yes: bool) -> str | None:
     """The plan the folder's index ranks first for a request in ``words``, said with its
     score and the runner-up's; when the two are close, the user confirms (or ``--yes``)."""
@@ -116,6 +128,12 @@ def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
         sop = load_sop(folder)
         sop.raise_problems()
         if task_id not in sop:
+            if looks_like_an_id(task_id):
+                from jupyter_percent_agent.errors import did_you_mean
+
+                fail(f"no task {task_id!r} in {folder}{did_you_mean(task_id, sop.documents)}; "
+                     "nothing was run (a request in words, with spaces, goes to the index)",
+                     EXIT_USAGE)
             task_id = _pick(sop, task_id, yes) or task_id
         check_task(sop, task_id)
     except FileNotFoundError:
