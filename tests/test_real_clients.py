@@ -13,10 +13,14 @@ surprises no one. One test (or a few) per item of the checklist:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -377,3 +381,127 @@ def test_an_agent_name_with_a_typo_is_refused_with_did_you_mean(
     p = tce("set-default", str(path), "wrtier", env=env)
     assert p.returncode == 5 and "did you mean writer?" in p.stderr
     assert path.read_bytes() == before
+
+
+# -- 5. warm helpers are bounded, listed and stopped ------------------------------------------
+
+
+def test_one_helper_per_interpreter_and_key_relevant_environment() -> None:
+    from jupyter_percent_agent.runtime import helper as warm
+
+    base = {"HOME": "/home/u", "OPENAI_API_KEY": "sk-a", "PATH": "/usr/bin"}
+    same = warm.socket_path(base)
+    # another terminal, working folder, prompt or unrelated tool setting: the same helper
+    assert (
+        warm.socket_path(
+            {
+                **base,
+                "PWD": "/elsewhere",
+                "TERM": "screen",
+                "TMUX": "/t,1",
+                "EDITOR": "vim",
+                "SSH_TTY": "/dev/pts/3",
+                "PATH": "/x",
+            }
+        )
+        == same
+    )
+    # another key, endpoint, proxy or setting: another helper
+    for name, value in [
+        ("OPENAI_API_KEY", "sk-b"),
+        ("PERCENT_AGENT_API_BASE", "http://h/v1"),
+        ("HTTPS_PROXY", "http://proxy:3128"),
+        ("SSL_CERT_FILE", "/ca.pem"),
+        ("LITELLM_LOG", "DEBUG"),
+        ("PERCENT_AGENT_TIMEOUT", "5"),
+    ]:
+        assert warm.socket_path({**base, name: value}) != same, name
+
+
+def _helper_env(tmp_path: Path, openai_server: OpenAIServer, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env.update(
+        {
+            "TMPDIR": str(tmp_path),
+            "PERCENT_AGENT_WARM": "1",
+            "PERCENT_AGENT_WARM_MAX": "2",
+            "PERCENT_AGENT_WARM_IDLE": "300",
+            "PERCENT_AGENT_API_BASE": openai_server.url,
+            "PERCENT_AGENT_MODEL": "test-model",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def _start_helper(env: dict[str, str]) -> Path:
+    """Start this environment's helper the way tce does (``helper.start``) and wait for it."""
+    code = (
+        "from jupyter_percent_agent.runtime import helper as h; h.start(); print(h.socket_path())"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    sock = Path(p.stdout.strip())
+    deadline = time.monotonic() + 120
+    while not sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sock.exists(), "the helper did not start"
+    return sock
+
+
+def _status(env: dict[str, str]) -> list[dict]:
+    p = tce("helper", "status", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def _gone(pid: int, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.1)
+    return False
+
+
+def test_warm_helpers_are_capped_listed_stopped_and_exit_when_idle(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    envs = [
+        _helper_env(tmp_path, openai_server, PERCENT_AGENT_TIMEOUT=str(10 + i)) for i in range(3)
+    ]
+    pids: list[int] = []
+    try:
+        for env in envs:
+            sock = _start_helper(env)
+            (mine,) = [h for h in _status(env) if h["socket"] == str(sock)]
+            pids.append(mine["pid"])
+            time.sleep(0.05)  # distinct last-used times
+        # the third start stopped the one idle the longest (the first): two run
+        assert _gone(pids[0])
+        shown = _status(envs[0])
+        assert sorted(h["pid"] for h in shown) == sorted(pids[1:])
+        assert all(h["rss"] and h["rss"] > 0 and not h["active"] for h in shown)
+        text = tce("helper", "status", env=envs[0]).stdout
+        assert "2 of at most 2" in text and str(pids[1]) in text
+        p = tce("helper", "stop", env=envs[0])
+        assert p.returncode == 0 and "stopped 2 warm helpers" in p.stdout
+        assert all(_gone(pid) for pid in pids[1:])
+        assert _status(envs[0]) == []
+        # an idle one exits by itself
+        idle_env = _helper_env(tmp_path, openai_server, PERCENT_AGENT_WARM_IDLE="1")
+        sock = _start_helper(idle_env)
+        (info,) = _status(idle_env)
+        pids.append(info["pid"])
+        assert _gone(info["pid"])
+        assert not sock.exists()
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
