@@ -505,3 +505,155 @@ def test_warm_helpers_are_capped_listed_stopped_and_exit_when_idle(
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+
+
+# -- 7. errors name their real cause, in the same one line everywhere -------------------------
+
+MALFORMED = "# %% Hi[^a1]\n[^a1]: [markdown] x=\n\nhello\n"
+
+
+def test_a_malformed_file_is_the_same_one_line_in_tce_jupytext_and_the_contents_manager(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+    from tornado.web import HTTPError
+
+    from jupyter_percent_agent.contents.manager import build_message_contents_manager_class
+
+    path = tmp_path / "bad.msg.md"
+    path.write_text(MALFORMED)
+    p = tce("list", "bad.msg.md", env=env, cwd=tmp_path)
+    assert p.returncode == 3
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("tce: bad.msg.md:2: ")
+    what = line.removeprefix("tce: ")
+    jupytext = Path(sys.executable).with_name("jupytext")
+    for args in (["--to", "ipynb"], ["--to", "py:percent"], ["--sync"]):
+        p = subprocess.run(
+            [str(jupytext), *args, "bad.msg.md"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 3, p.stderr
+        assert "Traceback" not in p.stderr
+        assert f"jupytext: {what}" in p.stderr.splitlines()
+    assert path.read_text() == MALFORMED and sorted(os.listdir(tmp_path)) == ["bad.msg.md"]
+    manager = build_message_contents_manager_class(FileContentsManager)(root_dir=str(tmp_path))
+    with pytest.raises(HTTPError) as info:
+        manager.get("bad.msg.md")
+    assert info.value.status_code == 400 and info.value.log_message == what
+
+
+# -- 6. --resume takes any path form; a killed batch goes on, no input done twice -------------
+
+MAKE = (
+    "---\ntask_id: t/make\ntask_type: execute\ninput:\n  topic: $.topic\noutput:\n"
+    "  $.title: $.title\n---\n\n## parameters.prompt\nMAKE a title for {topic} as JSON\n"
+)
+
+
+def _title_model(slow: set[str], asked: list[str]):
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    def respond(body: dict) -> object:
+        prompt = str(body["messages"][-1]["content"])
+        topic = prompt.split("MAKE a title for ", 1)[1].split()[0]
+        asked.append(topic)
+        answer = json.dumps({"title": f"T-{topic}"})
+        return Reply(answer, delay=60) if topic in slow else answer
+
+    return respond
+
+
+def test_a_killed_batch_resumes_where_it_stopped_and_does_no_input_twice(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    (tmp_path / "sop" / "t").mkdir(parents=True)
+    (tmp_path / "sop" / "t" / "make.md").write_text(MAKE)
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps({"topic": t}) + "\n" for t in ("alpha", "beta", "gamma"))
+    )
+    asked: list[str] = []
+    slow = {"beta"}
+    openai_server.responder = _title_model(slow, asked)
+    proc = subprocess.Popen(
+        [*TCE, "run", "t/make", "--sop", "sop", "--inputs", "in.jsonl", "--concurrency", "1"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "beta" not in asked and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert "beta" in asked, proc.stderr.read() if proc.poll() is not None else ""
+        proc.kill()  # a kill, not Ctrl-C: nothing gets to tidy up
+    finally:
+        proc.kill()
+        proc.wait(30)
+    (log,) = (tmp_path / "runs").glob("*-batch.jsonl")
+    (results,) = (tmp_path / "runs").glob("*-results.jsonl")
+    assert [json.loads(x)["input"] for x in results.read_text().splitlines()] == [1]
+    slow.clear()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # from another folder, by a relative path
+    p = tce("run", "--resume", os.path.relpath(log, elsewhere), env=env, cwd=elsewhere)
+    assert p.returncode == 0, p.stderr
+    assert "1 inputs done, 2 to go (1 from their transcripts)" in p.stderr
+    lines = [json.loads(x) for x in results.read_text().splitlines()]
+    assert sorted(x["input"] for x in lines) == [1, 2, 3]
+    assert all(x["status"] == "succeeded" for x in lines)
+    assert asked.count("alpha") == 1 and asked.count("gamma") == 1
+    assert asked.count("beta") == 2  # the step the kill cut short, and only it, again
+    # resuming again does nothing more
+    p = tce("run", "--resume", str(log), env=env, cwd=elsewhere)
+    assert p.returncode == 0, p.stderr
+    assert len(results.read_text().splitlines()) == 3 and len(asked) == 4
+
+
+def test_resume_takes_the_paths_a_shell_gives(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    (tmp_path / "sop" / "t").mkdir(parents=True)
+    (tmp_path / "sop" / "t" / "make.md").write_text(MAKE)
+    asked: list[str] = []
+    openai_server.responder = _title_model(set(), asked)
+    for topic in ("one", "two"):
+        p = tce(
+            "run",
+            "t/make",
+            "--sop",
+            "sop",
+            "--context",
+            json.dumps({"topic": topic}),
+            env=env,
+            cwd=tmp_path,
+        )
+        assert p.returncode == 0, p.stderr
+    runs = sorted((tmp_path / "runs").glob("*.msg.md"))
+    assert len(runs) == 2
+    other = tmp_path / "other"
+    other.mkdir()
+    forms = [
+        [str(runs[0]), str(runs[1])],  # what the shell makes of runs/*.msg.md
+        [os.path.relpath(runs[0], other), os.path.relpath(runs[1], other)],
+        [os.path.relpath(tmp_path / "runs", other) + "/*.msg.md"],  # a quoted glob
+        [os.path.relpath(tmp_path / "runs", other)],  # the folder
+        [str(runs[0]).removesuffix(".msg.md"), str(runs[1])],  # no extension
+    ]
+    for form in forms:
+        p = tce("run", "--resume", *form, "--json", env=env, cwd=other)
+        assert p.returncode == 0, (form, p.stderr)
+        assert sorted(json.loads(x)["context"]["title"] for x in p.stdout.splitlines()) == [
+            "T-one",
+            "T-two",
+        ], form
+    assert len(asked) == 2  # ended runs are reported, never run again
+    p = tce("run", "--resume", "runs/nothing-here.msg.md", env=env, cwd=tmp_path)
+    assert p.returncode == 2 and "no such transcript" in p.stderr
