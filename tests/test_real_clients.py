@@ -657,3 +657,44 @@ def test_resume_takes_the_paths_a_shell_gives(
     assert len(asked) == 2  # ended runs are reported, never run again
     p = tce("run", "--resume", "runs/nothing-here.msg.md", env=env, cwd=tmp_path)
     assert p.returncode == 2 and "no such transcript" in p.stderr
+
+
+def test_jupyter_console_shows_the_reply_as_text(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """``jupyter console`` in a terminal (a pty, driven by pexpect): the reply is shown as
+    text, a secret in it masked."""
+    import pexpect
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    _data, env = kernel_home
+    openai_server.script(f"Rome, and your token is {TOKEN}.")
+    jupyter = Path(sys.executable).with_name("jupyter")
+    child = pexpect.spawn(
+        str(jupyter),
+        [
+            "console",
+            f"--kernel={KERNEL_NAME}",
+            "--ZMQTerminalInteractiveShell.confirm_exit=False",
+            "--simple-prompt",
+        ],
+        env={**env, "TERM": "dumb"},
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(40, 200),
+    )
+    try:
+        child.expect(r"In \[1\]: ")
+        child.sendline("Capital of Italy?")
+        child.expect(r"In \[2\]: ")
+        shown = child.before
+        assert "Rome, and your token is [masked MY_SERVICE_TOKEN]." in shown
+        assert TOKEN not in shown
+        child.sendeof()
+        if child.expect([r"exit \(\[y\]/n\)\?", pexpect.EOF]) == 0:
+            child.sendline("y")
+            child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
