@@ -108,7 +108,9 @@ def masker(extra: Mapping[str, str | None] | None = None) -> Callable[[str], str
         return lambda text: text
 
     def mask_one(text: str) -> str:
-        if not text:
+        # a few substring searches (C, memchr-fast) before the regular expression: most texts
+        # hold no secret, and then cost a tenth of what the expression's scan would
+        if not text or not any(value in text for value in values):
             return text
         return pattern.sub(lambda m: label(values[m.group(0)]), text)
 
