@@ -30,6 +30,9 @@ from typing import Any, Final
 MIN_LENGTH: Final = 8
 """The shortest value that is masked."""
 
+HELD_FROM: Final = 3
+"""The shortest start of a sensitive value that a stream keeps back (``streamed``)."""
+
 SUFFIXES: Final = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 """Environment variable names ending so hold a secret (case-insensitive)."""
 
@@ -144,6 +147,23 @@ def mask_data(
     return walk(data)
 
 
+def streamed(text: str, extra: Mapping[str, str | None] | None = None) -> tuple[str, str]:
+    """``(shown, held)`` for text that arrives piece by piece (a streaming reply): ``shown``
+    is ``text`` masked, less a tail that could be the start of a sensitive value (``held``,
+    unmasked: shown when more text says what it is). A key split across two pieces is
+    masked whole, and no piece of it is shown before."""
+    values = sensitive_values(extra=extra)
+    hold = 0
+    for value in values:
+        # HELD_FROM characters at least: "s" or "sk" at the end of a line give nothing away
+        for k in range(min(len(value) - 1, len(text)), max(hold, HELD_FROM - 1), -1):
+            if text.endswith(value[:k]):
+                hold = k
+                break
+    head, tail = (text[:-hold], text[-hold:]) if hold else (text, "")
+    return mask(head, extra), tail
+
+
 def any_sensitive(texts: Iterable[str]) -> bool:
     """Whether any of ``texts`` holds a sensitive value (a test's and a check's question)."""
     fn = masker()
@@ -152,17 +172,30 @@ def any_sensitive(texts: Iterable[str]) -> bool:
 
 class MaskedStream:
     """A text stream (``sys.stdout``, ``sys.stderr``) that masks what is written to it: the
-    terminal's one masking step. Everything else is the wrapped stream's."""
+    terminal's one masking step. A write that ends with what could be the start of a
+    sensitive value keeps that tail back until the next write says what it is (a streamed
+    reply comes a few characters at a time); what is kept back at exit is written then.
+    Everything else is the wrapped stream's."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
+        self.held = ""
 
     def write(self, text: str) -> int:
-        if isinstance(text, str):
-            self.stream.write(mask(text))
-        else:  # bytes, for a binary writer
+        if not isinstance(text, str):  # bytes, for a binary writer
             self.stream.write(text)
+            return len(text)
+        shown, self.held = streamed(self.held + text)
+        if shown:
+            self.stream.write(shown)
         return len(text)
+
+    def release(self) -> None:
+        """Write what was kept back (it was not a sensitive value after all)."""
+        held, self.held = self.held, ""
+        if held:
+            self.stream.write(held)
+            self.stream.flush()
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -174,9 +207,12 @@ class MaskedStream:
 
 def mask_terminal() -> None:
     """Mask everything this process writes to ``sys.stdout`` and ``sys.stderr`` from now on."""
+    import atexit
     import sys
 
-    if not isinstance(sys.stdout, MaskedStream):
-        sys.stdout = MaskedStream(sys.stdout)  # type: ignore[assignment]
-    if not isinstance(sys.stderr, MaskedStream):
-        sys.stderr = MaskedStream(sys.stderr)  # type: ignore[assignment]
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, MaskedStream):
+            masked = MaskedStream(stream)
+            setattr(sys, name, masked)
+            atexit.register(masked.release)

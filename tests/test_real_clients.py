@@ -20,7 +20,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -123,6 +125,22 @@ def test_a_key_a_trusted_tool_returns_is_masked_in_the_file_the_request_and_the_
     p = tce("chat", str(vault_file), "-m", "Thanks.", env=env)
     assert p.returncode == 0, p.stderr
     assert value not in str(openai_server.chat_requests[-1].messages)
+
+
+def test_a_key_streamed_in_pieces_never_reaches_the_terminal(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    """A reply streams a few characters at a time: the key is split across pieces, and the
+    terminal still shows it masked, and no piece of it."""
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    key = "sk-streamed-9a8b7c6d5e4f"
+    openai_server.script(Reply(f"Your key is {key}, keep it safe.", chunk_size=3))
+    p = tce("chat", str(tmp_path / "s"), "-m", "my key?", env={**env, "MY_API_KEY": key})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "Your key is [masked MY_API_KEY], keep it safe."
+    assert key[:6] not in p.stdout + p.stderr
+    assert key not in (tmp_path / "s.msg.md").read_text()
 
 
 def test_short_values_and_other_names_are_not_masked(
@@ -470,9 +488,19 @@ def _gone(pid: int, seconds: float = 30) -> bool:
     return False
 
 
+@pytest.fixture
+def helpers_dir() -> Iterator[Path]:
+    """A private TMPDIR for helper sockets, outside pytest's own temporary folders (a pytest
+    session elsewhere on the machine may prune those while a helper still listens)."""
+    folder = Path(tempfile.mkdtemp(prefix="helpers-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_warm_helpers_are_capped_listed_stopped_and_exit_when_idle(
-    tmp_path: Path, openai_server: OpenAIServer
+    helpers_dir: Path, openai_server: OpenAIServer
 ) -> None:
+    tmp_path = helpers_dir
     envs = [
         _helper_env(tmp_path, openai_server, PERCENT_AGENT_TIMEOUT=str(10 + i)) for i in range(3)
     ]

@@ -100,8 +100,10 @@ class _Display:
 
     def _streaming_content(self) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
+        from jupyter_percent_agent.masking import streamed
 
-        out = fmt.reply_output(fmt.escape_surrogates(self.text), agent=self.agent,
+        shown, _ = streamed(self.text)  # not even the start of a key before it is whole
+        out = fmt.reply_output(fmt.escape_surrogates(shown), agent=self.agent,
                                out_id=None)  # type: ignore[arg-type]  # id: on the last update
         return {"data": out["data"], "metadata": out["metadata"]}
 
