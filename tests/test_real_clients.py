@@ -337,6 +337,9 @@ def test_tce_never_writes_into_a_file_it_cannot_read_as_markdown(
     assert p.returncode != 0
     (line,) = p.stderr.strip().splitlines()
     assert says in line and name in line
+    for args in (["set-default", str(path), "default"], ["list", str(path)]):
+        p = tce(*args, env=env)
+        assert p.returncode == 3 and p.stderr.strip().splitlines() == [line], p.stderr
     assert path.read_text() == content
     assert not openai_server.chat_requests
 

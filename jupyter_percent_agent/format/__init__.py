@@ -20,7 +20,7 @@ from jupyter_percent_agent.masking import mask
 
 from .detect import is_message_path, is_message_text, message_section, messages_setting
 from .errors import FormatError, RefusedFile
-from .files import make_durable, read_text, safe_path, write_text
+from .files import check_markdown, make_durable, read_text, safe_path, write_text
 from .lines import split_fenced, unclosed_fence
 from .model import (
     cell_attrs,
@@ -71,6 +71,7 @@ __all__ = [
     "cell_kind",
     "cell_link",
     "cell_title",
+    "check_markdown",
     "document_part",
     "error_output",
     "escape_surrogates",

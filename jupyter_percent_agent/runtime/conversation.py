@@ -85,7 +85,7 @@ class FileConversation:
         without a Discussion section gets one with ``--force``, in memory (written with the
         message). A notebook or a file that is not Markdown is refused, ``--force`` or not."""
         path = self.path
-        store.check_markdown(path)
+        fmt.check_markdown(path)
         if fmt.is_message_path(path.name):
             return store.read(path)
         if not os.path.lexists(path):

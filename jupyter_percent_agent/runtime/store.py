@@ -86,34 +86,6 @@ def with_discussion(text: str, path: Path) -> str:
     return text
 
 
-NOTEBOOK_SUFFIXES = (".ipynb",)
-MARKDOWN_SUFFIXES = (".md", ".markdown")
-
-
-def check_markdown(path: Path) -> None:
-    """Refuse (``FormatError``, one line saying what the file is and what to do) a file that
-    ``tce`` must not write into: a Jupyter notebook, a file that is not Markdown, a file that
-    is not UTF-8 text. ``--force`` changes none of this."""
-    name = path.name.lower()
-    if name.endswith(NOTEBOOK_SUFFIXES):
-        raise fmt.FormatError(
-            "a Jupyter notebook (JSON), not a Markdown message file: tce never writes into "
-            f"it; start a conversation beside it: tce chat {path.with_suffix('.msg.md')}",
-            path=str(path))
-    if not name.endswith(MARKDOWN_SUFFIXES):
-        raise fmt.FormatError(
-            "not a Markdown file (.md), so tce writes no message into it; name a .msg.md "
-            "file (a new one is made) or a Markdown file", path=str(path))
-    if os.path.lexists(path):
-        try:
-            text = fmt.read_text(path)
-        except UnicodeDecodeError:
-            text = "\0"
-        if "\0" in text:
-            raise fmt.FormatError("not a text file (it is not UTF-8 or holds NUL bytes): tce "
-                                  "writes no message into it; check the name", path=str(path))
-
-
 def apply_outputs(nb: dict[str, Any], run: Run, *, text: str | None = None) -> None:
     """Append a run's outputs to its cell of ``nb`` and store the summaries it made (in
     place). A cell deleted meanwhile is appended again, with ``text``."""
