@@ -287,9 +287,11 @@ class AgentKernel(Kernel):
                          session: int | None = None, start: int | None = None,
                          stop: int | None = None, n: int | None = None,
                          pattern: str | None = None, unique: bool = False) -> dict[str, Any]:
-        return {"status": "ok", "history": self._history.query(
+        from jupyter_percent_agent.masking import mask_data
+
+        return {"status": "ok", "history": mask_data(self._history.query(
             hist_access_type, output, session=session, start=start, stop=stop, n=n,
-            pattern=pattern, unique=unique)}
+            pattern=pattern, unique=unique))}
 
     async def _execute(self, code: str, cell_id: str | None, live: Any = None
                        ) -> dict[str, Any]:
