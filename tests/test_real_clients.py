@@ -9,6 +9,9 @@ surprises no one. One test (or a few) per item of the checklist:
 6. ``--resume`` takes any path form; a batch resumes without doing an input twice;
 7. errors name their real cause, the same one line in ``tce`` and ``jupytext``;
 8. sensitive values are masked wherever text leaves the process.
+
+(Item 3, the kernel running each cell by its kind under nbclient, papermill and
+``jupytext --execute`` and matching ``tce exec``, waits for code cells.)
 """
 
 from __future__ import annotations
