@@ -732,3 +732,21 @@ def test_jupyter_console_shows_the_reply_as_text(
             child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])  # straight to the server, and through litellm
+def test_a_malformed_stream_is_named_as_such_and_a_cut_one_as_a_lost_connection(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, direct: str
+) -> None:
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    env = {**env, "PERCENT_AGENT_DIRECT": direct}
+    openai_server.script(Reply.garbage())
+    p = tce("chat", str(tmp_path / "g"), "-m", "hi", env=env)
+    assert p.returncode == 1
+    assert "sent a reply chunk that is not JSON" in p.stderr
+    assert "connection was lost" not in p.stderr
+    openai_server.script(Reply("one two three four", chunk_size=4, disconnect_after=2))
+    p = tce("chat", str(tmp_path / "g"), "-m", "again", env=env)
+    assert p.returncode == 1
+    assert "broke off mid-reply (the connection was lost)" in p.stderr

@@ -40,6 +40,7 @@ from jupyter_percent_agent.runtime.failures import (
     chain_of,
     connection_cause,
     credentials_in,
+    malformed_stream,
     retryable,
     stored_keys,
 )
@@ -236,6 +237,9 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         store = f"run tce keys set {provider} or " if provider and not api_base else ""
         line = f"no API key found for {where}: {store}set {which}"
         return Failure("AuthenticationError", line, line)
+    if malformed_stream(chain):  # not a lost connection: the server sent what is no JSON
+        tail = "sent a reply chunk that is not JSON (a malformed stream, not a lost connection)"
+        return Failure("APIError", f"{server_recorded} {tail}", f"{server} {tail}")
     if {type(e).__name__ for e in chain} & MID_STREAM:
         tail = "broke off mid-reply (the connection was lost)"
         return Failure("APIConnectionError", f"{server_recorded} {tail}", f"{server} {tail}")
