@@ -135,6 +135,8 @@ def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
     try:
         sop = load_sop(folder)
         sop.raise_problems()
+        if task_id not in sop and task_id.removesuffix(".md") in sop:
+            task_id = task_id.removesuffix(".md")  # the document's file name, tab-completed
         if task_id not in sop:
             if looks_like_an_id(task_id):
                 from jupyter_percent_agent.errors import did_you_mean
