@@ -198,14 +198,28 @@ def running() -> list[dict[str, Any]]:
     for sock in sorted(folder.glob("litellm-*.sock")):
         info = _ask(sock, {"status": True})
         if info is None:
-            with contextlib.suppress(OSError):
-                if not sock.with_suffix(".starting").exists():
+            if _dead(sock):  # its helper was killed: nobody listens
+                with contextlib.suppress(OSError):
                     sock.unlink()
-            continue
+            continue  # (one that listens but is too busy to answer is left alone)
         info["socket"] = str(sock)
         info["rss"] = _rss(int(info.get("pid", 0)))
         found.append(info)
     return found
+
+
+def _dead(sock: Path) -> bool:
+    """Whether nobody listens on ``sock`` (connecting is refused), as opposed to a helper too
+    busy to answer in time."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            probe.connect(str(sock))
+    except (ConnectionRefusedError, FileNotFoundError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _rss(pid: int) -> int | None:
