@@ -750,3 +750,28 @@ def test_a_malformed_stream_is_named_as_such_and_a_cut_one_as_a_lost_connection(
     p = tce("chat", str(tmp_path / "g"), "-m", "again", env=env)
     assert p.returncode == 1
     assert "broke off mid-reply (the connection was lost)" in p.stderr
+
+
+def test_a_save_through_the_contents_manager_keeps_the_files_form_and_masks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What JupyterLab saves after a run: the kernel's outputs, with the text/plain copy it
+    added for plain-text clients, and (say) a token a cell printed."""
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    from jupyter_percent_agent.contents.manager import build_message_contents_manager_class
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    path = tmp_path / "chat.msg.md"
+    path.write_text("# %% Q[^q1]\n[^q1]: [markdown]\n\nWhat is my token?\n")
+    manager = build_message_contents_manager_class(FileContentsManager)(root_dir=str(tmp_path))
+    model = manager.get("chat.msg.md")
+    reply = fmt.reply_output(f"It is {TOKEN}.", agent="a", out_id="q1.1")
+    model["content"]["cells"][0]["outputs"] = [fmt.with_plain_text(reply)]
+    manager.save({"type": "notebook", "format": "json", "content": model["content"]}, "chat.msg.md")
+    text = path.read_text()
+    assert "It is [masked MY_SERVICE_TOKEN]." in text and TOKEN not in text
+    assert "text/plain" not in text and "plain_copy" not in text
+    back = fmt.read(path)
+    (out,) = back["cells"][0]["outputs"]
+    assert list(out["data"]) == ["text/markdown"]
