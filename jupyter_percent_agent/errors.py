@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -57,6 +58,15 @@ TABLE: dict[Kind, Meaning] = {
     Kind.REFUSED: Meaning(6, 403, "Refused", "trust_error"),
     Kind.INTERRUPTED: Meaning(130, 500, "Interrupted", "interrupted"),
 }
+
+
+def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
+    """`` (did you mean 'a', 'b'?)`` naming the known names closest to ``name``, or ``""``:
+    an argument that matches nothing is refused with this, never replaced by its nearest."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
 def exit_code(kind: Kind) -> int:

@@ -29,6 +29,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # back off without sleeping.
 os.environ.setdefault("PERCENT_AGENT_WARM", "0")
 os.environ.setdefault("PERCENT_AGENT_BACKOFF", "0")
+# The helpers' cap is per user: tests that turn helpers on, run side by side, must not stop
+# each other's (the cap's own test sets it, in a private folder).
+os.environ.setdefault("PERCENT_AGENT_WARM_MAX", "16")
 
 
 @pytest.fixture(autouse=True)

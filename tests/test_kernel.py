@@ -270,7 +270,14 @@ def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, not
     notebook.write_text(CONVERSATION)
     srv.script(Reply("This reply is far too slow " * 20, chunk_size=4, chunk_delay=0.5),
                "Still here.")
-    msg_id = kc.execute("Tell me a long story", stop_on_error=True)
+    # as JupyterLab sends it (a cell id): the reply streams in place (a client naming no cell,
+    # jupyter console, gets it whole: tests/test_real_clients.py)
+    msg = kc.session.msg("execute_request", {
+        "code": "Tell me a long story", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"]["cellId"] = "story"
+    kc.shell_channel.send(msg)
+    msg_id = msg["header"]["msg_id"]
     # wait until the reply has started streaming, then interrupt
     seen: list[dict] = []
     while True:

@@ -13,6 +13,7 @@ import click
 
 COMMANDS: dict[str, str] = {
     "chat": "jupyter_percent_agent.cli.chat:chat",
+    "helper": "jupyter_percent_agent.cli.helper:helper",
     "keys": "jupyter_percent_agent.cli.keys:keys",
     "list": "jupyter_percent_agent.cli.list:list_",
     "mcp": "jupyter_percent_agent.cli.mcp:mcp",
@@ -47,3 +48,6 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="jupyter-percent-agent")
 def main() -> None:
     """Agent conversations kept as Markdown message files (.msg.md)."""
+    from jupyter_percent_agent.masking import mask_terminal
+
+    mask_terminal()  # a key a tool returned or an error quoted never reaches the terminal

@@ -53,10 +53,11 @@ def resolve_item(item: str) -> Path:
 
 
 def read_or_fail(path: Path) -> dict:
-    """Read a message file, or exit naming the line that is wrong."""
+    """Read a message file, or exit naming the line that is wrong (or saying that it is a
+    notebook, or no Markdown at all)."""
     from jupyter_percent_agent import format as fmt
-
     try:
+        fmt.check_markdown(path)
         nb = fmt.read(path)
         fmt.front_matter(nb)  # broken YAML there is as fatal as a broken cell (as in tce chat)
         return nb

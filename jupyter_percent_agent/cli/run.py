@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says w
 
 @click.command("run", epilog=EPILOG)
 @click.argument("task_id", required=False)
+@click.argument("more", nargs=-1, metavar="")
 @click.option("--sop", "folder", default="sop", show_default=True, help="The SOP folder.")
 @click.option("--context", "context", metavar="JSON|@FILE",
               help="The initial context: a JSON object, or @FILE to read one.")
@@ -41,8 +43,9 @@ EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says w
               help="With --inputs: runs at once.")
 @click.option("--cluster", metavar="tcp://HOST:8786",
               help="With --inputs: run on this Dask scheduler (the dask extra).")
-@click.option("--resume", "resume", multiple=True, type=click.Path(dir_okay=False),
-              metavar="RUN.msg.md", help="Continue a killed run from its transcript.")
+@click.option("--resume", "resume", multiple=True, metavar="RUN.msg.md",
+              help="Continue killed runs: transcripts (any number, globs, folders) or a "
+                   "batch's NAME-batch.jsonl.")
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False),
               help="Where transcripts go (default: runs/ beside the SOP folder).")
 @click.option("--max-steps", default=None, type=click.IntRange(1), help="Step budget [100].")
@@ -50,7 +53,8 @@ EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says w
 @click.option("--json", "as_json", is_flag=True, help="Print JSON only (one object per run).")
 @click.option("--yes", "-y", is_flag=True,
               help="For a request in words: take the best plan even when another is close.")
-def run(task_id: str | None, folder: str, context: str | None, inputs: str | None,
+def run(task_id: str | None, more: tuple[str, ...], folder: str, context: str | None,
+        inputs: str | None,
         concurrency: int, cluster: str | None, resume: tuple[str, ...],
         runs_dir: str | None, max_steps: int | None, model: str | None,
         as_json: bool, yes: bool) -> None:
@@ -61,10 +65,15 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
 
     options = {"model": model}
     if resume:
-        if task_id or context or inputs:
+        if context or inputs:
             fail("--resume takes transcripts only (the task and context are in them)",
                  EXIT_USAGE)
-        sys.exit(_resume(resume, max_steps, model, as_json))
+        # the shell expands "--resume runs/*.msg.md" into one option and more arguments
+        paths = resume_paths([*resume, *([task_id] if task_id else []), *more])
+        sys.exit(_resume(paths, max_steps, model, as_json, concurrency))
+    if more:
+        fail(f"one task at a time: {more[0]!r} is one argument too many (quote a request in "
+             "words)", EXIT_USAGE)
     if not task_id:
         fail("name the task to run (e.g. tce run blog/generate_blog --sop sop/), or "
              "--resume a transcript", EXIT_USAGE)
@@ -86,6 +95,17 @@ def run(task_id: str | None, folder: str, context: str | None, inputs: str | Non
                        **options))
     start = _context(context)
     sys.exit(_one(sop, task_id, start, runs, steps, as_json, **options))
+
+
+_ID = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*/?")
+
+
+def looks_like_an_id(text: str) -> bool:
+    """Whether ``text`` is shaped like a task id (``blog/generate_blog``, ``summarize``):
+    one word of ASCII letters, digits, ``_ - . /``. Such a word that names no document is a
+    typo, refused with "did you mean"; only free text (spaces, or words in a script without
+    spaces, like Chinese) goes to the index."""
+    return bool(_ID.fullmatch(text.strip()))
 
 
 def _pick(sop: Any, words: str, yes: bool) -> str | None:
@@ -115,7 +135,15 @@ def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
     try:
         sop = load_sop(folder)
         sop.raise_problems()
+        if task_id not in sop and task_id.removesuffix(".md") in sop:
+            task_id = task_id.removesuffix(".md")  # the document's file name, tab-completed
         if task_id not in sop:
+            if looks_like_an_id(task_id):
+                from jupyter_percent_agent.errors import did_you_mean
+
+                fail(f"no task {task_id!r} in {folder}{did_you_mean(task_id, sop.documents)}; "
+                     "nothing was run (a request in words, with spaces, goes to the index)",
+                     EXIT_USAGE)
             task_id = _pick(sop, task_id, yes) or task_id
         check_task(sop, task_id)
     except FileNotFoundError:
@@ -230,12 +258,52 @@ def _one(sop: Any, task_id: str, context: dict[str, Any], runs: Path | None, max
     return _report(result, as_json)
 
 
-def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
-            as_json: bool) -> int:
+def resume_paths(given: list[str]) -> list[str]:
+    """The transcripts (and batch logs) ``--resume`` names, in any form a shell gives: a path
+    (relative to here, ``~``), a glob the shell did not expand (quoted), a folder (its
+    transcripts and batch logs), a name without ``.msg.md``. Each once, in order; a path that
+    names nothing is one line and exit 2."""
+    import glob
+    import os
+
+    from jupyter_percent_agent.tasks.batch import BATCH_SUFFIX
+
+    found: list[str] = []
+    for raw in given:
+        item = os.path.expanduser(raw)
+        if glob.has_magic(item):
+            matches = sorted(glob.glob(item))
+        elif os.path.isdir(item):
+            inside = sorted(glob.glob(os.path.join(glob.escape(item), "*.msg.md")))
+            logs = sorted(glob.glob(os.path.join(glob.escape(item), "*" + BATCH_SUFFIX)))
+            matches = logs + inside
+        elif os.path.exists(item):
+            matches = [item]
+        elif os.path.exists(item + ".msg.md"):
+            matches = [item + ".msg.md"]
+        else:
+            matches = []
+        if not matches:
+            fail(f"--resume {raw}: no such transcript", EXIT_USAGE)
+        found += [m for m in matches if os.path.abspath(m) not in map(os.path.abspath, found)]
+    return found
+
+
+def _resume(paths: list[str], max_steps: int | None, model: str | None,
+            as_json: bool, concurrency: int = 8) -> int:
     from jupyter_percent_agent.tasks.api import aresume_task
+    from jupyter_percent_agent.tasks.batch import BATCH_SUFFIX
 
     code = EXIT_OK
+    logs = [p for p in paths if p.endswith(BATCH_SUFFIX)]
+    # a batch's own transcripts are resumed by its log, not one by one as well
+    covered = set()
+    for log in logs:
+        covered |= _batch_transcripts(log)
+        code = max(code, _resume_batch(log, max_steps, model, as_json, concurrency))
     for path in paths:
+        if path in logs or str(Path(path).resolve()) in covered:
+            continue
         progress = Progress(as_json)
         progress.path = Path(path)
         try:
@@ -248,6 +316,36 @@ def _resume(paths: tuple[str, ...], max_steps: int | None, model: str | None,
             fail_for(exc, path=path)
         code = max(code, _report(result, as_json))
     return code
+
+
+def _batch_transcripts(log: str) -> set[str]:
+    from jupyter_percent_agent.tasks.batch import BatchLog
+
+    try:
+        _, began = BatchLog(Path(log)).read()
+    except (OSError, ValueError):
+        return set()
+    return {str(p.resolve()) for p in began.values()}
+
+
+def _resume_batch(log_path: str, max_steps: int | None, model: str | None, as_json: bool,
+                  concurrency: int) -> int:
+    """Go on with a killed batch: inputs with a result are not run again, those whose run
+    began resume from their transcripts, the others start."""
+    from jupyter_percent_agent import trust
+    from jupyter_percent_agent.tasks.batch import BatchLog, finished_inputs
+
+    log = BatchLog(Path(log_path))
+    try:
+        header, began = log.read()
+    except (OSError, ValueError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    sop, task_id = _load(header["sop"], header["batch"])
+    results = Path(header["results"])
+    done = finished_inputs(results)
+    steps = max_steps or int(trust.bound("task_max_steps", None, folder=None).value or 1)
+    return _many(sop, task_id, header["inputs"], log.path.parent, steps, concurrency, None,
+                 as_json, model=model, batch=(log, results, done, began))
 
 
 def _screen() -> tuple[int, int]:
@@ -263,25 +361,44 @@ def _screen() -> tuple[int, int]:
 
 
 def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int,
-          concurrency: int, cluster: str | None, as_json: bool, **options: Any) -> int:
+          concurrency: int, cluster: str | None, as_json: bool, *,
+          batch: tuple[Any, Path, set[int], dict[int, Path]] | None = None,
+          **options: Any) -> int:
+    """Run every input (``batch``: go on with a killed batch: its log, results file, the
+    inputs done and the transcripts of those begun)."""
     from tqdm import tqdm
 
-    from jupyter_percent_agent.tasks import batch
+    from jupyter_percent_agent.tasks import batch as batches
     from jupyter_percent_agent.tasks import transcript as tr
     from jupyter_percent_agent.tasks.api import default_runs_dir
 
     try:
-        jobs = batch.read_inputs(inputs)
+        jobs = batches.read_inputs(inputs)
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"{inputs}: {exc}", EXIT_USAGE)
     folder = runs or default_runs_dir(sop)
     folder.mkdir(parents=True, exist_ok=True)
-    results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md", ".jsonl")
+    if batch is None:
+        results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md",
+                                                                              ".jsonl")
+        log = None if cluster else batches.BatchLog.create(
+            Path(str(results_path).removesuffix(batches.RESULTS_SUFFIX) + batches.BATCH_SUFFIX),
+            task_id=task_id, sop=sop.root, inputs=Path(inputs), results=results_path)
+        began: dict[int, Path] = {}
+        mode = "w"
+    else:
+        log, results_path, done, began = batch
+        jobs = [j for j in jobs if j.index not in done]
+        mode = "a"
+        if not as_json:
+            click.echo(f"resuming: {len(done)} inputs done, {len(jobs)} to go "
+                       f"({sum(j.index in began for j in jobs)} from their transcripts)",
+                       err=True)
     columns, rows = _screen()
     bar = tqdm(total=len(jobs), unit="input", file=sys.stderr, ncols=columns, nrows=rows,
                disable=not sys.stderr.isatty())
     counts = {"succeeded": 0, "failed": 0}
-    with results_path.open("w", encoding="utf-8") as out:
+    with results_path.open(mode, encoding="utf-8") as out:
 
         def on_result(result: dict[str, Any]) -> None:
             line = json.dumps(result, ensure_ascii=False)
@@ -308,13 +425,16 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
                 except PercentAgentError as exc:
                     fail_for(exc)
             else:
-                asyncio.run(batch.run_inputs(sop, task_id, jobs, concurrency=concurrency,
-                                             runs_dir=folder, max_steps=max_steps,
-                                             on_result=on_result, **options))
+                asyncio.run(batches.run_inputs(sop, task_id, jobs, concurrency=concurrency,
+                                               runs_dir=folder, max_steps=max_steps,
+                                               on_result=on_result, log=log, resume=began,
+                                               **options))
         except KeyboardInterrupt:
             bar.close()
-            click.echo(f"\n[interrupted: finished inputs are in {results_path}; resume the "
-                       f"others with tce run --resume {folder}/*.msg.md]", err=True)
+            again = f"tce run --resume {log.path}" if log is not None else \
+                f"tce run --resume {folder}/*.msg.md"
+            click.echo(f"\n[interrupted: finished inputs are in {results_path}; go on with "
+                       f"{again}]", err=True)
             return EXIT_INTERRUPTED
     bar.close()
     click.echo(f"{counts['succeeded']} succeeded, {counts['failed']} failed; results: "

@@ -94,11 +94,10 @@ def show(task_id: str, folder: str, as_json: bool) -> None:
     loaded = load(folder)
     task_id = task_id.removesuffix(".md")
     if task_id not in loaded:
-        import difflib
+        from jupyter_percent_agent.errors import did_you_mean
 
-        close = difflib.get_close_matches(task_id, list(loaded.documents), n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        fail(f"no document {task_id!r} in {folder}{hint}", EXIT_USAGE)
+        fail(f"no document {task_id!r} in {folder}{did_you_mean(task_id, loaded.documents)}",
+             EXIT_USAGE)
     doc = loaded[task_id]
     info = describe(doc, loaded.used_by(task_id), Path(folder))
     if as_json:

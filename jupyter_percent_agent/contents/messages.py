@@ -33,9 +33,11 @@ def translate(err: Exception, path: str, root: str | None = None) -> Exception |
     cause = errors.find(err)
     if cause is None:
         return None
+    from jupyter_percent_agent.masking import mask
+
     shown = errors.report(cause, path=path.strip("/"), root=root)
     assert shown is not None
-    return HTTPError(shown.http_status, shown.message, reason=shown.title)
+    return HTTPError(shown.http_status, mask(shown.message), reason=shown.title)
 
 
 def replaceable(os_path: str, format: str | None) -> bool:

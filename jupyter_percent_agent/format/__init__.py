@@ -16,9 +16,11 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from jupyter_percent_agent.masking import mask
+
 from .detect import is_message_path, is_message_text, message_section, messages_setting
 from .errors import FormatError, RefusedFile
-from .files import make_durable, read_text, safe_path, write_text
+from .files import check_markdown, make_durable, read_text, safe_path, write_text
 from .lines import split_fenced, unclosed_fence
 from .model import (
     cell_attrs,
@@ -49,6 +51,8 @@ from .model import (
     tool_call_id,
     tool_call_output,
     tool_result_output,
+    with_plain_text,
+    without_plain_text,
 )
 from .notebook import DEFAULT_KERNELSPEC, NBFORMAT_ID, NS, is_conversation_cell
 from .reader import read_notebook
@@ -67,6 +71,7 @@ __all__ = [
     "cell_kind",
     "cell_link",
     "cell_title",
+    "check_markdown",
     "document_part",
     "error_output",
     "escape_surrogates",
@@ -103,6 +108,8 @@ __all__ = [
     "tool_call_output",
     "tool_result_output",
     "unclosed_fence",
+    "with_plain_text",
+    "without_plain_text",
     "write",
     "write_text",
     "writes",
@@ -158,7 +165,8 @@ def writes(nb: Mapping, *, path: str | None = None) -> str:
     """The message-file text of notebook ``nb`` (canonical form).
 
     Never holds a lone surrogate (see :func:`escape_surrogates`): the text always encodes as
-    UTF-8. A plain ``.md`` whose front matter says ``messages: false`` takes no message: a
+    UTF-8, nor a sensitive value (a key, a token: ``masking``; it says ``[masked NAME]``
+    instead). A plain ``.md`` whose front matter says ``messages: false`` takes no message: a
     conversation cell in it is a :class:`FormatError`.
     """
     path = os.fspath(path) if path is not None else None
@@ -177,7 +185,7 @@ def writes(nb: Mapping, *, path: str | None = None) -> str:
                 section = message_section(src if isinstance(src, str) else "".join(src))
     with _no_cyclic_gc():
         text = write_notebook(nb, path, section)
-    return escape_surrogates(text)
+    return mask(escape_surrogates(text))
 
 
 def read(path: str | os.PathLike) -> dict:

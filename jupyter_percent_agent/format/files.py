@@ -35,7 +35,7 @@ from typing import Final
 from .errors import FormatError, RefusedFile
 from .text import escape_surrogates
 
-__all__ = ["make_durable", "read_text", "safe_path", "write_text"]
+__all__ = ["check_markdown", "make_durable", "read_text", "safe_path", "write_text"]
 
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
@@ -335,3 +335,32 @@ def _fsync_folder(folder: str) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+NOTEBOOK_SUFFIXES = (".ipynb",)
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+def check_markdown(path: str | os.PathLike[str]) -> None:
+    """Refuse (``FormatError``, one line saying what the file is and what to do) a file that
+    ``tce`` must not read as a message file nor write into: a Jupyter notebook, a file that is
+    not Markdown, a file that is not UTF-8 text. ``--force`` changes none of this."""
+    path = os.fspath(path)
+    name = os.path.basename(path).lower()
+    if name.endswith(NOTEBOOK_SUFFIXES):
+        beside = os.path.splitext(path)[0] + ".msg.md"
+        raise FormatError(
+            "a Jupyter notebook (JSON), not a Markdown message file: tce never writes into "
+            f"it; start a conversation beside it: tce chat {beside}", path=path)
+    if not name.endswith(MARKDOWN_SUFFIXES):
+        raise FormatError(
+            "not a Markdown file (.md), so tce writes no message into it; name a .msg.md "
+            "file (a new one is made) or a Markdown file", path=path)
+    if os.path.lexists(path):
+        try:
+            text = read_text(path)
+        except UnicodeDecodeError:
+            text = "\0"
+        if "\0" in text:
+            raise FormatError("not a text file (it is not UTF-8 or holds NUL bytes): tce "
+                              "writes no message into it; check the name", path=path)

@@ -7,6 +7,7 @@ part ``metadata["percent_agent"]`` is this module's business, nobody else's.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Container, Iterable, Mapping, Sequence
@@ -25,6 +26,7 @@ from .safe_yaml import load_yaml
 from .text import escape_surrogates, escape_surrogates_in
 
 __all__ = [
+    "PLAIN_COPY",
     "cell_attrs",
     "cell_id",
     "cell_kind",
@@ -50,6 +52,8 @@ __all__ = [
     "tool_call_id",
     "tool_call_output",
     "tool_result_output",
+    "with_plain_text",
+    "without_plain_text",
 ]
 
 # Input cells whose kind is their footnote type ([tool_call], [task]...).
@@ -354,6 +358,45 @@ def output_text(output: Mapping) -> str:
         if mime in data:
             return join_source(data[mime])
     return ""
+
+
+PLAIN_COPY = "plain_copy"
+"""The mark of a ``text/plain`` added beside an output's rich types for clients that show only
+plain text (``jupyter console``, ``jupyter run``): the writer drops both, so the file keeps
+its own byte form."""
+
+
+def with_plain_text(output: Mapping) -> Mapping:
+    """``output`` with a ``text/plain`` beside its rich types (marked :data:`PLAIN_COPY`), for
+    clients that show only plain text; ``output`` itself when it has one or is no bundle."""
+    data = output.get("data")
+    if not isinstance(data, Mapping) or not data or "text/plain" in data:
+        return output
+    if "text/markdown" in data:
+        text = join_source(data["text/markdown"])
+    else:
+        mime = next(iter(data))
+        text = json.dumps(data[mime], indent=1, ensure_ascii=False) \
+            if mime.endswith("json") and not isinstance(data[mime], str) else f"[{mime}]"
+    metadata = dict(output.get("metadata") or {})
+    ns = metadata.get(NS)
+    metadata[NS] = {**(ns if isinstance(ns, Mapping) else {}), PLAIN_COPY: True}
+    return {**output, "data": {**data, "text/plain": text}, "metadata": metadata}
+
+
+def without_plain_text(output: Mapping) -> Mapping:
+    """``output`` without the ``text/plain`` that :func:`with_plain_text` added (the form the
+    file keeps), or ``output`` itself."""
+    metadata = output.get("metadata")
+    ns = metadata.get(NS) if isinstance(metadata, Mapping) else None
+    if not isinstance(ns, Mapping) or not ns.get(PLAIN_COPY):
+        return output
+    data = {k: v for k, v in (output.get("data") or {}).items() if k != "text/plain"}
+    rest = {k: v for k, v in ns.items() if k != PLAIN_COPY}
+    md = {k: v for k, v in metadata.items() if k != NS}  # type: ignore[union-attr]
+    if rest:
+        md[NS] = rest
+    return {**output, "data": data, "metadata": md}
 
 
 def _data_output(mime: str, text: str, typ: str, out_id: str | None, attrs: Mapping | None,

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from .attrs import NS, emit_meta, json_text
 from .lines import Fence, fence_closes, fence_for, split_fenced, unclosed_fence
+from .model import without_plain_text
 from .notebook import (
     CELL_FIELDS,
     CELL_KEYS,
@@ -332,6 +333,7 @@ def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, seen: set[str
             texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx,
                                 seen))
         elif ot in OUTPUT_TYPES:
+            out = without_plain_text(out)
             texts.append(_data(out, ot, parent, index, level, ctx, seen))
         else:
             texts.append(_future(out, parent, index, level, ctx, seen))

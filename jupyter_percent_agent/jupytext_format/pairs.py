@@ -10,7 +10,8 @@ anywhere below (a ``sitecustomize.py`` into a virtual environment, a file into `
 A script paired beside the file (``py:percent``) stays allowed.
 
 The contents manager checks before JupyterLab's open and save (``contents.pairing``);
-``patch_cli`` makes the ``jupytext`` command check before ``--sync`` reads or writes a pair.
+``patch_cli`` makes the ``jupytext`` command check before ``--sync`` reads or writes a pair,
+and say what is wrong with a message file in the one line ``tce`` says it in.
 """
 
 from __future__ import annotations
@@ -89,3 +90,34 @@ def patch_cli(cli: ModuleType, format_name: str) -> None:
     for wrapper in (checked_write_pair, checked_load):
         setattr(wrapper, _PATCHED, True)
     cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
+    cli.jupytext = one_line_errors(cli.jupytext)
+
+
+def one_line_errors(command: Any) -> Any:
+    """The ``jupytext`` command (``jupytext()``, as its script calls it, with no arguments)
+    showing a malformed message file, a refused pair and the package's other errors as the
+    one line ``tce`` prints (``jupytext: FILE:LINE: what``) and its exit code, not a
+    traceback. Called with arguments (from Python), it raises as before."""
+    if getattr(command, _PATCHED, False):
+        return command
+
+    @functools.wraps(command)
+    def jupytext(args: Any = None, **kwargs: Any) -> Any:
+        if args is not None:
+            return command(args, **kwargs)
+        try:
+            return command(args, **kwargs)
+        except Exception as exc:
+            import sys
+
+            from jupyter_percent_agent import errors
+
+            found = errors.find(exc)
+            shown = errors.report(found) if found is not None else None
+            if shown is None:
+                raise
+            sys.stderr.write(f"jupytext: {shown.message}\n")
+            raise SystemExit(shown.exit_code) from None
+
+    setattr(jupytext, _PATCHED, True)
+    return jupytext

@@ -79,10 +79,15 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 class _Display:
-    """Sends a run's typed events to the front end as iopub messages."""
+    """Sends a run's typed events to the front end as iopub messages.
 
-    def __init__(self, kernel: AgentKernel) -> None:
+    ``live``: the client named the cell it runs (JupyterLab, nbclient): the reply streams as one
+    display updated in place. A client that names none (``jupyter console``, ``jupyter run``)
+    shows no update of a display, so it gets the reply once, whole."""
+
+    def __init__(self, kernel: AgentKernel, live: bool = True) -> None:
         self.kernel = kernel
+        self.live = live
         self.agent = "agent"
         self.display_id: str | None = None
         self.text = ""
@@ -95,8 +100,10 @@ class _Display:
 
     def _streaming_content(self) -> dict[str, Any]:
         from jupyter_percent_agent import format as fmt
+        from jupyter_percent_agent.masking import streamed
 
-        out = fmt.reply_output(fmt.escape_surrogates(self.text), agent=self.agent,
+        shown, _ = streamed(self.text)  # not even the start of a key before it is whole
+        out = fmt.reply_output(fmt.escape_surrogates(shown), agent=self.agent,
                                out_id=None)  # type: ignore[arg-type]  # id: on the last update
         return {"data": out["data"], "metadata": out["metadata"]}
 
@@ -132,7 +139,9 @@ class _Display:
                 self.agent = agent
             case ev.Delta(text=text):
                 self.text += text
-                if self.display_id is None:
+                if not self.live:
+                    pass
+                elif self.display_id is None:
                     if self.text.strip():
                         self._open()
                 else:
@@ -146,7 +155,9 @@ class _Display:
             case ev.OutputMade(output=out):
                 self._output(out)
             case ev.Interrupted(partial=partial):
-                if self.display_id is not None:
+                if not self.live and partial is not None:
+                    self._output(partial)
+                elif self.display_id is not None:
                     if partial is not None:
                         self._close_with(partial)
                     else:
@@ -177,7 +188,19 @@ class _Display:
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
         self.shown = True
-        self.kernel.send_response(self.kernel.iopub_socket, msg_type, content)
+        self.kernel.send_response(self.kernel.iopub_socket, msg_type, for_clients(content))
+
+
+def for_clients(content: dict[str, Any]) -> dict[str, Any]:
+    """What leaves the kernel: a ``text/plain`` beside rich types (``jupyter console`` and
+    ``jupyter run`` show only that; the saved file does not keep it), every sensitive value
+    masked (``masking``)."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.masking import mask_data
+
+    if isinstance(content.get("data"), dict):
+        content = dict(fmt.with_plain_text(content))
+    return mask_data(content)
 
 
 def _short_traceback(out: dict[str, Any]) -> list[str]:
@@ -264,9 +287,11 @@ class AgentKernel(Kernel):
                          session: int | None = None, start: int | None = None,
                          stop: int | None = None, n: int | None = None,
                          pattern: str | None = None, unique: bool = False) -> dict[str, Any]:
-        return {"status": "ok", "history": self._history.query(
+        from jupyter_percent_agent.masking import mask_data
+
+        return {"status": "ok", "history": mask_data(self._history.query(
             hist_access_type, output, session=session, start=start, stop=stop, n=n,
-            pattern=pattern, unique=unique)}
+            pattern=pattern, unique=unique))}
 
     async def _execute(self, code: str, cell_id: str | None, live: Any = None
                        ) -> dict[str, Any]:
@@ -275,7 +300,7 @@ class AgentKernel(Kernel):
 
         path = notebook_path()
         conversation = LiveConversation(self._memory, path, cell_id, code, live)
-        display = _Display(self)
+        display = _Display(self, live=cell_id is not None)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
         options = RunOptions(base_dir=path.parent if path else Path.cwd(), current_text=code,
@@ -322,6 +347,9 @@ class AgentKernel(Kernel):
                 "user_expressions": {}}
 
     def _error(self, ename: str, evalue: str, *, publish: bool = False) -> dict[str, Any]:
+        from jupyter_percent_agent.masking import mask
+
+        ename, evalue = mask(ename), mask(evalue)
         line = f"{ename}: {evalue}"
         self._last_output = line
         if publish:

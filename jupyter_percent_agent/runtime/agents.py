@@ -17,7 +17,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.errors import Kind, PercentAgentError, did_you_mean
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_AGENT_NAME = "default"
@@ -186,8 +186,9 @@ def known_agent_names(agents: Mapping[str, Agent]) -> list[str]:
 
 def unknown_agent_error(name: str, agents: Mapping[str, Agent]) -> AgentError:
     """The error for an agent name that is neither defined nor ``default``."""
-    return AgentError(f"unknown agent {name!r}; known agents: "
-                      + ", ".join(known_agent_names(agents)))
+    names = known_agent_names(agents)
+    return AgentError(f"unknown agent {name!r}{did_you_mean(name, names)}; known agents: "
+                      + ", ".join(names))
 
 
 def resolve_agent(nb: Mapping[str, Any], cell: Mapping[str, Any] | None = None, *,

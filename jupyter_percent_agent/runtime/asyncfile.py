@@ -15,6 +15,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.masking import mask
 from jupyter_percent_agent.runtime.run import Run
 
 
@@ -46,4 +47,4 @@ def land(cell: Mapping[str, Any], run: Run, base_dir: Path) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fmt.write_text(path, run.reply)
+    fmt.write_text(path, mask(run.reply))

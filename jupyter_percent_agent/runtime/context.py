@@ -18,7 +18,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent
-from jupyter_percent_agent.runtime.ranges import Selection, parse_selection
+from jupyter_percent_agent.runtime.ranges import Selection, SelectionError, parse_selection
 from jupyter_percent_agent.runtime.transport import Transport
 
 
@@ -46,6 +46,18 @@ def selections(nb: Mapping[str, Any], include: Sequence[str] = (),
     saved = tuple(parse_selection(s) for s in inc)
     return Selections((*saved, *(parse_selection(s) for s in include)),
                       tuple(parse_selection(s) for s in [*exc, *exclude]), saved)
+
+
+def check_selected(chosen: Selections, count: int) -> None:
+    """``SelectionError`` for a selection of this file's cells the caller gave (``-i``,
+    ``-e``) that selects none of its ``count`` cells: a typo is said, not ignored. (Saved
+    selections may name cells a file does not have yet.)"""
+    for sel in (*chosen.include, *chosen.exclude):
+        if sel.path is None and sel not in chosen.saved and not sel.indices(count):
+            before = max(count - 1, 0)  # the new message is the last
+            raise SelectionError(f"{sel.text} selects no cell: this file has {before} "
+                                 f"message{'s' if before != 1 else ''} before this one (tce "
+                                 "list shows them)")
 
 
 def resolve_item(item: str, base_dir: Path | None = None) -> Path:
@@ -78,6 +90,9 @@ def load_included(chosen: Selections, base_dir: Path) -> list[hist.Included]:
         else:
             path = resolve_item(sel.path, base_dir)
         cells = hist.conversation_cells(fmt.read(path))
+        if sel not in chosen.saved and not sel.indices(len(cells)):
+            raise SelectionError(f"{sel.text} selects no cell: {sel.path} has {len(cells)} "
+                                 f"message{'s' if len(cells) != 1 else ''}")
         skip = {i for e in chosen.exclude if e.path is not None
                 and resolve_item(e.path, base_dir).resolve() == path.resolve()
                 for i in e.indices(len(cells))}
@@ -111,14 +126,17 @@ def budget(agent: Agent) -> int | None:
 def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections, *,
                  base_dir: Path, system_prompt: str, transport: Transport,
                  current_text: str | None = None,
-                 summaries: Mapping[str, str] | None = None) -> hist.History:
-    """The history for the cell at 1-based ``index``, fitted to the agent's window."""
+                 summaries: Mapping[str, str] | None = None,
+                 included: Sequence[hist.Included] | None = None) -> hist.History:
+    """The history for the cell at 1-based ``index``, fitted to the agent's window
+    (``included``: the other files' cells, when the plan has read them already)."""
     cells = hist.conversation_cells(nb)
     exclude_here = {i for s in chosen.exclude if s.path is None for i in s.indices(len(cells))}
     include_here = {i for s in chosen.include if s.path is None for i in s.indices(len(cells))}
     history = hist.build_history(cells, index, system_prompt=system_prompt,
                                  current_text=current_text,
-                                 included=load_included(chosen, base_dir),
+                                 included=list(included) if included is not None
+                                 else load_included(chosen, base_dir),
                                  exclude=exclude_here, include=include_here,
                                  summaries=summaries, document=hist.preamble_text(nb))
     limit = budget(agent)

@@ -80,31 +80,39 @@ class FileConversation:
         self.save = save  # (include, exclude) to remember in the file (``--save``)
         self.cell_id: str | None = None
 
-    def _prepare(self) -> None:
-        """Make sure the file can take messages (a ``.md`` needs a Discussion section)."""
+    def _read(self) -> dict[str, Any]:
+        """The file as a notebook that can take the message (under the lock): a ``.md``
+        without a Discussion section gets one with ``--force``, in memory (written with the
+        message). A notebook or a file that is not Markdown is refused, ``--force`` or not."""
         path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        fmt.check_markdown(path)
         if fmt.is_message_path(path.name):
-            return
-        if not path.exists():
-            fmt.write_text(path, "")
-            store.enable_discussion(path)
-        elif fmt.message_section(fmt.read_text(path)) is None:
+            return store.read(path)
+        if not os.path.lexists(path):
+            text = ""
+        else:
+            text = fmt.read_text(path)
+            if fmt.message_section(text) is not None:
+                return store.read(path)
             if not self.force:
                 raise PlainMarkdown(f"{path} is a plain Markdown file; use --force to add a "
                                     "Discussion section for messages")
-            store.enable_discussion(path)
+        nb = fmt.reads(store.with_discussion(text, path), path=str(path))
+        store.check_front_matter(nb, str(path))
+        return nb
 
     def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
-        self._prepare()
+        """Everything is checked (the file, the agent, the selections, the included files)
+        before the one write: a refused message leaves the file byte-identical."""
         with store.locked(self.path):
-            nb = store.read(self.path)
+            nb = self._read()
             if self.save is not None:
                 save_choices(nb, *self.save, folder=self.path.parent)
             cid = fmt.new_cell_id(nb)
             nb.setdefault("cells", []).append(
                 fmt.new_message(self.message, cell_id=cid, title=self.title))
             decided = plan(nb, cid, options)  # fails before anything is written
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             fmt.write(nb, self.path)
         self.cell_id = cid
         return nb, decided

@@ -68,6 +68,20 @@ MID_STREAM = frozenset({"MidStreamFallbackError", "ClientPayloadError", "Transfe
                          "ContentLengthError", "IncompleteRead", "RemoteProtocolError"})
 
 
+def malformed_stream(chain: list[BaseException]) -> bool:
+    """Whether a failure came from a stream chunk that is not JSON (the server's fault), which
+    clients report as a broken stream (``MidStreamFallbackError``, ``APIConnectionError``)."""
+    import json
+
+    for exc in chain:
+        if isinstance(exc, json.JSONDecodeError):
+            return True
+        words = str(exc).lower()
+        if "not json" in words or "jsondecodeerror" in words or "expecting value" in words:
+            return True
+    return False
+
+
 def stored_keys() -> list[str]:
     """The user's stored keys, to mask in a failure's words (a call may have sent one)."""
     try:

@@ -23,12 +23,13 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
+from jupyter_percent_agent.masking import mask_data
 from jupyter_percent_agent.runtime import direct, routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
@@ -39,6 +40,7 @@ from jupyter_percent_agent.runtime.failures import (
     chain_of,
     connection_cause,
     credentials_in,
+    malformed_stream,
     retryable,
     stored_keys,
 )
@@ -235,6 +237,9 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         store = f"run tce keys set {provider} or " if provider and not api_base else ""
         line = f"no API key found for {where}: {store}set {which}"
         return Failure("AuthenticationError", line, line)
+    if malformed_stream(chain):  # not a lost connection: the server sent what is no JSON
+        tail = "sent a reply chunk that is not JSON (a malformed stream, not a lost connection)"
+        return Failure("APIError", f"{server_recorded} {tail}", f"{server} {tail}")
     if {type(e).__name__ for e in chain} & MID_STREAM:
         tail = "broke off mid-reply (the connection was lost)"
         return Failure("APIConnectionError", f"{server_recorded} {tail}", f"{server} {tail}")
@@ -414,11 +419,22 @@ async def _attempt(litellm: Any, spec: CallSpec, model: str, on_event: OnEvent,
                    else list_price(litellm, routed, result.tokens_in, result.tokens_out))
 
 
+def masked_request(spec: CallSpec) -> CallSpec:
+    """``spec`` with every sensitive value in its messages masked (``masking``): a key a tool
+    returned, a token a cell printed never reaches a model. The call's own keys count too."""
+    own = {(key_env or "API_KEY"): key for _, key, key_env in
+           [(spec.api_base, spec.api_key, spec.key_env), *spec.routes.values()]
+           if key and key != NO_KEY}
+    messages = mask_data(spec.messages, own)
+    return spec if messages == spec.messages else replace(spec, messages=messages)
+
+
 async def complete(spec: CallSpec, on_event: OnEvent = ignore) -> CallResult:
     """Stream one reply in this process, retrying and falling over to the next model; never
     raises for a model failure (the result's ``error`` says why). Cancellation propagates.
     Streamed text arrives as ``Delta``/``Reasoning`` events, a new attempt as ``Retry``."""
     started = time.monotonic()
+    spec = masked_request(spec)
     result = CallResult(time=datetime.now(UTC).astimezone().isoformat(timespec="seconds"))
     litellm = None
     if not goes_direct(spec):

@@ -57,6 +57,9 @@ def parse_selection(text: str) -> Selection:
             path = path[: -len("/item")]
     elif re.fullmatch(r"[-\dnN$.,\s]+", raw):
         path, body = None, raw
+    elif re.search(r"\[[-\dnN$.,\s]*$", raw):  # OTHER/[1..3 with its bracket left open
+        raise SelectionError(f"{text!r}: the cell range is not closed (write [1..3] or "
+                             "OTHER/[1..3])")
     else:  # a whole other file
         return Selection(raw, (("1", "n"),), raw)
     ranges: list[tuple[str, str]] = []

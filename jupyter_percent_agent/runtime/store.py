@@ -70,10 +70,10 @@ _FM = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
 _MESSAGES_OFF = re.compile(r"^messages[ \t]*:.*\n?", re.M)
 
 
-def enable_discussion(path: Path) -> None:
-    """Give a plain ``.md`` a Discussion section for messages (``tce chat --force``): the
-    front matter gets ``message_section: Discussion`` and the file ends with that heading."""
-    text = fmt.read_text(path)
+def with_discussion(text: str, path: Path) -> str:
+    """A plain ``.md``'s ``text`` with a Discussion section for messages (``tce chat
+    --force``): the front matter gets ``message_section: Discussion`` and the text ends with
+    that heading. Nothing is written: the section goes into the file with the first message."""
     m = _FM.match(text)
     if m:  # messages: false would still say "no messages": --force means it goes
         body = _MESSAGES_OFF.sub("", m.group(1) or "")
@@ -82,8 +82,8 @@ def enable_discussion(path: Path) -> None:
         text = "---\nmessage_section: Discussion\n---\n" + text
     if not re.search(r"^#{1,6}\s+Discussion\s*$", text, re.M):
         text = text.rstrip("\n") + "\n\n## Discussion\n"
-    fmt.reads(text, path=str(path))  # refuse to write what does not read back
-    fmt.write_text(path, text)
+    fmt.reads(text, path=str(path))  # refuse what does not read back
+    return text
 
 
 def apply_outputs(nb: dict[str, Any], run: Run, *, text: str | None = None) -> None:

@@ -20,7 +20,13 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent, bound_agent, resolve_agent
 from jupyter_percent_agent.runtime.asyncfile import async_file, land, landed
-from jupyter_percent_agent.runtime.context import Selections, plan_history, selections
+from jupyter_percent_agent.runtime.context import (
+    Selections,
+    check_selected,
+    load_included,
+    plan_history,
+    selections,
+)
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.transport import Transport, default_transport
@@ -65,6 +71,9 @@ class Plan:
     agent: Agent | None = None
     route: trust.Route | None = None
     chosen: Selections = field(default_factory=Selections)
+    included: tuple[Any, ...] | None = None
+    """The cells of other files ``chosen`` names, read while planning (a missing file stops
+    the turn before anything is written)."""
 
 
 def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]:
@@ -96,8 +105,10 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
                               folder=options.folder, env=options.env)
     if kind == "async":
         async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
-    return Plan(cell_id, index, kind, agent, route,
-                selections(nb, options.include, options.exclude))
+    chosen = selections(nb, options.include, options.exclude)
+    check_selected(chosen, len(hist.conversation_cells(nb)))
+    return Plan(cell_id, index, kind, agent, route, chosen,
+                tuple(load_included(chosen, options.folder)))
 
 
 def step_limit(options: RunOptions, agent: Agent) -> int:
@@ -157,6 +168,7 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     history = plan_history(nb, decided.index, agent, decided.chosen, base_dir=options.folder,
                            system_prompt=system_prompt_for(agent, toolset, offered),
                            transport=transport, current_text=options.current_text,
+                           included=decided.included,
                            summaries={k: v[0] for k, v in run.summaries.items()})
     run.dropped_groups(history.dropped)
     extra: dict[str, Any] = {"dropped": history.dropped} if history.dropped else {}

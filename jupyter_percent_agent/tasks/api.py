@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import did_you_mean
 from jupyter_percent_agent.runtime.outcome import RunStatus, read_status
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import Problem
@@ -34,10 +35,7 @@ def as_sop(sop: Sop | str | os.PathLike[str]) -> Sop:
 
 def check_task(sop: Sop, task_id: str) -> None:
     if task_id not in sop:
-        import difflib
-
-        close = difflib.get_close_matches(task_id, list(sop.documents), n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = did_you_mean(task_id, sop.documents)
         raise SopError([Problem(f"{task_id}.md", "task_id", None,
                                 f"no document {task_id!r} in {sop.root}{hint}")], sop.root)
 

@@ -4,6 +4,12 @@ On one machine the runs share one event loop (model calls are I/O); ``cluster`` 
 jobs to a Dask distributed cluster. A failed input never stops the others: its result says
 ``failed`` and why. Results come back as plain dicts (``TaskResult.to_json()`` plus ``input``,
 the input's line number).
+
+A batch on one machine keeps a log beside its results (``NAME-batch.jsonl``: a header naming
+the task, the SOP folder, the inputs and the results file, then a line per input whose run
+began, naming its transcript), so that ``tce run --resume NAME-batch.jsonl`` goes on where a
+killed batch stopped: an input with a result is not run again, one whose run began resumes
+from its transcript's last finished step, the others start.
 """
 
 from __future__ import annotations
@@ -67,18 +73,88 @@ def tag(job: Job) -> str:
     return f"{job.index:04d}"
 
 
+BATCH_SUFFIX = "-batch.jsonl"
+RESULTS_SUFFIX = "-results.jsonl"
+
+
+class BatchLog:
+    """The log of one batch (see the module's docstring): appended to, line by line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, path: Path, *, task_id: str, sop: Path, inputs: Path,
+               results: Path) -> BatchLog:
+        header = {"batch": task_id, "sop": str(sop.resolve()), "inputs": str(inputs.resolve()),
+                  "results": str(results.resolve())}
+        path.write_text(json.dumps(header, ensure_ascii=False) + "\n", encoding="utf-8")
+        return cls(path)
+
+    def started(self, index: int, transcript: Path) -> None:
+        """Input ``index``'s run began, with ``transcript``."""
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"input": index, "transcript": str(transcript.resolve())},
+                               ensure_ascii=False) + "\n")
+
+    def read(self) -> tuple[dict[str, Any], dict[int, Path]]:
+        """(the header, input -> transcript of the runs that began); ``ValueError`` for a
+        file that is not a batch log. A last line cut off by a kill is ignored."""
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        try:
+            header = json.loads(lines[0]) if lines else None
+        except ValueError:
+            header = None
+        if not isinstance(header, dict) or not isinstance(header.get("batch"), str):
+            raise ValueError(f"{self.path}: not a batch log (its first line names no batch)")
+        began: dict[int, Path] = {}
+        for line in lines[1:]:
+            try:
+                entry = json.loads(line)
+                began[int(entry["input"])] = Path(entry["transcript"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return header, began
+
+
+def finished_inputs(results: Path) -> set[int]:
+    """The inputs that have a line in the results file (succeeded or failed: done)."""
+    done: set[int] = set()
+    try:
+        text = results.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return done
+    for line in text.splitlines():
+        try:
+            done.add(int(json.loads(line)["input"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut off by a kill: that input is not done
+    return done
+
+
 async def run_job(sop: Sop, task_id: str, job: Job, *, runs_dir: Path | None,
-                  max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None
+                  max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None,
+                  log: BatchLog | None = None, transcript: Path | None = None
                   ) -> dict[str, Any]:
-    """Run one input; every failure is a result, never an exception."""
-    from jupyter_percent_agent.tasks.api import arun_task
+    """Run one input (or resume its run from ``transcript``); every failure is a result,
+    never an exception. ``log`` hears of the transcript when the run begins."""
+    from jupyter_percent_agent.tasks.api import aresume_task, arun_task
+    from jupyter_percent_agent.tasks.events import RunStarted
     from jupyter_percent_agent.tasks.sop import SopError
+
+    def on_event(event: Any) -> None:
+        if log is not None and isinstance(event, RunStarted):
+            log.started(job.index, event.path)
 
     if job.error is not None:
         return failed(job, job.error, task_id=task_id)
     try:
-        result = await arun_task(sop, task_id, job.context, runs_dir=runs_dir,
-                                 max_steps=max_steps, model=model, tag=tag(job))
+        if transcript is not None and transcript.is_file() and transcript.stat().st_size:
+            result = await aresume_task(transcript, sop=sop, max_steps=max_steps, model=model)
+        else:
+            result = await arun_task(sop, task_id, job.context, runs_dir=runs_dir,
+                                     max_steps=max_steps, model=model, tag=tag(job),
+                                     on_event=on_event)
     except (SopError, ValueError, OSError) as exc:
         return failed(job, str(exc), type(exc).__name__, task_id=task_id)
     return {"input": job.index, **result.to_json()}
@@ -86,16 +162,19 @@ async def run_job(sop: Sop, task_id: str, job: Job, *, runs_dir: Path | None,
 
 async def run_inputs(sop: Sop, task_id: str, jobs: list[Job], *, concurrency: int = 8,
                      runs_dir: Path | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-                     model: str | None = None, on_result: OnResult | None = None
+                     model: str | None = None, on_result: OnResult | None = None,
+                     log: BatchLog | None = None, resume: dict[int, Path] | None = None
                      ) -> list[dict[str, Any]]:
     """Run every job, at most ``concurrency`` at once; results in input order (and each
-    handed to ``on_result`` as it finishes)."""
+    handed to ``on_result`` as it finishes). ``resume``: the transcripts of inputs whose run
+    began in an earlier, killed batch (continued, not started again)."""
     gate = asyncio.Semaphore(max(1, concurrency))
+    resume = resume or {}
 
     async def one(job: Job) -> dict[str, Any]:
         async with gate:
             result = await run_job(sop, task_id, job, runs_dir=runs_dir, max_steps=max_steps,
-                                   model=model)
+                                   model=model, log=log, transcript=resume.get(job.index))
         if on_result is not None:
             on_result(result)
         return result

@@ -23,8 +23,9 @@ import stat
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from jupyter_percent_agent import masking
 from jupyter_percent_agent.errors import Kind, PercentAgentError
-from jupyter_percent_agent.trust.config import config_dir
+from jupyter_percent_agent.trust.config import CONFIG_NAME, config_dir, load_config
 
 KEYS_NAME = "keys.json"
 
@@ -169,3 +170,38 @@ def key_sources(env: Mapping[str, str] | None = None, path: Path | None = None, 
         found[provider] = (f"environment ({variable}), over the stored key"
                            if env.get(variable) else f"config ({path})")
     return dict(sorted(found.items()))
+
+
+_seen: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}  # path -> (stat, masked)
+
+
+def known_secrets() -> dict[str, str]:
+    """What the runtime knows to be secret beyond the environment's ``*_KEY`` and friends, for
+    ``masking``: the stored keys (named by their provider's variable) and the value of every
+    variable an allowed endpoint takes its key from. The files are read again only when they
+    change; a file that cannot be read names nothing."""
+    found: dict[str, str] = {}
+    folder = config_dir()
+    for name in (KEYS_NAME, CONFIG_NAME):
+        path = folder / name
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = _seen.get(str(path))
+        if cached is None or cached[0] != stamp:
+            try:
+                if name == KEYS_NAME:
+                    names = {key_variable(p): k for p, k in load_keys(path).items()}
+                else:
+                    names = {e.key_env: "" for e in load_config(path).endpoints if e.key_env}
+            except PercentAgentError:
+                names = {}
+            cached = _seen[str(path)] = (stamp, names)
+        for variable, value in cached[1].items():
+            found[variable] = value or os.environ.get(variable, "")
+    return found
+
+
+masking.add_source(known_secrets)

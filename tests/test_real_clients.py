@@ -1,0 +1,777 @@
+"""Real clients and careless hands: what a new user does in a terminal, with the real ``tce``
+command, ``jupyter_client``, ``jupyter run`` and the ``jupytext`` command, loses nothing and
+surprises no one. One test (or a few) per item of the checklist:
+
+1. validate first, write once: a refused or failed command leaves the file byte-identical;
+2. an id-shaped argument that matches nothing asks "did you mean ...?" and runs nothing;
+4. the kernel's outputs carry ``text/plain`` beside rich types (the file keeps its form);
+5. warm helpers are bounded, listed and stopped;
+6. ``--resume`` takes any path form; a batch resumes without doing an input twice;
+7. errors name their real cause, the same one line in ``tce`` and ``jupytext``;
+8. sensitive values are masked wherever text leaves the process.
+
+(Item 3, the kernel running each cell by its kind under nbclient, papermill and
+``jupytext --execute`` and matching ``tce exec``, waits for code cells.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+DATA = Path(__file__).parent / "data"
+TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
+
+
+@pytest.fixture
+def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The local model server as the environment's model; what a ``tce`` subprocess gets."""
+    values = {
+        "PERCENT_AGENT_API_BASE": openai_server.url,
+        "PERCENT_AGENT_MODEL": "test-model",
+        "PERCENT_AGENT_BACKOFF": "0",
+        "PERCENT_AGENT_WARM": "0",
+        "PERCENT_AGENT_RETRIES": "0",
+        "PERCENT_AGENT_TIMEOUT": "10",
+    }
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
+    return {**os.environ, **values}
+
+
+def tce(
+    *args: str, env: dict[str, str], cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TCE, *args], env=env, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=180
+    )
+
+
+# -- 8. sensitive values are masked ----------------------------------------------------------
+
+VAULT_HEADER = "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [vault]\n---\n"
+
+
+def _tool_step(call: str) -> str:
+    return (
+        f'thought = """I fetch it."""\n\n[tool_call]\nstatus = "success"\n'
+        f"target = \"fetch\"\ncode = '''\n__result__ = {call}\n'''\n"
+    )
+
+
+def _answer(text: str) -> str:
+    return f'thought = """Done."""\n\n[final_answer]\nstatus = "success"\ncontent = """{text}"""\n'
+
+
+@pytest.fixture
+def vault_file(tmp_path: Path, trusted) -> Path:
+    folder = tmp_path / "work"
+    (folder / "toolbox").mkdir(parents=True)
+    shutil.copy(DATA / "clients" / "vault.py", folder / "toolbox" / "vault.py")
+    trusted(folder)
+    path = folder / "v.msg.md"
+    path.write_text(VAULT_HEADER)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("call", "name", "value", "store"),
+    [
+        ("service_token()", "MY_SERVICE_TOKEN", "tok-9f8e7d6c5b4a3210", False),
+        ("stored_openai_key()", "OPENAI_API_KEY", "sk-stored-0123456789abcdef", True),
+    ],
+)
+def test_a_key_a_trusted_tool_returns_is_masked_in_the_file_the_request_and_the_terminal(
+    vault_file: Path,
+    env: dict[str, str],
+    openai_server: OpenAIServer,
+    call: str,
+    name: str,
+    value: str,
+    store: bool,
+) -> None:
+    if store:
+        p = tce("keys", "set", "openai", env=env, stdin=value + "\n")
+        assert p.returncode == 0, p.stderr
+        env = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
+    else:
+        env = {**env, name: value}
+    openai_server.script(_tool_step(call), _answer("Here it is."))
+    p = tce("chat", str(vault_file), "-m", "Fetch my secret, please.", env=env)
+    assert p.returncode == 0, p.stderr
+    masked = f"[masked {name}]"
+    # the tool did return the value: its result, masked, reached the model
+    second = openai_server.chat_requests[1].messages
+    assert masked in second[-1]["content"]
+    assert all(value not in str(r.messages) for r in openai_server.chat_requests)
+    text = vault_file.read_text()
+    assert masked in text and value not in text
+    assert value not in p.stdout and value not in p.stderr
+    assert masked in p.stderr  # the tool step shown on the terminal, masked
+    # and the next turn sends the history (read from the file) still masked
+    openai_server.script("Fine.")
+    p = tce("chat", str(vault_file), "-m", "Thanks.", env=env)
+    assert p.returncode == 0, p.stderr
+    assert value not in str(openai_server.chat_requests[-1].messages)
+
+
+def test_a_key_streamed_in_pieces_never_reaches_the_terminal(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    """A reply streams a few characters at a time: the key is split across pieces, and the
+    terminal still shows it masked, and no piece of it."""
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    key = "sk-streamed-9a8b7c6d5e4f"
+    openai_server.script(Reply(f"Your key is {key}, keep it safe.", chunk_size=3))
+    p = tce("chat", str(tmp_path / "s"), "-m", "my key?", env={**env, "MY_API_KEY": key})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "Your key is [masked MY_API_KEY], keep it safe."
+    assert key[:6] not in p.stdout + p.stderr
+    assert key not in (tmp_path / "s.msg.md").read_text()
+
+
+def test_short_values_and_other_names_are_not_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_percent_agent import masking
+
+    monkeypatch.setenv("SHORT_TOKEN", "abc1234")  # 7 characters: would mask ordinary words
+    monkeypatch.setenv("HOME_DIRECTORY", "/home/someone-else")
+    monkeypatch.setenv("DB_PASSWORD", "correct horse battery")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "x" * 20)
+    text = "abc1234 /home/someone-else correct horse battery ghp_" + "x" * 20
+    assert masking.mask(text) == (
+        "abc1234 /home/someone-else [masked DB_PASSWORD] [masked GITHUB_TOKEN]"
+    )
+    path = tmp_path / "m.msg.md"
+    nb = fmt.reads(
+        "# %% Note[^a1]\n\n[^a1]: [markdown]\n\nmy password: correct horse battery\n",
+        path=str(path),
+    )
+    fmt.write(nb, path)
+    assert "[masked DB_PASSWORD]" in path.read_text()
+    assert "correct horse battery" not in path.read_text()
+
+
+# -- 4. the kernel speaks plain text too; 8. and masks ----------------------------------------
+
+TOKEN = "tok-kernel-5a4b3c2d1e0f"
+
+
+@pytest.fixture
+def kernel_home(
+    tmp_path: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> tuple[Path, dict[str, str]]:
+    """A Jupyter data folder holding the project's kernelspec, and the environment a kernel
+    started by any client gets (the local model, a token in the environment)."""
+    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+
+    data = tmp_path / "jupyter-data"
+    shutil.copytree(kernelspec_dir(), data / "kernels" / KERNEL_NAME)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
+    env.update(
+        {
+            "JUPYTER_PATH": str(data),
+            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+            "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir),
+            "PERCENT_AGENT_API_BASE": openai_server.url,
+            "PERCENT_AGENT_MODEL": "test-model",
+            "PERCENT_AGENT_BACKOFF": "0",
+            "PERCENT_AGENT_RETRIES": "0",
+            "PERCENT_AGENT_TIMEOUT": "20",
+            "PERCENT_AGENT_WARM": "0",
+            "PERCENT_AGENT_PRELOAD": "0",
+            "MY_SERVICE_TOKEN": TOKEN,
+        }
+    )
+    return data, env
+
+
+def _iopub_until_idle(kc, msg_id: str) -> list[dict]:
+    got = []
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return got
+        got.append(m)
+
+
+def test_kernel_outputs_carry_plain_text_and_masked_values_over_jupyter_client(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    data, env = kernel_home
+    folder = tmp_path / "chat"
+    folder.mkdir()
+    openai_server.script(f"Your **token** is {TOKEN}.")
+    km = KernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]),
+    )
+    km.start_kernel(env=env, cwd=str(folder))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        msg_id = kc.execute("What is my token?")
+        got = _iopub_until_idle(kc, msg_id)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    shown = [m["content"] for m in got if m["msg_type"] in ("display_data", "update_display_data")]
+    assert shown
+    assert all("text/plain" in c["data"] for c in shown)
+    final = shown[-1]
+    assert final["data"]["text/plain"] == "Your **token** is [masked MY_SERVICE_TOKEN]."
+    assert TOKEN not in str(got)
+    # what JupyterLab would save: the file's own form, no plain copy, no mark
+    out = {"output_type": "display_data", "data": final["data"], "metadata": final["metadata"]}
+    nb = fmt.reads("# %% Q[^q1]\n\n[^q1]: [markdown]\n\nWhat is my token?\n")
+    nb["cells"][0]["outputs"] = [out]
+    plain = fmt.reads(fmt.writes(nb))
+    assert fmt.writes(plain) == fmt.writes(nb)
+    (back,) = plain["cells"][0]["outputs"]
+    assert list(back["data"]) == ["text/markdown"]
+    assert "plain_copy" not in str(back["metadata"])
+
+
+def test_jupyter_run_shows_the_reply_as_text(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """``jupyter run`` (jupyter_client's own terminal client) prints only ``text/plain``."""
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    _data, env = kernel_home
+    question = tmp_path / "question.md"
+    question.write_text("Capital of Italy?\n")
+    openai_server.script("It is *Rome*.")
+    jupyter = Path(sys.executable).with_name("jupyter")
+    p = subprocess.run(
+        [str(jupyter), "run", f"--kernel={KERNEL_NAME}", str(question)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "It is *Rome*." in p.stdout
+
+
+# -- 1. validate everything first, then write once --------------------------------------------
+
+CONVERSATION = "# %% Hi[^a1]\n[^a1]: [markdown]\n\nhello\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["-i", "missing.msg.md/[1]"], "missing.msg.md"),
+        (["-i", "[9]"], "selects no cell"),
+        (["-i", "other/[5]"], "selects no cell"),
+        (["-i", "other/[1"], "not closed"),
+        (["-e", "[x]"], "not an index"),
+        (["--save", "-i", "missing/[1]"], "missing"),
+        (["nobody-agent"], "nobody-agent"),
+    ],
+)
+def test_a_command_that_fails_its_validation_leaves_the_file_byte_identical(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, args: list[str], says: str
+) -> None:
+    path = tmp_path / "a.msg.md"
+    path.write_bytes(CONVERSATION.encode())  # not the canonical form: any write would show
+    (tmp_path / "other.msg.md").write_text(fmt.writes(fmt.reads(CONVERSATION)))
+    agent = [a for a in args if not a.startswith(("-", "[")) and "/" not in a]
+    options = [a for a in args if a not in agent]
+    p = tce("chat", str(path), *agent, "-m", "a new message", *options, env=env, cwd=tmp_path)
+    assert p.returncode != 0
+    assert says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert path.read_bytes() == CONVERSATION.encode()
+    assert not openai_server.chat_requests
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        (
+            "talk.ipynb",
+            '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
+            "a Jupyter notebook",
+        ),
+        ("notes.txt", "my notes\n", "not a Markdown file"),
+        ("data.md", "\x00\x01binary", "not a text file"),
+    ],
+)
+def test_tce_never_writes_into_a_file_it_cannot_read_as_markdown(
+    tmp_path: Path,
+    env: dict[str, str],
+    openai_server: OpenAIServer,
+    name: str,
+    content: str,
+    says: str,
+    force: bool,
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    p = tce("chat", str(path), "-m", "hello", *(["--force"] if force else []), env=env)
+    assert p.returncode != 0
+    (line,) = p.stderr.strip().splitlines()
+    assert says in line and name in line
+    for args in (["set-default", str(path), "default"], ["list", str(path)]):
+        p = tce(*args, env=env)
+        assert p.returncode == 3 and p.stderr.strip().splitlines() == [line], p.stderr
+    assert path.read_text() == content
+    assert not openai_server.chat_requests
+
+
+def test_force_adds_a_discussion_to_a_plain_markdown_file_only_with_the_message(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nSome text.\n")
+    p = tce("chat", str(path), "-m", "hello", "--force", "-i", "[4]", env=env)
+    assert p.returncode == 2 and "selects no cell" in p.stderr
+    assert path.read_text() == "# Notes\n\nSome text.\n"  # no Discussion added before the check
+    openai_server.script("Hi there.")
+    p = tce("chat", str(path), "-m", "hello", "--force", env=env)
+    assert p.returncode == 0, p.stderr
+    text = path.read_text()
+    assert "## Discussion" in text and "Some text." in text and "Hi there." in text
+
+
+# -- 2. an id-shaped argument that matches nothing: "did you mean", nothing runs -------------
+
+
+@pytest.fixture
+def blog(tmp_path: Path, trusted) -> Path:
+    shutil.copytree(DATA / "sop" / "seed_blog", tmp_path / "blog")
+    trusted(tmp_path / "blog")
+    return tmp_path / "blog"
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("blog/generate_blgo", "blog/generate_blog"),
+        ("blog/generate-blog", "blog/generate_blog"),
+        ("generate_blog", "blog/generate_blog"),
+    ],
+)
+def test_a_task_id_with_a_typo_is_refused_with_did_you_mean_and_nothing_runs(
+    blog: Path, env: dict[str, str], openai_server: OpenAIServer, typo: str, meant: str
+) -> None:
+    p = tce("run", typo, "--sop", str(blog / "sop"), "--context", "{}", env=env, cwd=blog)
+    assert p.returncode == 2, p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert f"no task {typo!r}" in line and f"did you mean {meant}" in line
+    assert "the index picks" not in p.stderr
+    assert not (blog / "sop" / "runs").exists() and not (blog / "runs").exists()
+    assert not openai_server.chat_requests
+
+
+def test_an_agent_name_with_a_typo_is_refused_with_did_you_mean(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    path = tmp_path / "a.msg.md"
+    path.write_text("---\nagents:\n  writer:\n    models: [test-model]\n---\n")
+    before = path.read_bytes()
+    p = tce("chat", str(path), "wrtier", "-m", "hello", env=env)
+    assert p.returncode == 5
+    assert "unknown agent 'wrtier' (did you mean writer?)" in p.stderr
+    assert path.read_bytes() == before and not openai_server.chat_requests
+    p = tce("set-default", str(path), "wrtier", env=env)
+    assert p.returncode == 5 and "did you mean writer?" in p.stderr
+    assert path.read_bytes() == before
+
+
+# -- 5. warm helpers are bounded, listed and stopped ------------------------------------------
+
+
+def test_one_helper_per_interpreter_and_key_relevant_environment() -> None:
+    from jupyter_percent_agent.runtime import helper as warm
+
+    base = {"HOME": "/home/u", "OPENAI_API_KEY": "sk-a", "PATH": "/usr/bin"}
+    same = warm.socket_path(base)
+    # another terminal, working folder, prompt or unrelated tool setting: the same helper
+    assert (
+        warm.socket_path(
+            {
+                **base,
+                "PWD": "/elsewhere",
+                "TERM": "screen",
+                "TMUX": "/t,1",
+                "EDITOR": "vim",
+                "SSH_TTY": "/dev/pts/3",
+                "PATH": "/x",
+            }
+        )
+        == same
+    )
+    # another key, endpoint, proxy or setting: another helper
+    for name, value in [
+        ("OPENAI_API_KEY", "sk-b"),
+        ("PERCENT_AGENT_API_BASE", "http://h/v1"),
+        ("HTTPS_PROXY", "http://proxy:3128"),
+        ("SSL_CERT_FILE", "/ca.pem"),
+        ("LITELLM_LOG", "DEBUG"),
+        ("PERCENT_AGENT_TIMEOUT", "5"),
+    ]:
+        assert warm.socket_path({**base, name: value}) != same, name
+
+
+def _helper_env(tmp_path: Path, openai_server: OpenAIServer, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env.update(
+        {
+            "TMPDIR": str(tmp_path),
+            "PERCENT_AGENT_WARM": "1",
+            "PERCENT_AGENT_WARM_MAX": "2",
+            "PERCENT_AGENT_WARM_IDLE": "300",
+            "PERCENT_AGENT_API_BASE": openai_server.url,
+            "PERCENT_AGENT_MODEL": "test-model",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def _start_helper(env: dict[str, str]) -> Path:
+    """Start this environment's helper the way tce does (``helper.start``) and wait for it."""
+    code = (
+        "from jupyter_percent_agent.runtime import helper as h; h.start(); print(h.socket_path())"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    sock = Path(p.stdout.strip())
+    deadline = time.monotonic() + 120
+    while not sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sock.exists(), "the helper did not start"
+    return sock
+
+
+def _status(env: dict[str, str]) -> list[dict]:
+    p = tce("helper", "status", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def _gone(pid: int, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+def helpers_dir() -> Iterator[Path]:
+    """A private TMPDIR for helper sockets, outside pytest's own temporary folders (a pytest
+    session elsewhere on the machine may prune those while a helper still listens)."""
+    folder = Path(tempfile.mkdtemp(prefix="helpers-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_warm_helpers_are_capped_listed_stopped_and_exit_when_idle(
+    helpers_dir: Path, openai_server: OpenAIServer
+) -> None:
+    tmp_path = helpers_dir
+    envs = [
+        _helper_env(tmp_path, openai_server, PERCENT_AGENT_TIMEOUT=str(10 + i)) for i in range(3)
+    ]
+    pids: list[int] = []
+    try:
+        for env in envs:
+            sock = _start_helper(env)
+            (mine,) = [h for h in _status(env) if h["socket"] == str(sock)]
+            pids.append(mine["pid"])
+            time.sleep(0.05)  # distinct last-used times
+        # the third start stopped the one idle the longest (the first): two run
+        assert _gone(pids[0])
+        shown = _status(envs[0])
+        assert sorted(h["pid"] for h in shown) == sorted(pids[1:])
+        assert all(h["rss"] and h["rss"] > 0 and not h["active"] for h in shown)
+        text = tce("helper", "status", env=envs[0]).stdout
+        assert "2 of at most 2" in text and str(pids[1]) in text
+        p = tce("helper", "stop", env=envs[0])
+        assert p.returncode == 0 and "stopped 2 warm helpers" in p.stdout
+        assert all(_gone(pid) for pid in pids[1:])
+        assert _status(envs[0]) == []
+        # an idle one exits by itself
+        idle_env = _helper_env(tmp_path, openai_server, PERCENT_AGENT_WARM_IDLE="1")
+        sock = _start_helper(idle_env)
+        (info,) = _status(idle_env)
+        pids.append(info["pid"])
+        assert _gone(info["pid"])
+        assert not sock.exists()
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
+# -- 7. errors name their real cause, in the same one line everywhere -------------------------
+
+MALFORMED = "# %% Hi[^a1]\n[^a1]: [markdown] x=\n\nhello\n"
+
+
+def test_a_malformed_file_is_the_same_one_line_in_tce_jupytext_and_the_contents_manager(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+    from tornado.web import HTTPError
+
+    from jupyter_percent_agent.contents.manager import build_message_contents_manager_class
+
+    path = tmp_path / "bad.msg.md"
+    path.write_text(MALFORMED)
+    p = tce("list", "bad.msg.md", env=env, cwd=tmp_path)
+    assert p.returncode == 3
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("tce: bad.msg.md:2: ")
+    what = line.removeprefix("tce: ")
+    jupytext = Path(sys.executable).with_name("jupytext")
+    for args in (["--to", "ipynb"], ["--to", "py:percent"], ["--sync"]):
+        p = subprocess.run(
+            [str(jupytext), *args, "bad.msg.md"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 3, p.stderr
+        assert "Traceback" not in p.stderr
+        assert f"jupytext: {what}" in p.stderr.splitlines()
+    assert path.read_text() == MALFORMED and sorted(os.listdir(tmp_path)) == ["bad.msg.md"]
+    manager = build_message_contents_manager_class(FileContentsManager)(root_dir=str(tmp_path))
+    with pytest.raises(HTTPError) as info:
+        manager.get("bad.msg.md")
+    assert info.value.status_code == 400 and info.value.log_message == what
+
+
+# -- 6. --resume takes any path form; a killed batch goes on, no input done twice -------------
+
+MAKE = (
+    "---\ntask_id: t/make\ntask_type: execute\ninput:\n  topic: $.topic\noutput:\n"
+    "  $.title: $.title\n---\n\n## parameters.prompt\nMAKE a title for {topic} as JSON\n"
+)
+
+
+def _title_model(slow: set[str], asked: list[str]):
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    def respond(body: dict) -> object:
+        prompt = str(body["messages"][-1]["content"])
+        topic = prompt.split("MAKE a title for ", 1)[1].split()[0]
+        asked.append(topic)
+        answer = json.dumps({"title": f"T-{topic}"})
+        return Reply(answer, delay=60) if topic in slow else answer
+
+    return respond
+
+
+def test_a_killed_batch_resumes_where_it_stopped_and_does_no_input_twice(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    (tmp_path / "sop" / "t").mkdir(parents=True)
+    (tmp_path / "sop" / "t" / "make.md").write_text(MAKE)
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps({"topic": t}) + "\n" for t in ("alpha", "beta", "gamma"))
+    )
+    asked: list[str] = []
+    slow = {"beta"}
+    openai_server.responder = _title_model(slow, asked)
+    proc = subprocess.Popen(
+        [*TCE, "run", "t/make", "--sop", "sop", "--inputs", "in.jsonl", "--concurrency", "1"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "beta" not in asked and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert "beta" in asked, proc.stderr.read() if proc.poll() is not None else ""
+        proc.kill()  # a kill, not Ctrl-C: nothing gets to tidy up
+    finally:
+        proc.kill()
+        proc.wait(30)
+    (log,) = (tmp_path / "runs").glob("*-batch.jsonl")
+    (results,) = (tmp_path / "runs").glob("*-results.jsonl")
+    assert [json.loads(x)["input"] for x in results.read_text().splitlines()] == [1]
+    slow.clear()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # from another folder, by a relative path
+    p = tce("run", "--resume", os.path.relpath(log, elsewhere), env=env, cwd=elsewhere)
+    assert p.returncode == 0, p.stderr
+    assert "1 inputs done, 2 to go (1 from their transcripts)" in p.stderr
+    lines = [json.loads(x) for x in results.read_text().splitlines()]
+    assert sorted(x["input"] for x in lines) == [1, 2, 3]
+    assert all(x["status"] == "succeeded" for x in lines)
+    assert asked.count("alpha") == 1 and asked.count("gamma") == 1
+    assert asked.count("beta") == 2  # the step the kill cut short, and only it, again
+    # resuming again does nothing more
+    p = tce("run", "--resume", str(log), env=env, cwd=elsewhere)
+    assert p.returncode == 0, p.stderr
+    assert len(results.read_text().splitlines()) == 3 and len(asked) == 4
+
+
+def test_resume_takes_the_paths_a_shell_gives(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    (tmp_path / "sop" / "t").mkdir(parents=True)
+    (tmp_path / "sop" / "t" / "make.md").write_text(MAKE)
+    asked: list[str] = []
+    openai_server.responder = _title_model(set(), asked)
+    for topic in ("one", "two"):
+        p = tce(
+            "run",
+            "t/make",
+            "--sop",
+            "sop",
+            "--context",
+            json.dumps({"topic": topic}),
+            env=env,
+            cwd=tmp_path,
+        )
+        assert p.returncode == 0, p.stderr
+    runs = sorted((tmp_path / "runs").glob("*.msg.md"))
+    assert len(runs) == 2
+    other = tmp_path / "other"
+    other.mkdir()
+    forms = [
+        [str(runs[0]), str(runs[1])],  # what the shell makes of runs/*.msg.md
+        [os.path.relpath(runs[0], other), os.path.relpath(runs[1], other)],
+        [os.path.relpath(tmp_path / "runs", other) + "/*.msg.md"],  # a quoted glob
+        [os.path.relpath(tmp_path / "runs", other)],  # the folder
+        [str(runs[0]).removesuffix(".msg.md"), str(runs[1])],  # no extension
+    ]
+    for form in forms:
+        p = tce("run", "--resume", *form, "--json", env=env, cwd=other)
+        assert p.returncode == 0, (form, p.stderr)
+        assert sorted(json.loads(x)["context"]["title"] for x in p.stdout.splitlines()) == [
+            "T-one",
+            "T-two",
+        ], form
+    assert len(asked) == 2  # ended runs are reported, never run again
+    p = tce("run", "--resume", "runs/nothing-here.msg.md", env=env, cwd=tmp_path)
+    assert p.returncode == 2 and "no such transcript" in p.stderr
+
+
+def test_jupyter_console_shows_the_reply_as_text(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """``jupyter console`` in a terminal (a pty, driven by pexpect): the reply is shown as
+    text, a secret in it masked."""
+    import pexpect
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    _data, env = kernel_home
+    openai_server.script(f"Rome, and your token is {TOKEN}.")
+    jupyter = Path(sys.executable).with_name("jupyter")
+    child = pexpect.spawn(
+        str(jupyter),
+        [
+            "console",
+            f"--kernel={KERNEL_NAME}",
+            "--ZMQTerminalInteractiveShell.confirm_exit=False",
+            "--simple-prompt",
+        ],
+        env={**env, "TERM": "dumb"},
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(40, 200),
+    )
+    try:
+        child.expect(r"In \[1\]: ")
+        child.sendline("Capital of Italy?")
+        child.expect(r"In \[2\]: ")
+        shown = child.before
+        assert "Rome, and your token is [masked MY_SERVICE_TOKEN]." in shown
+        assert TOKEN not in shown
+        child.sendeof()
+        if child.expect([r"exit \(\[y\]/n\)\?", pexpect.EOF]) == 0:
+            child.sendline("y")
+            child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])  # straight to the server, and through litellm
+def test_a_malformed_stream_is_named_as_such_and_a_cut_one_as_a_lost_connection(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, direct: str
+) -> None:
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    env = {**env, "PERCENT_AGENT_DIRECT": direct}
+    openai_server.script(Reply.garbage())
+    p = tce("chat", str(tmp_path / "g"), "-m", "hi", env=env)
+    assert p.returncode == 1
+    assert "sent a reply chunk that is not JSON" in p.stderr
+    assert "connection was lost" not in p.stderr
+    openai_server.script(Reply("one two three four", chunk_size=4, disconnect_after=2))
+    p = tce("chat", str(tmp_path / "g"), "-m", "again", env=env)
+    assert p.returncode == 1
+    assert "broke off mid-reply (the connection was lost)" in p.stderr
+
+
+def test_a_save_through_the_contents_manager_keeps_the_files_form_and_masks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What JupyterLab saves after a run: the kernel's outputs, with the text/plain copy it
+    added for plain-text clients, and (say) a token a cell printed."""
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    from jupyter_percent_agent.contents.manager import build_message_contents_manager_class
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    path = tmp_path / "chat.msg.md"
+    path.write_text("# %% Q[^q1]\n[^q1]: [markdown]\n\nWhat is my token?\n")
+    manager = build_message_contents_manager_class(FileContentsManager)(root_dir=str(tmp_path))
+    model = manager.get("chat.msg.md")
+    reply = fmt.reply_output(f"It is {TOKEN}.", agent="a", out_id="q1.1")
+    model["content"]["cells"][0]["outputs"] = [fmt.with_plain_text(reply)]
+    manager.save({"type": "notebook", "format": "json", "content": model["content"]}, "chat.msg.md")
+    text = path.read_text()
+    assert "It is [masked MY_SERVICE_TOKEN]." in text and TOKEN not in text
+    assert "text/plain" not in text and "plain_copy" not in text
+    back = fmt.read(path)
+    (out,) = back["cells"][0]["outputs"]
+    assert list(out["data"]) == ["text/markdown"]
