@@ -541,6 +541,9 @@ def test_read_and_write_are_atomic_and_keep_file_mode(tmp_path):
         ('# %%[^a]\n[^a]: [markdown] x="a"b\n', 2, "badly quoted"),
         ("# %%[^a]\n[^a]: [markdown]\n\n```\ncode\n\n# %%[^b]\n[^b]: [markdown]\n", 4,
          "unclosed fence"),
+        # a bare heading at a line's end is a heading too: the fence hides it as much as one
+        # with a reference (it used to read, then its own save did not)
+        ("```\n##### %%\n###### %% six", 1, "unclosed fence"),
         ("# %%%[^a]\n[^a]: [output]\n\nhi\n", 1, "before any message"),
         ("# %%[^a]\n[^a]: [markdown]\n\n# %%[^a]\n[^a]: [markdown]\n", 4, "duplicate id"),
         ("# %%[^a]\n[^b]: [markdown]\n", 2, "does not match"),

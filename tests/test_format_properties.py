@@ -10,7 +10,7 @@ import json
 import re
 
 import nbformat
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jupyter_percent_agent import format as fmt
@@ -144,6 +144,7 @@ texts = st.lists(text_line, max_size=14).map("\n".join)
 
 @SETTINGS
 @given(texts, st.sampled_from([None, "x.msg.md"]))
+@example("```\n##### %%\n###### %% six", "x.msg.md")  # a fence hiding a bare heading
 def test_any_text_that_reads_normalises_once_then_is_stable(text, path):
     try:
         nb = reads(text, path=path)
