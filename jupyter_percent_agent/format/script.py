@@ -1,0 +1,322 @@
+"""Script message files (``NAME.msg.py``, ``NAME.msg.R``, ...): the ``.msg.md`` grammar with a
+comment prefix (docs/format.md, "Script message files").
+
+A script message file is the text of its ``.msg.md`` twin with every line behind the
+language's comment marker, except three kinds of line: a cell heading, whose first ``#`` *is*
+the marker (``# %%``, ``## %%%`` in Python: the Markdown heading is already a comment; ``// %%``
+in JavaScript); a blank line; and the code of a ``[code]`` cell, which is plain code with no
+fence, so that the file stays a script its interpreter runs. The marker of a language comes
+from jupytext's own table (``jupytext/languages.py``), read from its file without importing the
+jupytext package (which costs a second).
+
+Reading (:func:`to_markdown`) takes the prefix off, turns the code of a ``[code]`` cell back
+into the fenced block of its twin and leaves the rest to the one reader; writing
+(:func:`to_script`) puts the prefix on the records the one writer made. A commented line
+whose text begins with ``%%`` (which behind the marker would read as a heading) is written
+with one backslash after the prefix and read back with it removed; a ``[code]`` cell whose
+code cannot be written plain and read back the same (a code line that reads as a heading, a
+code that begins or ends with a blank line, ...) is written as its twin writes it, commented,
+so that no code, string or comment can forge a cell.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from bisect import bisect_right
+from functools import lru_cache
+from typing import Final, NamedTuple
+
+from .lines import fence_for, split_fenced
+
+__all__ = ["Script", "is_script_path", "script_for", "script_line", "to_markdown", "to_script"]
+
+
+class Script(NamedTuple):
+    """A script language as jupytext knows it: its comment marker and its name."""
+
+    comment: str
+    language: str
+
+
+@lru_cache(maxsize=1)
+def _jupytext_table() -> dict:
+    """jupytext's table of script extensions (``_SCRIPT_EXTENSIONS``): ``.py`` -> comment
+    marker and language. Read from ``jupytext/languages.py`` (it imports only ``re``)."""
+    spec = importlib.util.find_spec("jupytext")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    where = os.path.join(next(iter(spec.submodule_search_locations)), "languages.py")
+    loader = importlib.util.spec_from_file_location("_percent_agent_jupytext_languages", where)
+    if loader is None or loader.loader is None:
+        return {}
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return dict(module._SCRIPT_EXTENSIONS)
+
+
+def script_for(path: str | os.PathLike[str] | None) -> Script | None:
+    """The script language of ``NAME.msg.EXT`` when EXT is a script extension jupytext knows
+    (``.py``, ``.R``, ``.jl``, ``.sh``, ...), else None (``.msg.md`` included)."""
+    if path is None:
+        return None
+    name = os.path.basename(os.fspath(path))
+    stem, ext = os.path.splitext(name)
+    if not stem.lower().endswith(".msg") or not ext or ext.lower() == ".md":
+        return None
+    table = _jupytext_table()
+    entry = table.get(ext) or table.get(ext.lower())
+    if entry is None:
+        return None
+    return Script(entry["comment"], entry["language"])
+
+
+def is_script_path(path: str | os.PathLike[str] | None) -> bool:
+    """True for a script message file, ``NAME.msg.py`` and the like: all messages."""
+    return script_for(path) is not None
+
+
+# ------------------------------------------------------------------------------- patterns
+
+# What follows a heading's first '#': more '#', a space, %% or %%%, then a blank, '[' or EOL.
+_HEAD_REST: Final = r"#{0,4} %%%?(?=[ \t\[]|$|\n)"
+# A commented line's text that behind the marker would read as a heading: it takes (and
+# loses again) one more backslash.
+_PCT_LINE: Final = r"\\*%%%?(?=[ \t\[]|\n|$)"
+
+
+class _Rules(NamedTuple):
+    head: re.Pattern[str]  # a heading line, after the newline before it
+    plain: re.Pattern[str]  # a line that is neither a comment nor blank
+    strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
+    head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
+    footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
+    code_type: re.Pattern[str]  # a [code] footnote
+    prefix: re.Pattern[str]  # the start of a non-blank md line, to comment
+    blank: re.Pattern[str]  # a blank md line inside a record
+    escape: re.Pattern[str]  # a md line that would read as a heading behind the marker
+
+
+@lru_cache(maxsize=16)
+def _rules(comment: str) -> _Rules:
+    c = re.escape(comment)
+    head = re.compile(rf"\n{c}(?={_HEAD_REST})")
+    return _Rules(
+        head=head,
+        plain=re.compile(rf"\n(?!{c})(?=[ \t]*[^\s])"),
+        strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c} ?(?:\\(?={_PCT_LINE}))?"),
+        head_fix=None if comment == "#" else head,
+        footnote=re.compile(
+            rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
+        ),
+        code_type=re.compile(rf"\n{c} ?\[\^[^\]\s]+\]:[ \t]?\[code\]"),
+        prefix=re.compile(r"\n(?=[^\n\x00])"),
+        blank=re.compile(r"\n(?=\n(?!\x00))"),
+        escape=re.compile(rf"\n(?={_PCT_LINE})"),
+    )
+
+
+# --------------------------------------------------------------------------------- reading
+
+
+def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
+    """The ``.msg.md`` text a script message file means, and the lines of it that are not in
+    the script (the fences put around the code of ``[code]`` cells: 1-based, ascending) so
+    that an error's line can be given in the script's numbering (:func:`script_line`)."""
+    rules = _rules(script.comment)
+    src = "\n" + text
+    if rules.plain.search(src) is None:  # no plain code: every line a comment or blank
+        return _strip(src, rules)[1:], []
+    heads = [m.start() for m in rules.head.finditer(src)]
+    pieces: list[str] = []
+    added: list[int] = []
+    last = 0
+    lines_before = 0  # lines of markdown written so far (for ``added``)
+    for seg_start, seg_end in _code_segments(src, heads, rules):
+        span = _code_span(src, seg_start, seg_end, rules)
+        if span is None:
+            continue
+        start, end = span  # the newline before the first code line, the end of the last
+        before = _strip(src[last:start], rules)
+        code = src[start + 1 : end]
+        fence = fence_for(code)
+        pieces.append(before)
+        lines_before += before.count("\n")
+        added.append(lines_before + 1)
+        pieces.append(f"\n{fence}{script.language}\n{code}\n{fence}")
+        lines_before += code.count("\n") + 2
+        added.append(lines_before)
+        last = end
+    pieces.append(_strip(src[last:], rules))
+    return "".join(pieces)[1:], added
+
+
+def _strip(chunk: str, rules: _Rules) -> str:
+    """``chunk`` (starting at a newline) with the prefix off its commented lines."""
+    out = rules.strip.sub("\n", chunk)
+    if rules.head_fix is not None:
+        out = rules.head_fix.sub("\n#", out)
+    return out
+
+
+def _code_segments(src: str, heads: list[int], rules: _Rules) -> list[tuple[int, int]]:
+    """(start, end) of every ``[code]`` input cell that holds a plain line."""
+    found: list[tuple[int, int]] = []
+    done = -1
+    for m in rules.plain.finditer(src):
+        i = bisect_right(heads, m.start()) - 1
+        if i < 0 or i == done:
+            continue  # the preamble, or a segment already taken
+        done = i
+        start = heads[i]
+        end = heads[i + 1] if i + 1 < len(heads) else len(src)
+        head_end = src.find("\n", start + 1)
+        if src.startswith("%%%", src.find("%", start, head_end)):
+            continue  # an output
+        if rules.code_type.match(src, head_end) or (
+            src.startswith("\n", head_end + 1) and rules.code_type.match(src, head_end + 1)
+        ):
+            found.append((start, end))
+    return found
+
+
+def _code_span(src: str, start: int, end: int, rules: _Rules) -> tuple[int, int] | None:
+    """The code of the ``[code]`` cell in ``src[start:end]``: from the newline before its first
+    line to the end of its last. It is every line from the first plain line to the last, and
+    the comment lines right above and below them with no blank line between."""
+    head_end = src.find("\n", start + 1)
+    fn = rules.footnote.match(src, head_end)
+    body = fn.end() if fn is not None else head_end
+    plains = [m.start() for m in rules.plain.finditer(src, body, end)]
+    if not plains:
+        return None
+    first = plains[0]
+    while first > body:  # comment lines right above belong to the code
+        prev = src.rfind("\n", body, first)
+        if prev < body or first - prev <= 1 or not src[prev + 1 : first].strip():
+            break
+        first = prev
+    last_end = src.find("\n", plains[-1] + 1, end)
+    last_end = end if last_end < 0 else last_end
+    while last_end < end:  # and the comment lines right below
+        nxt = src.find("\n", last_end + 1, end)
+        nxt = end if nxt < 0 else nxt
+        if not src[last_end + 1 : nxt].strip():
+            break
+        last_end = nxt
+    return first, last_end
+
+
+def script_line(line: int | None, added: list[int]) -> int | None:
+    """The script's line for ``line`` of the markdown :func:`to_markdown` made."""
+    if line is None or not added:
+        return line
+    return line - bisect_right(added, line)
+
+
+# --------------------------------------------------------------------------------- writing
+
+
+def to_script(head: str, records: list[str], script: Script, front_end: int) -> str:
+    """The script text of what the writer made (``writer.write_parts``): ``head`` (the front
+    matter, ``head[:front_end]``, then the preamble and the blank line before the first
+    record) and the cell and output ``records``."""
+    rules = _rules(script.comment)
+    parts = [
+        _commented(head[:front_end], rules, script.comment) if front_end else "",
+        _preamble(head[front_end:], script.comment),
+    ]
+    batch: list[str] = []
+    texts: list[str] = []
+    for rec in records:
+        if _CODE_RECORD.match(rec) is None:
+            batch.append(rec)
+            continue
+        if batch:
+            texts.append(_comment_records(batch, rules, script.comment))
+            batch = []
+        texts.append(_code_record(rec, rules, script))
+    if batch:
+        texts.append(_comment_records(batch, rules, script.comment))
+    parts.append("\n".join(texts))
+    return "".join(parts)
+
+
+# A [code] input cell's record as the writer makes it.
+_CODE_RECORD: Final = re.compile(r"#{1,5} %%(?!%)[^\n]*\n\[\^[^\]\s]+\]: \[code\]")
+
+
+def _commented(text: str, rules: _Rules, comment: str) -> str:
+    """Every line of ``text`` behind the marker (a blank one: the marker alone)."""
+    src = "\n" + text
+    if "%%" in src:
+        src = rules.escape.sub("\n\\\\", src)
+    src = rules.prefix.sub("\n" + comment + " ", src)
+    return rules.blank.sub("\n" + comment, src)[1:]
+
+
+def _preamble(text: str, comment: str) -> str:
+    """The preamble: a line that is not a comment stays as it is (a script's head: imports,
+    a docstring); a comment line is commented once more, so it reads back as it was."""
+    if comment not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(comment):
+            lines[i] = comment + " " + line
+    return "\n".join(lines)
+
+
+def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
+    """Records with no plain code: every line behind the marker but the headings (whose first
+    ``#`` is the marker) and the blank lines between records. A NUL before each record marks
+    its heading; a record holding a NUL of its own is done on its own."""
+    joined = "\n\x00".join(records)
+    if joined.count("\x00") != len(records) - 1:
+        return "\n".join(_comment_records([r], rules, comment) for r in records)
+    src = "\n\x00" + joined
+    if "%%" in src:
+        src = rules.escape.sub("\n\\\\", src)
+    src = rules.prefix.sub("\n" + comment + " ", src)
+    src = rules.blank.sub("\n" + comment, src)
+    return src.replace("\n\x00#", "\n" + comment)[1:]
+
+
+def _code_record(rec: str, rules: _Rules, script: Script) -> str:
+    """A ``[code]`` cell's record with its code plain, when that reads back as ``rec``; else
+    commented as any other record."""
+    start = rec.find("\n\n")
+    parts = split_fenced(rec[start + 2 : -1]) if start > 0 else None
+    if parts is not None:
+        pre, open_line, code, close_line, post = parts
+        if close_line and open_line.lstrip("`~") == script.language and code.strip():
+            text = (
+                _comment_records([rec[: start + 1]], rules, script.comment)
+                + "\n"
+                + _prose(pre[:-1], script.comment, before=True)
+                + code
+                + "\n"
+                + _prose(post[1:], script.comment, before=False)
+            )
+            if to_markdown(text, script)[0] == rec:
+                return text
+    return _comment_records([rec], rules, script.comment)
+
+
+def _prose(text: str, comment: str, before: bool) -> str:
+    """The text before (``before``) or after a cell's code, commented, the blank lines next
+    to the code left blank (they end the code), each line ending with a newline."""
+    if not text and before:
+        return ""
+    lines = text.split("\n")
+    out = [
+        comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line) if line else comment
+        for line in lines
+    ]
+    order = range(len(lines) - 1, -1, -1) if before else range(len(lines))
+    for i in order:
+        if lines[i]:
+            break
+        out[i] = ""
+    return "\n".join(out) + "\n" if (before or text) else ""
