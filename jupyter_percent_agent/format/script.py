@@ -274,13 +274,26 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     its heading; a record holding a NUL of its own is done on its own."""
     joined = "\n\x00".join(records)
     if joined.count("\x00") != len(records) - 1:
-        return "\n".join(_comment_records([r], rules, comment) for r in records)
+        return "\n".join(_comment_record(r, comment) for r in records)
     src = "\n\x00" + joined
     if "%%" in src:
         src = rules.escape.sub("\n\\\\", src)
     src = rules.prefix.sub("\n" + comment + " ", src)
     src = rules.blank.sub("\n" + comment, src)
     return src.replace("\n\x00#", "\n" + comment)[1:]
+
+
+def _comment_record(rec: str, comment: str) -> str:
+    """One record behind the marker (the slower way, for a record that holds a NUL)."""
+    nl = rec.find("\n")
+    lines = rec[nl + 1:].split("\n")
+    out = [comment + rec[1:nl]]
+    for i, line in enumerate(lines):
+        if line:
+            out.append(comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line))
+        else:
+            out.append("" if i == len(lines) - 1 else comment)
+    return "\n".join(out)
 
 
 def _code_record(rec: str, rules: _Rules, script: Script) -> str:
