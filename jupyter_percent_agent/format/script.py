@@ -10,7 +10,8 @@ from jupytext's own table (``jupytext/languages.py``), read from its file withou
 jupytext package (which costs a second).
 
 Reading (:func:`to_markdown`) takes the prefix off, turns the code of a ``[code]`` cell back
-into the fenced block of its twin and leaves the rest to the one reader; writing
+into the fenced block of its twin and leaves the rest to the one reader (the preamble,
+before the first cell, is kept as it is, as in ``.msg.md``: the script's head); writing
 (:func:`to_script`) puts the prefix on the records the one writer made. A commented line
 whose text begins with ``%%`` (which behind the marker would read as a heading) is written
 with one backslash after the prefix and read back with it removed; a ``[code]`` cell whose
@@ -96,6 +97,7 @@ class _Rules(NamedTuple):
     prefix: re.Pattern[str]  # the start of a non-blank md line, to comment
     blank: re.Pattern[str]  # a blank md line inside a record
     escape: re.Pattern[str]  # a md line that would read as a heading behind the marker
+    front: re.Pattern[str]  # a commented front matter at the top of the text
 
 
 @lru_cache(maxsize=16)
@@ -114,6 +116,7 @@ def _rules(comment: str) -> _Rules:
         prefix=re.compile(r"\n(?=[^\n\x00])"),
         blank=re.compile(r"\n(?=\n(?!\x00))"),
         escape=re.compile(rf"\n(?={_PCT_LINE})"),
+        front=re.compile(rf"\n{c} ---[ \t]*\n(?:[^\n]*\n)*?{c} (?:---|\.\.\.)[ \t]*(?=\n|$)"),
     )
 
 
@@ -126,13 +129,17 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
     that an error's line can be given in the script's numbering (:func:`script_line`)."""
     rules = _rules(script.comment)
     src = "\n" + text
-    if rules.plain.search(src) is None:  # no plain code: every line a comment or blank
-        return _strip(src, rules)[1:], []
+    first = rules.head.search(src)
+    if first is None:  # no cell: the front matter, then the preamble as it is
+        return _head(src, len(src), rules)[1:], []
+    head = _head(src, first.start(), rules)
+    if rules.plain.search(src, first.start()) is None:  # no plain code after the preamble
+        return (head + _strip(src[first.start() :], rules))[1:], []
     heads = [m.start() for m in rules.head.finditer(src)]
-    pieces: list[str] = []
+    pieces: list[str] = [head]
     added: list[int] = []
-    last = 0
-    lines_before = 0  # lines of markdown written so far (for ``added``)
+    last = first.start()
+    lines_before = head.count("\n")
     for seg_start, seg_end in _code_segments(src, heads, rules):
         span = _code_span(src, seg_start, seg_end, rules)
         if span is None:
@@ -150,6 +157,13 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
         last = end
     pieces.append(_strip(src[last:], rules))
     return "".join(pieces)[1:], added
+
+
+def _head(src: str, end: int, rules: _Rules) -> str:
+    """``src[:end]``, the text before the first cell: the front matter (a commented block at
+    the top, ``C ---`` to ``C ---``) without its prefix, the preamble after it as it is."""
+    fm = rules.front.match(src, 0, end)
+    return _strip(src[: fm.end()], rules) + src[fm.end() : end] if fm else src[:end]
 
 
 def _strip(chunk: str, rules: _Rules) -> str:
@@ -225,7 +239,7 @@ def to_script(head: str, records: list[str], script: Script, front_end: int) -> 
     rules = _rules(script.comment)
     parts = [
         _commented(head[:front_end], rules, script.comment) if front_end else "",
-        _preamble(head[front_end:], script.comment),
+        head[front_end:],  # the preamble, as it is
     ]
     batch: list[str] = []
     texts: list[str] = []
@@ -256,18 +270,6 @@ def _commented(text: str, rules: _Rules, comment: str) -> str:
     return rules.blank.sub("\n" + comment, src)[1:]
 
 
-def _preamble(text: str, comment: str) -> str:
-    """The preamble: a line that is not a comment stays as it is (a script's head: imports,
-    a docstring); a comment line is commented once more, so it reads back as it was."""
-    if comment not in text:
-        return text
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if line.startswith(comment):
-            lines[i] = comment + " " + line
-    return "\n".join(lines)
-
-
 def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     """Records with no plain code: every line behind the marker but the headings (whose first
     ``#`` is the marker) and the blank lines between records. A NUL before each record marks
@@ -286,7 +288,7 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
 def _comment_record(rec: str, comment: str) -> str:
     """One record behind the marker (the slower way, for a record that holds a NUL)."""
     nl = rec.find("\n")
-    lines = rec[nl + 1:].split("\n")
+    lines = rec[nl + 1 :].split("\n")
     out = [comment + rec[1:nl]]
     for i, line in enumerate(lines):
         if line:
