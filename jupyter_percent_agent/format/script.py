@@ -29,7 +29,7 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import Final, NamedTuple
 
-from .lines import fence_for, split_fenced
+from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_for, split_fenced
 
 __all__ = ["Script", "is_script_path", "script_for", "script_line", "to_markdown", "to_script"]
 
@@ -89,6 +89,7 @@ _PCT_LINE: Final = r"\\*%%%?(?=[ \t\[]|\n|$)"
 
 class _Rules(NamedTuple):
     head: re.Pattern[str]  # a heading line, after the newline before it
+    first: re.Pattern[str]  # the first heading outside the preamble's fenced blocks
     plain: re.Pattern[str]  # a line that is neither a comment nor blank
     strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
@@ -106,6 +107,9 @@ def _rules(comment: str) -> _Rules:
     head = re.compile(rf"\n{c}(?={_HEAD_REST})")
     return _Rules(
         head=head,
+        first=re.compile(
+            rf"\n(?:(?P<cell>{c}(?={_HEAD_REST}))|(?P<block>{CLOSED_BLOCK})|(?P<open>{OPEN_FENCE}))"
+        ),
         plain=re.compile(rf"\n(?!{c})(?=[ \t]*[^\s])"),
         strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c} ?(?:\\(?={_PCT_LINE}))?"),
         head_fix=None if comment == "#" else head,
@@ -129,7 +133,7 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
     that an error's line can be given in the script's numbering (:func:`script_line`)."""
     rules = _rules(script.comment)
     src = "\n" + text
-    first = rules.head.search(src)
+    first = _first_heading(src, rules)
     if first is None:  # no cell: the front matter, then the preamble as it is
         return _head(src, len(src), rules)[1:], []
     head = _head(src, first.start(), rules)
@@ -157,6 +161,17 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
         last = end
     pieces.append(_strip(src[last:], rules))
     return "".join(pieces)[1:], added
+
+
+def _first_heading(src: str, rules: _Rules) -> re.Match[str] | None:
+    """The first cell heading: the preamble is kept as it is, so a heading-like line inside a
+    fenced block of it is text, as in ``.msg.md``."""
+    for m in rules.first.finditer(src):
+        if m.lastgroup == "cell":
+            return m
+        if m.lastgroup == "open" and not (m.group("fc")[0] == "`" and "`" in m.group("fi")):
+            return None  # a fence nothing closes: the rest is inside it
+    return None
 
 
 def _head(src: str, end: int, rules: _Rules) -> str:
