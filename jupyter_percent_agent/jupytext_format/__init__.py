@@ -312,13 +312,14 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
             # A file name is the only place where jupytext still knows the path: keep it as
             # a hint, so that an empty or heading-less NAME.msg.md reads as a message file.
             with path_hint(path):
-                if not path.lower().endswith(EXTENSION):
+                script = _script_hint(os.path.splitext(path)[1])
+                if not (path.lower().endswith(EXTENSION) or script):
                     return original_read(path, as_version, fmt=fmt, config=config, **kwargs)
                 # jupytext opens files with universal newlines, which turns every \r into \n;
                 # a message file keeps its line separators (outputs with \r\n survive).
                 with open(path, encoding="utf-8", newline="") as stream:
                     text = stream.read()
-                if not _is_message(text):
+                if not (script or _is_message(text)):
                     text = text.replace("\r\n", "\n").replace("\r", "\n")
                 fmt = copy.copy(fmt or {})
                 if not isinstance(fmt, dict):

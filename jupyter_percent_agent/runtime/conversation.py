@@ -47,6 +47,13 @@ class PlainMarkdown(PercentAgentError, ValueError):
     error_kind = Kind.USAGE
 
 
+class NotAMessageFile(PercentAgentError, ValueError):
+    """A file that is neither a message file nor Markdown (a ``.py`` script, ...): ``tce``
+    never writes it."""
+
+    error_kind = Kind.USAGE
+
+
 async def send(conversation: Conversation, options: RunOptions, on_event: OnEvent = ignore,
                *, transport: Transport | None = None) -> Run:
     """Run the conversation's new (or re-run) message and keep what it produced."""
@@ -84,8 +91,13 @@ class FileConversation:
         """Make sure the file can take messages (a ``.md`` needs a Discussion section)."""
         path = self.path
         path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt.is_message_path(path.name):
+        if fmt.is_message_path(path.name) or fmt.is_script_path(path.name):
             return
+        if path.suffix.lower() != ".md":
+            raise NotAMessageFile(
+                f"{path} is not a message file, so it is not written: messages go in a "
+                f"NAME.msg.md, a script NAME.msg{path.suffix} or a .md (rename it to "
+                f"{path.stem}.msg{path.suffix} to keep the conversation in the script)")
         if not path.exists():
             fmt.write_text(path, "")
             store.enable_discussion(path)
