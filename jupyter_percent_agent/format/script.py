@@ -26,6 +26,7 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Final, NamedTuple
 
@@ -88,10 +89,13 @@ _PCT_LINE: Final = r"\\*%%%?(?=[ \t\[]|\n|$)"
 
 
 class _Rules(NamedTuple):
+    comment: str
     head: re.Pattern[str]  # a heading line, after the newline before it
     first: re.Pattern[str]  # the first heading outside the preamble's fenced blocks
     plain: re.Pattern[str]  # a line that is neither a comment nor blank
     strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
+    level_one: re.Pattern[str]  # a level-1 heading that lost its '#' with the prefix
+    unescape: re.Pattern[str]  # the backslash a '%%' line took behind the marker
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
     footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
     code_type: re.Pattern[str]  # a [code] footnote
@@ -106,12 +110,15 @@ def _rules(comment: str) -> _Rules:
     c = re.escape(comment)
     head = re.compile(rf"\n{c}(?={_HEAD_REST})")
     return _Rules(
+        comment=comment,
         head=head,
         first=re.compile(
             rf"\n(?:(?P<cell>{c}(?={_HEAD_REST}))|(?P<block>{CLOSED_BLOCK})|(?P<open>{OPEN_FENCE}))"
         ),
         plain=re.compile(rf"\n(?!{c})(?=[ \t]*[^\s])"),
-        strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c} ?(?:\\(?={_PCT_LINE}))?"),
+        strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c}(?: (?:\\(?={_PCT_LINE}))?|(?=\n|$))"),
+        level_one=re.compile(r"\n(?=%%%?(?:[ \t\[]|\n|$))"),
+        unescape=re.compile(rf"\n\\(?={_PCT_LINE})"),
         head_fix=None if comment == "#" else head,
         footnote=re.compile(
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
@@ -136,30 +143,26 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
     first = _first_heading(src, rules)
     if first is None:  # no cell: the front matter, then the preamble as it is
         return _head(src, len(src), rules)[1:], []
-    head = _head(src, first.start(), rules)
-    if rules.plain.search(src, first.start()) is None:  # no plain code after the preamble
-        return (head + _strip(src[first.start() :], rules))[1:], []
-    heads = [m.start() for m in rules.head.finditer(src)]
+    at = first.start()
+    head = _head(src, at, rules)
+    # every line that starts with '%' or '\\' is commented (a canonical file): str.replace
+    # does the prefix rule, else the rule's regular expression
+    strip = _strip if "\n%" in src or "\n\\" in src else _strip_fast
     pieces: list[str] = [head]
     added: list[int] = []
-    last = first.start()
     lines_before = head.count("\n")
-    for seg_start, seg_end in _code_segments(src, heads, rules):
-        span = _code_span(src, seg_start, seg_end, rules)
-        if span is None:
-            continue
-        start, end = span  # the newline before the first code line, the end of the last
-        before = _strip(src[last:start], rules)
+    for start, end in _code_spans(src, at, rules):
+        before = strip(src[at:start], rules)
         code = src[start + 1 : end]
         fence = fence_for(code)
         pieces.append(before)
         lines_before += before.count("\n")
         added.append(lines_before + 1)
         pieces.append(f"\n{fence}{script.language}\n{code}\n{fence}")
-        lines_before += code.count("\n") + 2
+        lines_before += code.count("\n") + 3
         added.append(lines_before)
-        last = end
-    pieces.append(_strip(src[last:], rules))
+        at = end
+    pieces.append(strip(src[at:], rules))
     return "".join(pieces)[1:], added
 
 
@@ -189,32 +192,65 @@ def _strip(chunk: str, rules: _Rules) -> str:
     return out
 
 
-def _code_segments(src: str, heads: list[int], rules: _Rules) -> list[tuple[int, int]]:
-    """(start, end) of every ``[code]`` input cell that holds a plain line."""
-    found: list[tuple[int, int]] = []
-    done = -1
-    for m in rules.plain.finditer(src):
-        i = bisect_right(heads, m.start()) - 1
-        if i < 0 or i == done:
-            continue  # the preamble, or a segment already taken
-        done = i
-        start = heads[i]
-        end = heads[i + 1] if i + 1 < len(heads) else len(src)
-        head_end = src.find("\n", start + 1)
-        if src.startswith("%%%", src.find("%", start, head_end)):
-            continue  # an output
-        if rules.code_type.match(src, head_end) or (
-            src.startswith("\n", head_end + 1) and rules.code_type.match(src, head_end + 1)
-        ):
-            found.append((start, end))
-    return found
+def _strip_fast(chunk: str, rules: _Rules) -> str:
+    """:func:`_strip` when no line of ``chunk`` starts with ``%`` or a backslash: the
+    prefix comes off every line (``C `` and ``C`` alone), and a level-1 heading, whose ``#``
+    is the marker, gets its ``#`` back."""
+    c = rules.comment
+    out = chunk
+    blank = "\n" + c + "\n"
+    if blank in out:  # twice: "\n#\n#\n" has two, overlapping
+        out = out.replace(blank, "\n\n").replace(blank, "\n\n")
+    if out.endswith("\n" + c):
+        out = out[: -len(c)]
+    out = out.replace("\n" + c + " ", "\n")
+    out = rules.level_one.sub("\n# ", out)
+    if "\n\\" in out:  # a commented line that took one more backslash gives it back
+        out = rules.unescape.sub("\n", out)
+    if rules.head_fix is not None:
+        out = rules.head_fix.sub("\n#", out)
+    return out
 
 
-def _code_span(src: str, start: int, end: int, rules: _Rules) -> tuple[int, int] | None:
-    """The code of the ``[code]`` cell in ``src[start:end]``: from the newline before its first
-    line to the end of its last. It is every line from the first plain line to the last, and
-    the comment lines right above and below them with no blank line between."""
-    head_end = src.find("\n", start + 1)
+def _code_spans(src: str, at: int, rules: _Rules) -> Iterator[tuple[int, int]]:
+    """The code of every ``[code]`` input cell after ``at`` (see :func:`_code_span`)."""
+    m = rules.plain.search(src, at)
+    while m is not None:
+        pos = m.start()
+        nxt = rules.head.search(src, pos)
+        end = nxt.start() if nxt is not None else len(src)
+        start = _heading_before(src, pos, at, rules)
+        if start >= 0:
+            head_end = src.find("\n", start + 1)
+            is_input = not src.startswith("%%%", src.find("%", start, head_end))
+            if is_input and (rules.code_type.match(src, head_end) or (
+                    src.startswith("\n", head_end + 1)
+                    and rules.code_type.match(src, head_end + 1))):
+                span = _code_span(src, head_end, end, rules)
+                if span is not None:
+                    yield span
+        m = rules.plain.search(src, end)
+
+
+def _heading_before(src: str, pos: int, at: int, rules: _Rules) -> int:
+    """The newline before the heading of the cell that holds ``pos`` (``at``: the first)."""
+    i = pos
+    while i > at:
+        j = src.rfind("%%", at, i)
+        if j < 0:
+            return at
+        line = src.rfind("\n", 0, j)
+        if rules.head.match(src, line):
+            return line
+        i = line
+    return at
+
+
+def _code_span(src: str, head_end: int, end: int, rules: _Rules) -> tuple[int, int] | None:
+    """The code of the ``[code]`` cell whose heading ends at ``head_end`` and whose text ends
+    at ``end``: from the newline before its first line to the end of its last. It is every
+    line from the first plain line to the last, and the comment lines right above and below
+    them with no blank line between."""
     fn = rules.footnote.match(src, head_end)
     body = fn.end() if fn is not None else head_end
     plains = [m.start() for m in rules.plain.finditer(src, body, end)]
@@ -259,7 +295,7 @@ def to_script(head: str, records: list[str], script: Script, front_end: int) -> 
     batch: list[str] = []
     texts: list[str] = []
     for rec in records:
-        if _CODE_RECORD.match(rec) is None:
+        if rec.find("]: [code]", 0, 400) < 0 or _CODE_RECORD.match(rec) is None:
             batch.append(rec)
             continue
         if batch:
@@ -293,11 +329,17 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     if joined.count("\x00") != len(records) - 1:
         return "\n".join(_comment_record(r, comment) for r in records)
     src = "\n\x00" + joined
-    if "%%" in src:
+    if "\n%" in src or "\n\\" in src:
         src = rules.escape.sub("\n\\\\", src)
-    src = rules.prefix.sub("\n" + comment + " ", src)
-    src = rules.blank.sub("\n" + comment, src)
-    return src.replace("\n\x00#", "\n" + comment)[1:]
+    c = comment
+    src = src.replace("\n", "\n" + c + " ")
+    src = src.replace(f"\n{c} \n{c} \x00#", f"\n\n{c}").replace(f"\n{c} \x00#", "\n" + c)
+    blank = f"\n{c} \n"
+    if blank in src:  # twice: "\n# \n# \n" has two, overlapping
+        src = src.replace(blank, f"\n{c}\n").replace(blank, f"\n{c}\n")
+    if src.endswith(f"\n{c} "):
+        src = src[: -len(c) - 1]
+    return src[1:]
 
 
 def _comment_record(rec: str, comment: str) -> str:
@@ -314,24 +356,46 @@ def _comment_record(rec: str, comment: str) -> str:
 
 
 def _code_record(rec: str, rules: _Rules, script: Script) -> str:
-    """A ``[code]`` cell's record with its code plain, when that reads back as ``rec``; else
-    commented as any other record."""
+    """A ``[code]`` cell's record with its code plain, when that reads back as ``rec``
+    (:func:`_plain_code`); else commented as any other record."""
     start = rec.find("\n\n")
     parts = split_fenced(rec[start + 2 : -1]) if start > 0 else None
+    c = script.comment
     if parts is not None:
         pre, open_line, code, close_line, post = parts
-        if close_line and open_line.lstrip("`~") == script.language and code.strip():
-            text = (
-                _comment_records([rec[: start + 1]], rules, script.comment)
-                + "\n"
-                + _prose(pre[:-1], script.comment, before=True)
-                + code
-                + "\n"
-                + _prose(post[1:], script.comment, before=False)
+        if (
+            close_line
+            and (not pre or pre.endswith("\n\n"))
+            and (not post or post.startswith("\n\n"))
+            and open_line == fence_for(code) + script.language
+            and _plain_code(code, rules)
+        ):
+            nl = rec.find("\n")
+            return (
+                c + rec[1 : nl + 1] + c + " " + rec[nl + 1 : start + 1] + "\n"
+                + _prose(pre[:-1], c, before=True) + code + "\n"
+                + _prose(post[1:], c, before=False)
             )
-            if to_markdown(text, script)[0] == rec:
-                return text
-    return _comment_records([rec], rules, script.comment)
+    return _comment_records([rec], rules, c)
+
+
+def _plain_code(code: str, rules: _Rules) -> bool:
+    """Whether ``code``, written plain, reads back as itself (:func:`_code_span`): no line of
+    it is a heading, it has a line that is not a comment, and the lines before the first such
+    line and after the last are not blank (a blank line ends the code)."""
+    src = "\n" + code
+    if rules.head.search(src) is not None:
+        return False
+    plains = [m.start() for m in rules.plain.finditer(src)]
+    if not plains:
+        return False
+    parts = []
+    if plains[0] > 0:  # lines before the first plain one
+        parts.append(src[1 : plains[0]])
+    tail_at = src.find("\n", plains[-1] + 1)
+    if tail_at >= 0:  # lines after the last
+        parts.append(src[tail_at + 1 :])
+    return all(line.strip() for part in parts for line in part.split("\n"))
 
 
 def _prose(text: str, comment: str, before: bool) -> str:
