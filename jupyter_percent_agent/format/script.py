@@ -223,9 +223,10 @@ def _code_spans(src: str, at: int, rules: _Rules) -> Iterator[tuple[int, int]]:
         if start >= 0:
             head_end = src.find("\n", start + 1)
             is_input = not src.startswith("%%%", src.find("%", start, head_end))
-            if is_input and (rules.code_type.match(src, head_end) or (
-                    src.startswith("\n", head_end + 1)
-                    and rules.code_type.match(src, head_end + 1))):
+            if is_input and (
+                rules.code_type.match(src, head_end)
+                or (src.startswith("\n", head_end + 1) and rules.code_type.match(src, head_end + 1))
+            ):
                 span = _code_span(src, head_end, end, rules)
                 if span is not None:
                     yield span
@@ -372,8 +373,15 @@ def _code_record(rec: str, rules: _Rules, script: Script) -> str:
         ):
             nl = rec.find("\n")
             return (
-                c + rec[1 : nl + 1] + c + " " + rec[nl + 1 : start + 1] + "\n"
-                + _prose(pre[:-1], c, before=True) + code + "\n"
+                c
+                + rec[1 : nl + 1]
+                + c
+                + " "
+                + rec[nl + 1 : start + 1]
+                + "\n"
+                + _prose(pre[:-1], c, before=True)
+                + code
+                + "\n"
                 + _prose(post[1:], c, before=False)
             )
     return _comment_records([rec], rules, c)
