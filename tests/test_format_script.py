@@ -57,7 +57,7 @@ def test_script_sample_round_trips_byte_identically_through_md_and_ipynb():
 
 def test_code_cells_are_plain_code_and_everything_else_is_comments():
     code = [line for line in SAMPLE_PY.split("\n") if line and not line.startswith("#")]
-    assert code == ["numbers = [3, 1, 2]", 'print("loaded", len(numbers))', "import math",
+    assert code == ["import math", "numbers = [3, 1, 2]", 'print("loaded", len(numbers))',
                     "total = sum(numbers)", "assert total == math.prod(numbers)",
                     'print("checked", total)  # both are 6']
     cells = messages(reads(SAMPLE_PY, path="analysis.msg.py"))
@@ -150,7 +150,7 @@ def test_plain_code_in_a_message_is_kept_and_written_back_as_comment():
 
 
 def test_preamble_code_of_the_script_stays_code():
-    text = '"""An analysis."""\nimport os\n# a note\n\n# %% Q[^m]\n# [^m]: [markdown]\n#\n# q\n'
+    text = '"""An analysis."""\nimport os\n# a note\n\n# %% Q[^m]\n# [^m]: [markdown]\n\n# q\n'
     nb = reads(text, path="x.msg.py")
     assert nb["cells"][0]["source"] == '"""An analysis."""\nimport os\n# a note\n\n'
     assert writes(nb, path="x.msg.py") == text

@@ -96,11 +96,11 @@ class _Rules(NamedTuple):
     strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
     level_one: re.Pattern[str]  # a level-1 heading that lost its '#' with the prefix
     unescape: re.Pattern[str]  # the backslash a '%%' line took behind the marker
+    slow: re.Pattern[str]  # a line the fast prefix rule does not take (_strip_fast)
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
     footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
     code_type: re.Pattern[str]  # a [code] footnote
     prefix: re.Pattern[str]  # the start of a non-blank md line, to comment
-    blank: re.Pattern[str]  # a blank md line inside a record
     escape: re.Pattern[str]  # a md line that would read as a heading behind the marker
     front: re.Pattern[str]  # a commented front matter at the top of the text
 
@@ -119,13 +119,13 @@ def _rules(comment: str) -> _Rules:
         strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c}(?: (?:\\(?={_PCT_LINE}))?|(?=\n|$))"),
         level_one=re.compile(r"\n(?=%%%?(?:[ \t\[]|\n|$))"),
         unescape=re.compile(rf"\n\\(?={_PCT_LINE})"),
+        slow=re.compile(rf"\n(?:[%\\]|{c}(?:\n|$| \\))"),
         head_fix=None if comment == "#" else head,
         footnote=re.compile(
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
         ),
         code_type=re.compile(rf"\n{c} ?\[\^[^\]\s]+\]:[ \t]?\[code\]"),
-        prefix=re.compile(r"\n(?=[^\n\x00])"),
-        blank=re.compile(r"\n(?=\n(?!\x00))"),
+        prefix=re.compile(r"\n(?=[^\n\x00])"),  # a line neither blank nor a heading
         escape=re.compile(rf"\n(?={_PCT_LINE})"),
         front=re.compile(rf"\n{c} ---[ \t]*\n(?:[^\n]*\n)*?{c} (?:---|\.\.\.)[ \t]*(?=\n|$)"),
     )
@@ -145,25 +145,33 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
         return _head(src, len(src), rules)[1:], []
     at = first.start()
     head = _head(src, at, rules)
-    # every line that starts with '%' or '\\' is commented (a canonical file): str.replace
+    # no line starts with '%' or '\\' or is the marker alone (a canonical file): str.replace
     # does the prefix rule, else the rule's regular expression
-    strip = _strip if "\n%" in src or "\n\\" in src else _strip_fast
+    strip = _strip if rules.slow.search(src, at) else _strip_fast
     pieces: list[str] = [head]
-    added: list[int] = []
-    lines_before = head.count("\n")
+    spans: list[tuple[int, int]] = []
     for start, end in _code_spans(src, at, rules):
-        before = strip(src[at:start], rules)
+        pieces.append(strip(src[at:start], rules))
         code = src[start + 1 : end]
         fence = fence_for(code)
-        pieces.append(before)
-        lines_before += before.count("\n")
-        added.append(lines_before + 1)
         pieces.append(f"\n{fence}{script.language}\n{code}\n{fence}")
-        lines_before += code.count("\n") + 3
-        added.append(lines_before)
+        spans.append((start, end))
         at = end
     pieces.append(strip(src[at:], rules))
-    return "".join(pieces)[1:], added
+    return "".join(pieces)[1:], _fence_lines(src, spans)
+
+
+def _fence_lines(src: str, spans: list[tuple[int, int]]) -> list[int]:
+    """The markdown's lines of the fences put around the code ``spans`` of ``src``."""
+    added: list[int] = []
+    line = 0  # newlines of src before ``at``
+    at = 0
+    for start, end in spans:
+        line += src.count("\n", at, start)
+        opening = line + len(added) + 1
+        added += [opening, opening + src.count("\n", start, end) + 1]
+        at = start
+    return added
 
 
 def _first_heading(src: str, rules: _Rules) -> re.Match[str] | None:
@@ -193,20 +201,12 @@ def _strip(chunk: str, rules: _Rules) -> str:
 
 
 def _strip_fast(chunk: str, rules: _Rules) -> str:
-    """:func:`_strip` when no line of ``chunk`` starts with ``%`` or a backslash: the
-    prefix comes off every line (``C `` and ``C`` alone), and a level-1 heading, whose ``#``
-    is the marker, gets its ``#`` back."""
+    """:func:`_strip` when no line of ``chunk`` starts with ``%`` or a backslash (behind the
+    marker or not) or is the marker alone (``_Rules.slow``): the prefix comes off every line,
+    and a level-1 heading, whose ``#`` is the marker, gets its ``#`` back."""
     c = rules.comment
-    out = chunk
-    blank = "\n" + c + "\n"
-    if blank in out:  # twice: "\n#\n#\n" has two, overlapping
-        out = out.replace(blank, "\n\n").replace(blank, "\n\n")
-    if out.endswith("\n" + c):
-        out = out[: -len(c)]
-    out = out.replace("\n" + c + " ", "\n")
+    out = chunk.replace("\n" + c + " ", "\n")
     out = rules.level_one.sub("\n# ", out)
-    if "\n\\" in out:  # a commented line that took one more backslash gives it back
-        out = rules.unescape.sub("\n", out)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
     return out
@@ -314,12 +314,11 @@ _CODE_RECORD: Final = re.compile(r"#{1,5} %%(?!%)[^\n]*\n\[\^[^\]\s]+\]: \[code\
 
 
 def _commented(text: str, rules: _Rules, comment: str) -> str:
-    """Every line of ``text`` behind the marker (a blank one: the marker alone)."""
+    """Every line of ``text`` but a blank one behind the marker."""
     src = "\n" + text
     if "%%" in src:
         src = rules.escape.sub("\n\\\\", src)
-    src = rules.prefix.sub("\n" + comment + " ", src)
-    return rules.blank.sub("\n" + comment, src)[1:]
+    return rules.prefix.sub("\n" + comment + " ", src)[1:]
 
 
 def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
@@ -330,16 +329,11 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     if joined.count("\x00") != len(records) - 1:
         return "\n".join(_comment_record(r, comment) for r in records)
     src = "\n\x00" + joined
-    if "\n%" in src or "\n\\" in src:
+    if rules.escape.search(src) is not None:
         src = rules.escape.sub("\n\\\\", src)
-    c = comment
-    src = src.replace("\n", "\n" + c + " ")
-    src = src.replace(f"\n{c} \n{c} \x00#", f"\n\n{c}").replace(f"\n{c} \x00#", "\n" + c)
-    blank = f"\n{c} \n"
-    if blank in src:  # twice: "\n# \n# \n" has two, overlapping
-        src = src.replace(blank, f"\n{c}\n").replace(blank, f"\n{c}\n")
-    if src.endswith(f"\n{c} "):
-        src = src[: -len(c) - 1]
+    # one pass puts the prefix on every line but a blank one and a heading (after a NUL)
+    src = rules.prefix.sub("\n" + comment + " ", src)
+    src = src.replace("\x00", "") if comment == "#" else src.replace("\x00#", comment)
     return src[1:]
 
 
@@ -348,11 +342,10 @@ def _comment_record(rec: str, comment: str) -> str:
     nl = rec.find("\n")
     lines = rec[nl + 1 :].split("\n")
     out = [comment + rec[1:nl]]
-    for i, line in enumerate(lines):
-        if line:
-            out.append(comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line))
-        else:
-            out.append("" if i == len(lines) - 1 else comment)
+    for line in lines:
+        out.append(
+            comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line) if line else ""
+        )
     return "\n".join(out)
 
 
@@ -407,18 +400,14 @@ def _plain_code(code: str, rules: _Rules) -> bool:
 
 
 def _prose(text: str, comment: str, before: bool) -> str:
-    """The text before (``before``) or after a cell's code, commented, the blank lines next
-    to the code left blank (they end the code), each line ending with a newline."""
-    if not text and before:
+    """The text before (``before``) or after a cell's code, commented (a blank line stays
+    blank, and ends the code), each line ending with a newline."""
+    if not text:
         return ""
-    lines = text.split("\n")
-    out = [
-        comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line) if line else comment
-        for line in lines
-    ]
-    order = range(len(lines) - 1, -1, -1) if before else range(len(lines))
-    for i in order:
-        if lines[i]:
-            break
-        out[i] = ""
-    return "\n".join(out) + "\n" if (before or text) else ""
+    return (
+        "\n".join(
+            comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line) if line else ""
+            for line in text.split("\n")
+        )
+        + "\n"
+    )
