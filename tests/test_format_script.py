@@ -115,8 +115,12 @@ def test_python_runs_the_code_cells_in_order_before_and_after_replies(tmp_path):
     "x = 1\n```\ny = 2",
     "if True:\n\n    x = 1\n#%% tight",
     "s = '\\\\%% a line'\n%% x",
+    "%matplotlib inline\nx = 1",
+    "\\# %% escaped",
+    "%%% [output] x",
 ], ids=["string", "output-comment", "leading", "trailing", "blank-first", "blank-last",
-        "comment-only", "indented", "fence", "inner-blank", "percent"])
+        "comment-only", "indented", "fence", "inner-blank", "percent", "magic", "backslash",
+        "bare-heading"])
 def test_no_code_forges_a_cell_and_every_code_reads_back(code):
     nb = notebook(code_cell(code, pre="Some text.\n\n"), fmt.new_message("after", cell_id="m"))
     py = writes(nb, path="x.msg.py")
@@ -221,3 +225,12 @@ def test_reading_a_script_does_not_import_jupytext():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_plain_line_that_reads_as_a_bare_heading_in_a_message_is_text():
+    text = "# %% T[^c]\n# [^c]: [markdown]\n\n%%% [output]\n"
+    nb = reads(text, path="x.msg.py")
+    assert [c["source"] for c in nb["cells"]] == ["%%% [output]"]
+    once = writes(nb, path="x.msg.py")
+    assert reads(once, path="x.msg.py") == nb and writes(reads(once, path="x.msg.py"),
+                                                          path="x.msg.py") == once

@@ -26,7 +26,6 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Final, NamedTuple
 
@@ -96,7 +95,7 @@ class _Rules(NamedTuple):
     strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
     level_one: re.Pattern[str]  # a level-1 heading that lost its '#' with the prefix
     unescape: re.Pattern[str]  # the backslash a '%%' line took behind the marker
-    slow: re.Pattern[str]  # a line the fast prefix rule does not take (_strip_fast)
+    lines: re.Pattern[str]  # a plain line, or a comment line _strip_fast does not take
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
     footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
     code_type: re.Pattern[str]  # a [code] footnote
@@ -119,7 +118,7 @@ def _rules(comment: str) -> _Rules:
         strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c}(?: (?:\\(?={_PCT_LINE}))?|(?=\n|$))"),
         level_one=re.compile(r"\n(?=%%%?(?:[ \t\[]|\n|$))"),
         unescape=re.compile(rf"\n\\(?={_PCT_LINE})"),
-        slow=re.compile(rf"\n(?:[%\\]|{c}(?:\n|$| \\))"),
+        lines=re.compile(rf"\n(?:(?P<plain>(?!{c})(?=[ \t]*[^\s]))|(?P<mark>{c}(?=\n|$| \\)))"),
         head_fix=None if comment == "#" else head,
         footnote=re.compile(
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
@@ -145,17 +144,16 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
         return _head(src, len(src), rules)[1:], []
     at = first.start()
     head = _head(src, at, rules)
+    spans, slow = _code_spans(src, at, rules)
     # no line starts with '%' or '\\' or is the marker alone (a canonical file): str.replace
     # does the prefix rule, else the rule's regular expression
-    strip = _strip if rules.slow.search(src, at) else _strip_fast
+    strip = _strip if slow else _strip_fast
     pieces: list[str] = [head]
-    spans: list[tuple[int, int]] = []
-    for start, end in _code_spans(src, at, rules):
+    for start, end in spans:
         pieces.append(strip(src[at:start], rules))
         code = src[start + 1 : end]
         fence = fence_for(code)
         pieces.append(f"\n{fence}{script.language}\n{code}\n{fence}")
-        spans.append((start, end))
         at = end
     pieces.append(strip(src[at:], rules))
     return "".join(pieces)[1:], _fence_lines(src, spans)
@@ -193,7 +191,11 @@ def _head(src: str, end: int, rules: _Rules) -> str:
 
 
 def _strip(chunk: str, rules: _Rules) -> str:
-    """``chunk`` (starting at a newline) with the prefix off its commented lines."""
+    """``chunk`` (starting at a newline) with the prefix off its commented lines. A line that
+    is not a comment is text as it is: one that would read as seed 000's bare heading
+    (``%%% [type]``) takes a backslash, as the writer of ``.msg.md`` escapes it."""
+    if "\n%" in chunk or "\n\\" in chunk:
+        chunk = _BARE.sub("\n\\\\", chunk)
     out = rules.strip.sub("\n", chunk)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
@@ -202,7 +204,7 @@ def _strip(chunk: str, rules: _Rules) -> str:
 
 def _strip_fast(chunk: str, rules: _Rules) -> str:
     """:func:`_strip` when no line of ``chunk`` starts with ``%`` or a backslash (behind the
-    marker or not) or is the marker alone (``_Rules.slow``): the prefix comes off every line,
+    marker or not) or is the marker alone (``_Rules.lines``): the prefix comes off every line,
     and a level-1 heading, whose ``#`` is the marker, gets its ``#`` back."""
     c = rules.comment
     out = chunk.replace("\n" + c + " ", "\n")
@@ -212,25 +214,40 @@ def _strip_fast(chunk: str, rules: _Rules) -> str:
     return out
 
 
-def _code_spans(src: str, at: int, rules: _Rules) -> Iterator[tuple[int, int]]:
-    """The code of every ``[code]`` input cell after ``at`` (see :func:`_code_span`)."""
-    m = rules.plain.search(src, at)
-    while m is not None:
+def _code_spans(src: str, at: int, rules: _Rules) -> tuple[list[tuple[int, int]], bool]:
+    """The code of every ``[code]`` input cell after ``at`` (see :func:`_code_span`), and
+    whether a line asks for the prefix rule's regular expression (``_Rules.lines``): one scan
+    of the lines that are not comments, and of the comment lines that are the marker alone
+    or hold a backslash after it."""
+    spans: list[tuple[int, int]] = []
+    slow = False
+    done = -1  # the end of the last cell looked at
+    for m in rules.lines.finditer(src, at):
         pos = m.start()
+        if m.lastgroup == "mark":
+            slow = True
+            continue
+        if src[pos + 1] in "%\\":
+            slow = True
+        if pos < done:
+            continue  # in a cell already looked at
         nxt = rules.head.search(src, pos)
-        end = nxt.start() if nxt is not None else len(src)
+        done = end = nxt.start() if nxt is not None else len(src)
         start = _heading_before(src, pos, at, rules)
-        if start >= 0:
-            head_end = src.find("\n", start + 1)
-            is_input = not src.startswith("%%%", src.find("%", start, head_end))
-            if is_input and (
+        head_end = src.find("\n", start + 1)
+        if (
+            start >= 0
+            and head_end >= 0
+            and not src.startswith("%%%", src.find("%", start, head_end))
+            and (
                 rules.code_type.match(src, head_end)
                 or (src.startswith("\n", head_end + 1) and rules.code_type.match(src, head_end + 1))
-            ):
-                span = _code_span(src, head_end, end, rules)
-                if span is not None:
-                    yield span
-        m = rules.plain.search(src, end)
+            )
+        ):
+            span = _code_span(src, head_end, end, rules)
+            if span is not None:
+                spans.append(span)
+    return spans, slow
 
 
 def _heading_before(src: str, pos: int, at: int, rules: _Rules) -> int:
@@ -309,6 +326,8 @@ def to_script(head: str, records: list[str], script: Script, front_end: int) -> 
     return "".join(parts)
 
 
+# A line that is not a comment and would read as seed 000's bare heading in the markdown.
+_BARE: Final = re.compile(r"\n(?=\\*%%%?(?= \[))")
 # A [code] input cell's record as the writer makes it.
 _CODE_RECORD: Final = re.compile(r"#{1,5} %%(?!%)[^\n]*\n\[\^[^\]\s]+\]: \[code\]")
 
