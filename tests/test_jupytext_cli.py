@@ -536,3 +536,21 @@ def test_script_message_file_pairs_with_ipynb_and_syncs(tmp_path: Path, data_dir
     back = core.read(path)
     assert back["cells"][2]["source"] == "A question edited in the notebook."
     assert core.cell_kind(back["cells"][1]) == "code"
+
+
+def test_script_and_markdown_message_files_pair_and_sync(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "analysis.msg.py"
+    shutil.copy(data_dir / "format" / "script" / "analysis.msg.py", path)
+    run_jupytext("--set-formats", ".msg.md,.msg.py", path.name, cwd=tmp_path)
+    twin = tmp_path / "analysis.msg.md"
+    text = twin.read_text(encoding="utf-8")
+    twin.write_text(text.replace("They are equal", "Both are equal"), encoding="utf-8")
+    _make_newer(twin, path)
+    run_jupytext("--sync", twin.name, cwd=tmp_path)
+    script = path.read_text(encoding="utf-8")
+    assert "\n# Both are equal: both are 6.\n" in script
+    assert core.reads(script, path=str(path)) == core.reads(
+        twin.read_text(encoding="utf-8"), path=str(twin))
+    run = subprocess.run([sys.executable, path.name], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert run.returncode == 0 and run.stdout == "loaded 3\nchecked 6\n", run.stderr
