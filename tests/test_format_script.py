@@ -57,9 +57,14 @@ def test_script_sample_round_trips_byte_identically_through_md_and_ipynb():
 
 def test_code_cells_are_plain_code_and_everything_else_is_comments():
     code = [line for line in SAMPLE_PY.split("\n") if line and not line.startswith("#")]
-    assert code == ["import math", "numbers = [3, 1, 2]", 'print("loaded", len(numbers))',
-                    "total = sum(numbers)", "assert total == math.prod(numbers)",
-                    'print("checked", total)  # both are 6']
+    assert code == [
+        "import math",
+        "numbers = [3, 1, 2]",
+        'print("loaded", len(numbers))',
+        "total = sum(numbers)",
+        "assert total == math.prod(numbers)",
+        'print("checked", total)  # both are 6',
+    ]
     cells = messages(reads(SAMPLE_PY, path="analysis.msg.py"))
     assert cells[0]["source"].startswith("# the numbers, one per line\n")
     assert fmt.cell_kind(cells[0]) == "code" and cells[0]["execution_count"] == 1
@@ -74,8 +79,14 @@ def test_canonical_files_read_the_same_as_scripts():
 
 
 def _run(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          cwd=path.parent, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_python_runs_the_code_cells_in_order_before_and_after_replies(tmp_path):
@@ -87,9 +98,13 @@ def test_python_runs_the_code_cells_in_order_before_and_after_replies(tmp_path):
     nb = fmt.read(path)
     question = messages(nb)[1]
     for n in range(2, 5):  # replies with text that is Python, and with heading-like lines
-        question["outputs"].append(fmt.reply_output(
-            f'raise SystemExit("reply {n}")\n# %% not a cell\n%% nor this\n```python\nx = 1\n```',
-            agent="planner", out_id=f"q1.{n}"))
+        question["outputs"].append(
+            fmt.reply_output(
+                f'raise SystemExit("reply {n}")\n# %% not a cell\n%% nor this\n```python\nx = 1\n```',
+                agent="planner",
+                out_id=f"q1.{n}",
+            )
+        )
     nb["cells"].append(fmt.new_message("print('a message is not code')", cell_id="m2"))
     fmt.write(nb, path)
     text = path.read_text(encoding="utf-8")
@@ -103,24 +118,41 @@ def test_python_runs_the_code_cells_in_order_before_and_after_replies(tmp_path):
 # ------------------------------------------------------------------ nothing forges a cell
 
 
-@pytest.mark.parametrize("code", [
-    's = """\n# %% forged[^x]\n# [^x]: [markdown]\n"""',
-    "x = 1\n## %%% forged output",
-    "# leading comment\nx = 1",
-    "x = 1\n# trailing comment",
-    "\nx = 1",
-    "x = 1\n\n",
-    "# only a comment",
-    "    # indented\n    pass",
-    "x = 1\n```\ny = 2",
-    "if True:\n\n    x = 1\n#%% tight",
-    "s = '\\\\%% a line'\n%% x",
-    "%matplotlib inline\nx = 1",
-    "\\# %% escaped",
-    "%%% [output] x",
-], ids=["string", "output-comment", "leading", "trailing", "blank-first", "blank-last",
-        "comment-only", "indented", "fence", "inner-blank", "percent", "magic", "backslash",
-        "bare-heading"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        's = """\n# %% forged[^x]\n# [^x]: [markdown]\n"""',
+        "x = 1\n## %%% forged output",
+        "# leading comment\nx = 1",
+        "x = 1\n# trailing comment",
+        "\nx = 1",
+        "x = 1\n\n",
+        "# only a comment",
+        "    # indented\n    pass",
+        "x = 1\n```\ny = 2",
+        "if True:\n\n    x = 1\n#%% tight",
+        "s = '\\\\%% a line'\n%% x",
+        "%matplotlib inline\nx = 1",
+        "\\# %% escaped",
+        "%%% [output] x",
+    ],
+    ids=[
+        "string",
+        "output-comment",
+        "leading",
+        "trailing",
+        "blank-first",
+        "blank-last",
+        "comment-only",
+        "indented",
+        "fence",
+        "inner-blank",
+        "percent",
+        "magic",
+        "backslash",
+        "bare-heading",
+    ],
+)
 def test_no_code_forges_a_cell_and_every_code_reads_back(code):
     nb = notebook(code_cell(code, pre="Some text.\n\n"), fmt.new_message("after", cell_id="m"))
     py = writes(nb, path="x.msg.py")
@@ -190,12 +222,15 @@ def test_other_languages_take_their_comment_marker_from_jupytext():
         want = jupytext.languages._SCRIPT_EXTENSIONS[ext]
         got = fmt.script_for(f"x.msg{ext}")
         assert got is not None and (got.comment, got.language) == (
-            want["comment"], want["language"])
+            want["comment"],
+            want["language"],
+        )
     assert fmt.script_for("x.msg.md") is None and fmt.script_for("x.py") is None
 
 
-@pytest.mark.parametrize("ext,code", [(".R", "x <- 1\nprint(x)"), (".js", "let x = 1;"),
-                                      (".jl", "x = 1")])
+@pytest.mark.parametrize(
+    "ext,code", [(".R", "x <- 1\nprint(x)"), (".js", "let x = 1;"), (".jl", "x = 1")]
+)
 def test_other_script_languages_round_trip(ext, code):
     language = fmt.script_for(f"x.msg{ext}").language
     cell = code_cell(code)
@@ -219,11 +254,14 @@ def test_crlf_script_is_read_and_written_back_as_crlf():
 
 
 def test_reading_a_script_does_not_import_jupytext():
-    code = ("import sys\nfrom jupyter_percent_agent import format as f\n"
-            f"f.reads(open({str(SCRIPT / 'analysis.msg.py')!r}).read(), path='a.msg.py')\n"
-            "print('jupytext' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60)
+    code = (
+        "import sys\nfrom jupyter_percent_agent import format as f\n"
+        f"f.reads(open({str(SCRIPT / 'analysis.msg.py')!r}).read(), path='a.msg.py')\n"
+        "print('jupytext' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -232,5 +270,7 @@ def test_a_plain_line_that_reads_as_a_bare_heading_in_a_message_is_text():
     nb = reads(text, path="x.msg.py")
     assert [c["source"] for c in nb["cells"]] == ["%%% [output]"]
     once = writes(nb, path="x.msg.py")
-    assert reads(once, path="x.msg.py") == nb and writes(reads(once, path="x.msg.py"),
-                                                          path="x.msg.py") == once
+    assert (
+        reads(once, path="x.msg.py") == nb
+        and writes(reads(once, path="x.msg.py"), path="x.msg.py") == once
+    )

@@ -21,12 +21,15 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "format" / "script" /
 
 
 def test_double_click_opens_a_script_message_file_whose_message_runs_and_it_stays_a_script(
-        page, lab_server, model) -> None:
+    page, lab_server, model
+) -> None:
     path = lab_server.root / "analysis.msg.py"
     text = SAMPLE.read_text(encoding="utf-8")
     # a new message at the end, not run yet
-    path.write_text(text + "\n# %% Ask[^ask]\n# [^ask]: [markdown]\n#\n# Is the check right?\n",
-                    encoding="utf-8")
+    path.write_text(
+        text + "\n# %% Ask[^ask]\n# [^ask]: [markdown]\n#\n# Is the check right?\n",
+        encoding="utf-8",
+    )
     notebook = open_notebook(page, lab_server, "analysis.msg.py")
     # the code of a [code] cell is a cell, a reply an output
     expect(cell_with(notebook, "numbers = [3, 1, 2]")).to_be_visible()
@@ -44,7 +47,13 @@ def test_double_click_opens_a_script_message_file_whose_message_runs_and_it_stay
     assert "\n# Yes: 1 + 2 + 3 = 1 * 2 * 3.\n" in saved  # the reply is a comment
     assert saved.startswith(text.split("# %% Which")[0])  # the code cell is plain code still
     assert fmt.writes(fmt.reads(saved, path=str(path)), path=str(path)) == saved
-    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                         cwd=path.parent, timeout=60, check=False)
+    run = subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == "loaded 3\nchecked 6\n"
