@@ -100,7 +100,8 @@ def test_python_runs_the_code_cells_in_order_before_and_after_replies(tmp_path):
     for n in range(2, 5):  # replies with text that is Python, and with heading-like lines
         question["outputs"].append(
             fmt.reply_output(
-                f'raise SystemExit("reply {n}")\n# %% not a cell\n%% nor this\n```python\nx = 1\n```',
+                f'raise SystemExit("reply {n}")\n# %% not a cell\n%% nor this\n'
+                "```python\nx = 1\n```",
                 agent="planner",
                 out_id=f"q1.{n}",
             )
