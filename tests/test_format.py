@@ -544,6 +544,8 @@ def test_read_and_write_are_atomic_and_keep_file_mode(tmp_path):
         ("# %%[^a]\n[^a]: [markdown]\n\n```\ncode\n\n# %%[^b]\n[^b]: [markdown]\n", 4,
          "unclosed fence"),
         ("# %%%[^a]\n[^a]: [output]\n\nhi\n", 1, "before any message"),
+        # a heading with nothing after its marker, hidden by a fence nothing closes
+        ("# %%[^a]\n[^a]: [markdown]\n\n```\n##### %%\nmore\n", 4, "unclosed fence"),
         ("# %%[^a]\n[^a]: [markdown]\n\n# %%[^a]\n[^a]: [markdown]\n", 4, "duplicate id"),
         ("# %%[^a]\n[^b]: [markdown]\n", 2, "does not match"),
         ("# %%[^a]\n[^a]: [markdown] execution_count=\"x\"\n", 1, "execution_count"),

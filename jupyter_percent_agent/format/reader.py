@@ -50,7 +50,7 @@ _STRAY_FOOTNOTE: Final = re.compile(
     r"^\[\^[^\]\s]+\]:[ \t]*\[(?:"
     + "|".join(sorted(INPUT_TYPES | {"output", "error", "tool_result"}))
     + r")[\]:(]", re.M)
-_HIDDEN_HEADING: Final = re.compile(r"\n" + heading_pattern())
+_HIDDEN_HEADING: Final = re.compile(r"\n" + heading_pattern(), re.M)  # "$": a line end
 _END: Final = (None,)  # after the last match: the end of the text closes the last cell
 # The cell rule's groups by number (faster than by name): hashes, marker, bare, title, ref,
 # fid, meta, more. Not m.groups(): that copies the whole heading and footnote as group 1.
