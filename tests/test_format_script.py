@@ -275,3 +275,16 @@ def test_a_plain_line_that_reads_as_a_bare_heading_in_a_message_is_text():
         reads(once, path="x.msg.py") == nb
         and writes(reads(once, path="x.msg.py"), path="x.msg.py") == once
     )
+
+
+def test_the_documented_example_is_canonical_and_runs(tmp_path):
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "format.md").read_text("utf-8")
+    section = doc[doc.index("## Script message files") :]
+    example = section[section.index("```python\n") + 10 : section.index("\n```\n")] + "\n"
+    nb = reads(example, path="x.msg.py")
+    assert writes(nb, path="x.msg.py") == example
+    assert [fmt.cell_kind(c) for c in messages(nb)] == ["message", "code"]
+    path = tmp_path / "example.msg.py"
+    path.write_text(example, encoding="utf-8")
+    run = _run(path)
+    assert run.returncode == 0 and run.stdout == "1\n", run.stderr
