@@ -3,6 +3,9 @@
 Goals (issue 24): read >= 35x faster than jupytext's md reader and within 20x of
 ``str.splitlines`` on the same text, write >= 20x faster than jupytext's md writer. Also shown:
 a first open, the same text with token counts the reader's attribute caches have never seen.
+Script message files (issue 25): the same conversation as ``.msg.py`` read and written within
+1.2x of ``.msg.md`` (the same reader and writer behind a comment prefix), and at least 25x
+faster than jupytext's ``py:percent`` on the same notebook.
 Run: ``.venv/bin/python -m benchmarks format``.
 """
 
@@ -20,6 +23,8 @@ from jupyter_percent_agent import format as fmt
 CELLS = 5000
 ROUNDS = 3
 READ_GOAL, WRITE_GOAL, SPLIT_GOAL = 35, 20, 20
+SCRIPT_GOAL, SCRIPT_PEER_GOAL = 1.2, 25
+SCRIPT = "bench.msg.py"
 
 
 def conversation(n: int = CELLS) -> dict:
@@ -65,6 +70,8 @@ def main() -> None:
     jnb = nbformat.from_dict(copy.deepcopy(nb))  # the same notebook, as jupytext takes it
     md_text = jupytext.writes(jnb, fmt="md")
     py_text = jupytext.writes(jnb, fmt="py:percent")
+    script_text = fmt.writes(nb, path=SCRIPT)
+    assert fmt.reads(script_text, path=SCRIPT) == nb
     lines = len(text.split("\n"))
     print(f"\n{CELLS} cells, {len(nb['cells'])} notebook cells, {lines} lines, "
           f"{len(text) / 1e6:.2f} MB")
@@ -78,6 +85,8 @@ def main() -> None:
         "format.reads": (lambda: fmt.reads(text), 5),
         "format.reads, first open": (lambda: fmt.reads(next(fresh)), 3),
         "format.writes": (lambda: fmt.writes(nb), 5),
+        "format.reads .msg.py": (lambda: fmt.reads(script_text, path=SCRIPT), 5),
+        "format.writes .msg.py": (lambda: fmt.writes(nb, path=SCRIPT), 5),
         "jupytext.reads md": (lambda: jupytext.reads(md_text, fmt="md"), 1),
         "jupytext.writes md": (lambda: jupytext.writes(jnb, fmt="md"), 1),
         "jupytext.reads py:percent": (lambda: jupytext.reads(py_text, fmt="py:percent"), 1),
@@ -117,6 +126,14 @@ def main() -> None:
             "jupytext py:percent read / ours": t["jupytext.reads py:percent"] / t["format.reads"],
             "jupytext py:percent write / ours":
                 t["jupytext.writes py:percent"] / t["format.writes"],
+            f".msg.py read / .msg.md read (goal <= {SCRIPT_GOAL}x)":
+                t["format.reads .msg.py"] / t["format.reads"],
+            f".msg.py write / .msg.md write (goal <= {SCRIPT_GOAL}x)":
+                t["format.writes .msg.py"] / t["format.writes"],
+            f"jupytext py:percent read / ours .msg.py (goal >= {SCRIPT_PEER_GOAL}x)":
+                t["jupytext.reads py:percent"] / t["format.reads .msg.py"],
+            f"jupytext py:percent write / ours .msg.py (goal >= {SCRIPT_PEER_GOAL}x)":
+                t["jupytext.writes py:percent"] / t["format.writes .msg.py"],
         }
 
     print_table("format core vs jupytext (seconds)",
@@ -129,6 +146,11 @@ def main() -> None:
     ok = (t_jmd_read / t_read >= READ_GOAL and t_jmd_write / t_write >= WRITE_GOAL
           and t_read / t_split <= SPLIT_GOAL)
     print(f"\ngoals {'met' if ok else 'NOT met'} (ratios of medians)")
+    t_sread, t_swrite = med["format.reads .msg.py"], med["format.writes .msg.py"]
+    script_ok = (t_sread / t_read <= SCRIPT_GOAL and t_swrite / t_write <= SCRIPT_GOAL
+                 and med["jupytext.reads py:percent"] / t_sread >= SCRIPT_PEER_GOAL
+                 and med["jupytext.writes py:percent"] / t_swrite >= SCRIPT_PEER_GOAL)
+    print(f".msg.py goals {'met' if script_ok else 'NOT met'} (ratios of medians)")
 
 
 if __name__ == "__main__":

@@ -141,6 +141,44 @@ def test_a_message_file_named_in_capitals_is_a_message_file(tmp_path: Path, env,
     assert "Discussion" not in path.read_text() and len(cells(path)) == 1
 
 
+SCRIPT_SAMPLE = Path(__file__).parent / "data" / "format" / "script" / "analysis.msg.py"
+
+
+def test_chat_on_a_script_saves_replies_as_comments_and_it_still_runs(
+        tmp_path: Path, env, openai_server) -> None:
+    path = tmp_path / "analysis.msg.py"
+    shutil.copy(SCRIPT_SAMPLE, path)
+    reply = 'Yes.\n# %% not a cell\nraise SystemExit("a reply is not code")'
+    openai_server.script(reply, reply)  # the summary the file's history asks for, the reply
+    result = tce("chat", str(path), "-m", "Is the check right?\nprint('nor is a message')")
+    assert result.exit_code == 0, result.output
+    text = path.read_text()
+    assert '\n# raise SystemExit("a reply is not code")\n' in text
+    assert "\n# \\# %% not a cell\n" in text and "\n# print('nor is a message')\n" in text
+    cs = cells(path)
+    assert fmt.message_text(cs[-1]) == "Is the check right?\nprint('nor is a message')"
+    assert fmt.output_text(replies(cs[-1])[0]).startswith("Yes.\n# %% not a cell")
+    listed = tce("list", str(path))
+    assert listed.exit_code == 0 and "Is the check right?" in listed.output
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "loaded 3\nchecked 6\n"
+
+
+def test_a_script_that_is_not_a_message_file_is_never_written(tmp_path: Path, env) -> None:
+    script = tmp_path / "analysis.py"
+    original = "print('an ordinary script')\n"
+    script.write_text(original)
+    for args in ((), ("--force",)):
+        result = tce("chat", str(script), *args, "-m", "hello")
+        assert result.exit_code == 3
+        assert "analysis.py" in result.output and "not a message file" in result.output
+        assert "tce chat " in result.output and "analysis.msg.py" in result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert script.read_text() == original
+
+
 def test_exclude_include_and_save(tmp_path: Path, env, openai_server) -> None:
     other = tmp_path / "other.msg.md"
     shutil.copy(DATA / "basic.msg.md", other)

@@ -617,3 +617,52 @@ async def test_a_save_writes_the_bytes_tce_writes_whatever_order_the_metadata_co
     assert list(first) == list(reversed(list(core.reads(text)["cells"][1]["metadata"])))
     await put_model(jp_fetch, "chat.msg.md", model)
     assert path.read_text(encoding="utf-8") == text
+
+
+# --- script message files (.msg.py) ---------------------------------------------------------
+
+
+@pytest.fixture
+def script_text(data_dir: Path) -> str:
+    return (data_dir / "format" / "script" / "analysis.msg.py").read_text(encoding="utf-8")
+
+
+async def test_a_script_message_file_opens_as_a_notebook_on_the_agent_kernel_and_saves_back(
+    jp_fetch, jp_root_dir: Path, script_text: str
+) -> None:
+    path = jp_root_dir / "analysis.msg.py"
+    path.write_text(script_text, encoding="utf-8")
+    model = await get_model(jp_fetch, "analysis.msg.py", type="notebook")
+    assert model["type"] == "notebook"
+    content = model["content"]
+    assert content["metadata"]["kernelspec"]["name"] == "percent-agent"
+    expected = core.reads(script_text, path="analysis.msg.py")
+    assert sources(content) == sources(expected)
+    assert cell_outputs(content) == cell_outputs(expected)
+    # saving what was read writes the same bytes: still the script, code plain
+    await put_model(jp_fetch, "analysis.msg.py", model)
+    assert path.read_text(encoding="utf-8") == script_text
+    content["cells"][2]["source"] = "Edited in JupyterLab."
+    await put_model(jp_fetch, "analysis.msg.py", model)
+    saved = path.read_text(encoding="utf-8")
+    assert "\n# Edited in JupyterLab.\n" in saved and "\nnumbers = [3, 1, 2]\n" in saved
+    assert "text_representation" not in saved
+
+
+async def test_a_plain_script_still_opens_as_jupytext_percent(jp_fetch, jp_root_dir: Path) -> None:
+    (jp_root_dir / "plain.py").write_text("# %%\nx = 1\n\n# %% [markdown]\n# Text\n")
+    model = await get_model(jp_fetch, "plain.py", type="notebook")
+    assert [c["cell_type"] for c in model["content"]["cells"]] == ["code", "markdown"]
+
+
+async def test_a_malformed_script_message_file_is_a_400_naming_its_line(
+    jp_fetch, jp_root_dir: Path, script_text: str
+) -> None:
+    lines = script_text.split("\n")
+    at = lines.index("# [^check]: [code]")
+    lines[at] = '# [^check]: [code] x="oops'
+    (jp_root_dir / "bad.msg.py").write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "bad.msg.py", method="GET", params={"type": "notebook"})
+    assert info.value.code == 400
+    assert f":{at + 1}:" in json.loads(info.value.response.body)["message"]

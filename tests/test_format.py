@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -263,17 +264,18 @@ def test_corpus_has_all_62_notebooks(shared_dir):
     assert len(list((shared_dir / "corpus" / "jupytext-ipynb").rglob("*.ipynb"))) == 62
 
 
+@pytest.mark.parametrize("as_file", [None, "x.msg.py"], ids=["msg.md", "msg.py"])
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.parent.name + "/" + p.name)
-def test_corpus_notebook_text_notebook_exact(path, shared_dir):
+def test_corpus_notebook_text_notebook_exact(path, as_file, shared_dir):
     nb = _normalise_ipynb(json.loads(path.read_text(encoding="utf-8")))
-    text = writes(nb)
-    back = reads(text)
+    text = writes(nb, path=as_file)
+    back = reads(text, path=as_file)
     assert back["metadata"] == nb["metadata"]
     assert len(back["cells"]) == len(nb["cells"])
     for before, after in zip(nb["cells"], back["cells"], strict=True):
         assert after == before
     assert_valid(back)
-    assert writes(back) == text
+    assert writes(back, path=as_file) == text
 
 
 # --------------------------------------------------------------------------- mapping
@@ -541,21 +543,33 @@ def test_read_and_write_are_atomic_and_keep_file_mode(tmp_path):
         ('# %%[^a]\n[^a]: [markdown] x="a"b\n', 2, "badly quoted"),
         ("# %%[^a]\n[^a]: [markdown]\n\n```\ncode\n\n# %%[^b]\n[^b]: [markdown]\n", 4,
          "unclosed fence"),
-        # a bare heading at a line's end is a heading too: the fence hides it as much as one
-        # with a reference (it used to read, then its own save did not)
-        ("```\n##### %%\n###### %% six", 1, "unclosed fence"),
         ("# %%%[^a]\n[^a]: [output]\n\nhi\n", 1, "before any message"),
+        # a heading with nothing after its marker, hidden by a fence nothing closes
+        ("# %%[^a]\n[^a]: [markdown]\n\n```\n##### %%\nmore\n", 4, "unclosed fence"),
         ("# %%[^a]\n[^a]: [markdown]\n\n# %%[^a]\n[^a]: [markdown]\n", 4, "duplicate id"),
         ("# %%[^a]\n[^b]: [markdown]\n", 2, "does not match"),
         ("# %%[^a]\n[^a]: [markdown] execution_count=\"x\"\n", 1, "execution_count"),
     ],
 )
-def test_bad_input_raises_format_error_naming_the_line(text, line, words):
+@pytest.mark.parametrize("name", ["bad.msg.md", "bad.msg.py"])
+def test_bad_input_raises_format_error_naming_the_line(text, line, words, name):
+    if name.endswith(".py"):
+        text = as_script(text)
+        if words == "no cell heading":  # a script's head (before its first cell) is its own
+            assert reads(text, path=name)["cells"][0]["source"] == text
+            return
     with pytest.raises(FormatError) as info:
-        reads(text, path="bad.msg.md")
+        reads(text, path=name)
     assert info.value.line == line
-    assert info.value.path == "bad.msg.md"
-    assert words in str(info.value) and f"bad.msg.md:{line}:" in str(info.value)
+    assert info.value.path == name
+    assert words in str(info.value) and f"{name}:{line}:" in str(info.value)
+
+
+def as_script(text: str) -> str:
+    """``text`` (a ``.msg.md``) as a script message file writes it: every line behind ``# ``
+    but a heading (its ``#`` is the comment marker) and a blank line."""
+    return "\n".join(line if not line or re.match(r"#{1,5} %%", line) else "# " + line
+                     for line in text.split("\n"))
 
 
 @pytest.mark.parametrize(

@@ -112,10 +112,10 @@ def _clean(nb):
 
 
 @SETTINGS
-@given(notebooks())
-def test_random_notebooks_round_trip_exactly_through_text(nb):
-    text = writes(nb)
-    back = reads(text)
+@given(notebooks(), st.sampled_from([None, "x.msg.py"]))
+def test_random_notebooks_round_trip_exactly_through_text(nb, path):
+    text = writes(nb, path=path)
+    back = reads(text, path=path)
     want = _clean(nb)
     assert back["metadata"] == want["metadata"]
     assert len(back["cells"]) == len(want["cells"])
@@ -130,7 +130,7 @@ def test_random_notebooks_round_trip_exactly_through_text(nb):
         for key in ("title", "type", "pre"):
             assert ns_got.get(key) == cell["metadata"].get(fmt.NS, {}).get(key)
     nbformat.validate(nbformat.from_dict(back))
-    assert writes(back) == text
+    assert writes(back, path=path) == text
 
 
 EXTRA_LINES = [
@@ -140,12 +140,18 @@ EXTRA_LINES = [
 ]
 text_line = st.one_of(st.sampled_from([*TRICKY_LINES, *EXTRA_LINES]), line_text)
 texts = st.lists(text_line, max_size=14).map("\n".join)
+# a script's lines: a line of a message file behind the comment marker, or as it is (code)
+script_line = st.one_of(text_line.map(lambda line: "# " + line), text_line,
+                        st.sampled_from(["#", "x = 1", "    # in code", "# [^d]: [code]"]))
+script_texts = st.lists(script_line, max_size=14).map("\n".join)
 
 
 @SETTINGS
-@given(texts, st.sampled_from([None, "x.msg.md"]))
-@example("```\n##### %%\n###### %% six", "x.msg.md")  # a fence hiding a bare heading
-def test_any_text_that_reads_normalises_once_then_is_stable(text, path):
+@given(st.one_of(st.tuples(texts, st.sampled_from([None, "x.msg.md", "x.msg.py"])),
+                 st.tuples(script_texts, st.just("x.msg.py"))))
+@example(("```\n##### %%\n###### %% six", "x.msg.md"))  # a fence hiding a bare heading
+def test_any_text_that_reads_normalises_once_then_is_stable(case):
+    text, path = case
     try:
         nb = reads(text, path=path)
     except FormatError as err:

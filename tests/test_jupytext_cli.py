@@ -290,9 +290,12 @@ def _corpus_notebooks() -> list[Path]:
     return sorted((shared / "corpus" / "jupytext-ipynb").glob("*/*.ipynb"))
 
 
-@pytest.fixture(scope="module")
-def test_strict_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """One real ``jupytext --test-strict --to .msg.md`` run over the whole corpus.
+@pytest.fixture(scope="module", params=[".msg.md", ".msg.py"])
+def test_strict_results(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """One real ``jupytext --test-strict --to .msg.md`` (and ``.msg.py``, the script form)
+    run over the whole corpus.
 
     jupytext prints ``FILE: difference`` for a notebook that does not round-trip and, with
     ``--warn-only``, ``[jupytext] Error: ...`` after ``Reading FILE`` for one that raises.
@@ -307,7 +310,7 @@ def test_strict_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, s
         shutil.copy(src, folder / name)
         names.append(name)
     proc = subprocess.run(
-        [JUPYTEXT, "--warn-only", "--test-strict", "--to", ".msg.md", *names],
+        [JUPYTEXT, "--warn-only", "--test-strict", "--to", request.param, *names],
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -345,9 +348,11 @@ def test_corpus_round_trips_strictly(notebook: str, test_strict_results: dict[st
     assert test_strict_results[notebook] == "", test_strict_results[notebook]
 
 
-@pytest.fixture(scope="module")
-def corpus_there_and_back(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every corpus notebook through the real CLI: ipynb -> .msg.md -> ipynb."""
+@pytest.fixture(scope="module", params=[".msg.md", ".msg.py"])
+def corpus_there_and_back(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Every corpus notebook through the real CLI: ipynb -> .msg.md (or .msg.py) -> ipynb."""
     notebooks = _corpus_notebooks()
     if not notebooks:
         pytest.skip("corpus not found")
@@ -358,10 +363,12 @@ def corpus_there_and_back(tmp_path_factory: pytest.TempPathFactory) -> Path:
         names.append(f"nb{i:02d}")
     env = {"PYTHONWARNINGS": "ignore"}
     run_jupytext(
-        "--warn-only", "--to", ".msg.md", *[f"{n}.ipynb" for n in names], cwd=folder, env=env
+        "--warn-only", "--to", request.param, *[f"{n}.ipynb" for n in names], cwd=folder,
+        env=env,
     )
     run_jupytext(
-        "--warn-only", "--to", "ipynb", *[f"{n}.msg.md" for n in names], cwd=folder, env=env
+        "--warn-only", "--to", "ipynb", *[f"{n}{request.param}" for n in names], cwd=folder,
+        env=env,
     )
     return folder
 
@@ -490,3 +497,60 @@ def test_a_message_file_through_ipynb_and_back_is_the_same_bytes(tmp_path: Path,
     chat.unlink()
     run_jupytext("--to", ".msg.md", "-o", "chat.msg.md", "trip.ipynb", cwd=tmp_path)
     assert chat.read_text(encoding="utf-8") == text
+
+
+# --- script message files (.msg.py) ---------------------------------------------------------
+
+
+def test_script_message_file_through_md_and_ipynb_is_the_same_bytes(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    script = data_dir / "format" / "script"
+    shutil.copy(script / "analysis.msg.py", tmp_path / "analysis.msg.py")
+    text = (script / "analysis.msg.py").read_text(encoding="utf-8")
+    run_jupytext("--to", ".msg.md", "-o", "twin.msg.md", "analysis.msg.py", cwd=tmp_path)
+    assert (tmp_path / "twin.msg.md").read_text(encoding="utf-8") == (
+        script / "analysis.msg.md").read_text(encoding="utf-8")
+    run_jupytext("--to", "ipynb", "-o", "trip.ipynb", "analysis.msg.py", cwd=tmp_path)
+    run_jupytext("--to", ".msg.py", "-o", "from_ipynb.msg.py", "trip.ipynb", cwd=tmp_path)
+    run_jupytext("--to", ".msg.py", "-o", "from_md.msg.py", "twin.msg.md", cwd=tmp_path)
+    assert (tmp_path / "from_ipynb.msg.py").read_text(encoding="utf-8") == text
+    assert (tmp_path / "from_md.msg.py").read_text(encoding="utf-8") == text
+    ipynb = load_ipynb(tmp_path / "trip.ipynb")
+    assert "".join(ipynb["cells"][1]["source"]).startswith("# the numbers, one per line\n")
+
+
+def test_script_message_file_pairs_with_ipynb_and_syncs(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "analysis.msg.py"
+    shutil.copy(data_dir / "format" / "script" / "analysis.msg.py", path)
+    run_jupytext("--set-formats", ".msg.py,ipynb", path.name, cwd=tmp_path)
+    ipynb = tmp_path / "analysis.ipynb"
+    nb = load_ipynb(ipynb)
+    nb["cells"][2]["source"] = "A question edited in the notebook."
+    ipynb.write_text(json.dumps(nb), encoding="utf-8")
+    _make_newer(ipynb, path)
+    run_jupytext("--sync", ipynb.name, cwd=tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert "\n# A question edited in the notebook.\n" in text
+    assert "\nnumbers = [3, 1, 2]\n" in text  # still a script
+    back = core.read(path)
+    assert back["cells"][2]["source"] == "A question edited in the notebook."
+    assert core.cell_kind(back["cells"][1]) == "code"
+
+
+def test_script_and_markdown_message_files_pair_and_sync(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "analysis.msg.py"
+    shutil.copy(data_dir / "format" / "script" / "analysis.msg.py", path)
+    run_jupytext("--set-formats", ".msg.md,.msg.py", path.name, cwd=tmp_path)
+    twin = tmp_path / "analysis.msg.md"
+    text = twin.read_text(encoding="utf-8")
+    twin.write_text(text.replace("They are equal", "Both are equal"), encoding="utf-8")
+    _make_newer(twin, path)
+    run_jupytext("--sync", twin.name, cwd=tmp_path)
+    script = path.read_text(encoding="utf-8")
+    assert "\n# Both are equal: both are 6.\n" in script
+    assert core.reads(script, path=str(path)) == core.reads(
+        twin.read_text(encoding="utf-8"), path=str(twin))
+    run = subprocess.run([sys.executable, path.name], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert run.returncode == 0 and run.stdout == "loaded 3\nchecked 6\n", run.stderr

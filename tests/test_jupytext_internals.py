@@ -83,7 +83,13 @@ def test_registration_is_complete_and_idempotent() -> None:
     jupytext_format.register()
     formats = jupytext.formats
     assert jupytext_format.is_registered()
-    assert [f.format_name for f in formats.JUPYTEXT_FORMATS].count("msg") == 1
+    msg_exts = [f.extension for f in formats.JUPYTEXT_FORMATS if f.format_name == "msg"]
+    # one for .md and one for each script extension of jupytext's table (.msg.py, ...)
+    assert sorted(msg_exts) == sorted({".md", *jupytext.languages._SCRIPT_EXTENSIONS})
+    assert formats.get_format_implementation(".py").format_name != "msg"
+    assert formats.get_format_implementation(".py", "msg").format_name == "msg"
+    assert formats.long_form_one_format(".msg.py") == {
+        "suffix": ".msg", "extension": ".py", "format_name": "msg"}
     assert formats.get_format_implementation(".md").format_name == "markdown"
     assert formats.get_format_implementation(".md", "msg").format_name == "msg"
     assert formats.long_form_one_format(".msg.md") == {

@@ -146,6 +146,17 @@ def test_a_key_streamed_in_pieces_never_reaches_the_terminal(
     assert key not in (tmp_path / "s.msg.md").read_text()
 
 
+@pytest.mark.parametrize("name", ["talk.msg.md", "talk.msg.py"])
+def test_every_message_file_form_is_masked_when_written(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The format writer is the one masking step for files: a script message file too."""
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-9f8e7d6c5b4a3210")
+    nb = fmt.reads("# %%[^a]\n[^a]: [markdown]\n\nmy token is tok-9f8e7d6c5b4a3210\n")
+    text = fmt.writes(nb, path=name)
+    assert "[masked MY_SERVICE_TOKEN]" in text and "tok-9f8e7d6c5b4a3210" not in text
+
+
 def test_short_values_and_other_names_are_not_masked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

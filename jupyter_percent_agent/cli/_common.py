@@ -45,9 +45,11 @@ def fail_for(exc: BaseException, *, path: Path | str | None = None) -> NoReturn:
 
 
 def resolve_item(item: str) -> Path:
-    """A message file path from ITEM: ``.msg.md`` optional."""
+    """A message file path from ITEM: ``.msg.md`` optional (a script ``NAME.msg.py`` as is)."""
+    from jupyter_percent_agent import format as fmt
+
     p = Path(item)
-    if p.exists() or p.name.endswith(".md"):
+    if p.exists() or p.name.endswith(".md") or fmt.is_script_path(p.name):
         return p
     return p.with_name(p.name + ".msg.md")
 

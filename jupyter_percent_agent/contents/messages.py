@@ -19,7 +19,11 @@ from typing import Any
 
 
 def is_md(path: str) -> bool:
-    return path.lower().endswith(".md")
+    """A path the message-file rules apply to: a ``.md``, or a script message file
+    (``NAME.msg.py``: the ``.msg.md`` grammar behind a comment prefix)."""
+    from jupyter_percent_agent.format.script import is_script_path
+
+    return path.lower().endswith(".md") or is_script_path(path)
 
 
 def translate(err: Exception, path: str, root: str | None = None) -> Exception | None:
@@ -73,13 +77,19 @@ def message_metadata(model: dict[str, Any] | None, path: str) -> dict[str, Any] 
     meta = content.get("metadata") if isinstance(content, dict) else None
     if not isinstance(meta, dict):
         return None
-    if is_message_path(path):
+    if is_message_path(path) or _is_script(path):
         return meta
     jupytext_meta = meta.get("jupytext")
     reading = jupytext_meta.get("text_representation") if isinstance(jupytext_meta, dict) else None
     if isinstance(reading, dict) and reading.get("format_name") == FORMAT_NAME:
         return meta
     return None
+
+
+def _is_script(path: str) -> bool:
+    from jupyter_percent_agent.format.script import is_script_path
+
+    return is_script_path(path)
 
 
 def _is_agent(kernelspec: Any) -> bool:
@@ -234,7 +244,7 @@ def opened_pairs(path: str, os_path: str, config: Any, root: str) -> None:
         return  # jupytext's own reading reports it
     if not names_a_pairing(text, config):
         return
-    if not (is_message_path(path) or looks_like_message_text(text)):
+    if not (is_message_path(path) or _is_script(path) or looks_like_message_text(text)):
         return
     try:
         nb = core.reads(text, path=path)
@@ -293,7 +303,8 @@ def check_save(model: dict[str, Any], path: str, os_path: str, config: Any,
     if message_metadata(model, plain) is None:
         return None
     refuse_pairs(plain, model["content"], config, os_path, root)
-    if not is_message_path(plain) or len(notebook_formats(model["content"], config, plain)) > 1:
+    if not (is_message_path(plain) or _is_script(plain)) or len(
+            notebook_formats(model["content"], config, plain)) > 1:
         return None
     with reading(path, root):
         text = message_text(model["content"], path=plain)
@@ -306,7 +317,7 @@ def seed_new(model: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
 
     if model is None or model.get("type") != "notebook" or "content" in model:
         return model
-    if not is_message_path(path):
+    if not (is_message_path(path) or _is_script(path)):
         return model
     import nbformat
 

@@ -18,7 +18,13 @@ from contextlib import contextmanager
 
 from jupyter_percent_agent.masking import mask
 
-from .detect import is_message_path, is_message_text, message_section, messages_setting
+from .detect import (
+    front_matter_end,
+    is_message_path,
+    is_message_text,
+    message_section,
+    messages_setting,
+)
 from .errors import FormatError, RefusedFile
 from .files import check_markdown, make_durable, read_text, safe_path, write_text
 from .lines import split_fenced, unclosed_fence
@@ -57,8 +63,9 @@ from .model import (
 from .notebook import DEFAULT_KERNELSPEC, NBFORMAT_ID, NS, is_conversation_cell
 from .reader import read_notebook
 from .safe_yaml import load_yaml, load_yaml_with_lines
+from .script import is_script_path, script_for, script_line, to_markdown, to_script
 from .text import escape_surrogates
-from .writer import write_notebook
+from .writer import write_notebook, write_parts
 
 __all__ = [
     "DEFAULT_KERNELSPEC",
@@ -78,6 +85,7 @@ __all__ = [
     "front_matter",
     "is_message_path",
     "is_message_text",
+    "is_script_path",
     "load_yaml",
     "load_yaml_with_lines",
     "make_durable",
@@ -97,6 +105,7 @@ __all__ = [
     "reply_output",
     "result_output",
     "safe_path",
+    "script_for",
     "set_cell_attrs",
     "set_front_matter",
     "set_output_attrs",
@@ -146,10 +155,18 @@ def reads(text: str | bytes, *, path: str | None = None) -> dict:
     if type(text) is not str:
         text = _as_text(text)
     path = os.fspath(path) if path is not None else None
+    script = script_for(path)
+    added: list[int] = []
     try:
         with _no_cyclic_gc():
-            return read_notebook(text, path)
+            if script is None:
+                return read_notebook(text, path)
+            crlf = text.find("\r\n") == text.find("\n") - 1 >= 0
+            text, added = to_markdown(text.replace("\r\n", "\n") if crlf else text, script)
+            return read_notebook(text.replace("\n", "\r\n") if crlf else text, path)
     except FormatError as err:
+        if added:
+            err = type(err)(err.reason, line=script_line(err.line, added), path=err.path)
         raise err.with_path(path) from None
 
 
@@ -170,6 +187,13 @@ def writes(nb: Mapping, *, path: str | None = None) -> str:
     conversation cell in it is a :class:`FormatError`.
     """
     path = os.fspath(path) if path is not None else None
+    script = script_for(path)
+    if script is not None:
+        with _no_cyclic_gc():
+            head, records, crlf = write_parts(nb, path)
+            text = to_script(head, records, script, front_matter_end(head))
+        text = mask(escape_surrogates(text))
+        return text.replace("\n", "\r\n") if crlf else text
     section = None
     if not is_message_path(path):
         cells = nb.get("cells") or []

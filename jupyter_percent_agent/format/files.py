@@ -33,6 +33,7 @@ import time
 from typing import Final
 
 from .errors import FormatError, RefusedFile
+from .script import is_script_path
 from .text import escape_surrogates
 
 __all__ = ["check_markdown", "make_durable", "read_text", "safe_path", "write_text"]
@@ -347,12 +348,19 @@ def check_markdown(path: str | os.PathLike[str]) -> None:
     not Markdown, a file that is not UTF-8 text. ``--force`` changes none of this."""
     path = os.fspath(path)
     name = os.path.basename(path).lower()
-    if name.endswith(NOTEBOOK_SUFFIXES):
+    if is_script_path(path):
+        pass  # a script message file (NAME.msg.py): its messages are comments
+    elif name.endswith(NOTEBOOK_SUFFIXES):
         beside = os.path.splitext(path)[0] + ".msg.md"
         raise FormatError(
             "a Jupyter notebook (JSON), not a Markdown message file: tce never writes into "
             f"it; start a conversation beside it: tce chat {beside}", path=path)
-    if not name.endswith(MARKDOWN_SUFFIXES):
+    elif not name.endswith(MARKDOWN_SUFFIXES):
+        stem, ext = os.path.splitext(path)
+        if is_script_path(stem + ".msg" + ext):
+            raise FormatError(
+                "a script, not a message file: tce writes no message into it; keep the "
+                f"conversation in a script message file: tce chat {stem}.msg{ext}", path=path)
         raise FormatError(
             "not a Markdown file (.md), so tce writes no message into it; name a .msg.md "
             "file (a new one is made) or a Markdown file", path=path)

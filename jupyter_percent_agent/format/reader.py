@@ -40,6 +40,7 @@ from .rules import (
     scanner,
     structure,
 )
+from .script import is_script_path
 
 __all__ = ["read_notebook"]
 
@@ -75,7 +76,7 @@ def read_notebook(text: str, path: str | None = None, ids: set[str] | None = Non
     front = text[:start] if start else None
     section = None
     everything = False  # messages: false, the whole document is its preamble
-    if front is not None and not is_message_path(path):
+    if front is not None and not (is_message_path(path) or is_script_path(path)):
         said, messages = messages_setting(front)
         everything = messages is False
         section = where(said, messages)

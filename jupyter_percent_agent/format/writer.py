@@ -51,7 +51,7 @@ from .notebook import (
 )
 from .rules import escape_body, structure
 
-__all__ = ["record_text", "write_notebook"]
+__all__ = ["record_text", "write_notebook", "write_parts"]
 
 _EMPTY: Final[Mapping] = MappingProxyType({})
 _IN_FLAT: Final = IN_STRUCT - {NS}
@@ -91,6 +91,17 @@ def record_text(out: bool, level: int, title: str, ref: str, typ: str | None,
 
 def write_notebook(nb: Mapping, path: str | None = None, section: str | None = None) -> str:
     """The text of ``nb``; ``section``: the section a plain ``.md``'s messages go under."""
+    head, texts, crlf = write_parts(nb, path, section)
+    text = head + "\n".join(texts)
+    return text.replace("\n", "\r\n") if crlf else text
+
+
+def write_parts(nb: Mapping, path: str | None = None, section: str | None = None,
+                ) -> tuple[str, list[str], bool]:
+    """What :func:`write_notebook` joins: the front matter and preamble with the blank line
+    before the first record, the records (each from its heading to a newline; joined with
+    one), and whether the file is CRLF. A script message file writes them behind a comment
+    prefix (``script.py``)."""
     metadata = dict(nb.get("metadata") or {})
     nbns = metadata.pop(NS, None) or {}
     cells = list(nb.get("cells") or [])
@@ -145,11 +156,7 @@ def write_notebook(nb: Mapping, path: str | None = None, section: str | None = N
         parts.append(preamble)
     elif front is not None and texts:
         parts.append("\n")
-    parts.append("\n".join(texts))
-    text = "".join(parts)
-    if nbns.get("crlf"):
-        text = text.replace("\n", "\r\n")
-    return text
+    return "".join(parts), texts, bool(nbns.get("crlf"))
 
 
 # --------------------------------------------------------------------------- the records

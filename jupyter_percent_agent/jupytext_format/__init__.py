@@ -109,24 +109,44 @@ def _is_message(text: str) -> bool:
     return is_message_path(_PATH_HINT.get()) or looks_like_message_text(text)
 
 
+def _script_hint(ext: str) -> bool:
+    """The file being read or written is a script message file (``NAME.msg.py``) of ``ext``."""
+    from jupyter_percent_agent.format import is_script_path
+
+    hint = _PATH_HINT.get()
+    return bool(ext) and is_script_path(hint) and str(hint).lower().endswith(ext.lower())
+
+
+def _script_extensions() -> list[str]:
+    """The script extensions jupytext knows (its own table): a message file may be any."""
+    from jupytext.languages import _SCRIPT_EXTENSIONS
+
+    return [ext for ext in _SCRIPT_EXTENSIONS if ext != EXTENSION]
+
+
 # --- delegation to the core ---------------------------------------------------------------
 
 
-def _core_path() -> str | None:
+def _core_path(ext: str = EXTENSION) -> str | None:
+    """The path the core is told: the file's, when known; a script's name of its language
+    otherwise (``--to .msg.py`` writes a script, whatever the output's name)."""
     hint = _PATH_HINT.get()
-    return hint if hint is not None and hint.lower().endswith(EXTENSION) else None
+    if hint is not None and hint.lower().endswith(ext.lower()):
+        return hint
+    return None if ext == EXTENSION else "notebook" + SUFFIX + ext
 
 
-def _read_notebook(text: str) -> Any:
+def _read_notebook(text: str, ext: str = EXTENSION) -> Any:
     import nbformat
 
     from jupyter_percent_agent import format as core
 
-    return nbformat.from_dict(core.reads(text, path=_core_path()))
+    return nbformat.from_dict(core.reads(text, path=_core_path(ext)))
 
 
-def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> str:
-    return message_text(nb, metadata=metadata, path=_core_path())
+def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None,
+                    ext: str = EXTENSION) -> str:
+    return message_text(nb, metadata=metadata, path=_core_path(ext))
 
 
 def message_text(
@@ -182,18 +202,20 @@ def _is_patched(fn: Any) -> bool:
 
 
 def _patch_formats(formats: ModuleType) -> None:
-    if not any(f.format_name == FORMAT_NAME for f in formats.JUPYTEXT_FORMATS):
-        formats.JUPYTEXT_FORMATS.append(
-            formats.NotebookFormatDescription(
-                format_name=FORMAT_NAME,
-                extension=EXTENSION,
-                header_prefix="",
-                # Whole-text format: the converter hands the text to the core (see below).
-                cell_reader_class=None,
-                cell_exporter_class=None,
-                current_version_number=FORMAT_VERSION,
+    known = {f.extension for f in formats.JUPYTEXT_FORMATS if f.format_name == FORMAT_NAME}
+    for ext in [EXTENSION, *_script_extensions()]:  # .msg.md, and .msg.py, .msg.R, ...
+        if ext not in known:
+            formats.JUPYTEXT_FORMATS.append(
+                formats.NotebookFormatDescription(
+                    format_name=FORMAT_NAME,
+                    extension=ext,
+                    header_prefix="",
+                    # Whole-text format: the converter hands the text to the core (below).
+                    cell_reader_class=None,
+                    cell_exporter_class=None,
+                    current_version_number=FORMAT_VERSION,
+                )
             )
-        )
     formats._VALID_FORMAT_NAMES.add(FORMAT_NAME)
 
     if not _is_patched(formats.validate_one_format):
@@ -203,7 +225,8 @@ def _patch_formats(formats: ModuleType) -> None:
             fmt = original_validate(jupytext_format)
             if (
                 isinstance(fmt, dict)
-                and fmt.get("extension") == EXTENSION
+                and (fmt.get("extension") == EXTENSION
+                     or fmt.get("extension") in _script_extensions())
                 and str(fmt.get("suffix", "")).lower().endswith(SUFFIX)
                 and not fmt.get("format_name")
             ):
@@ -219,7 +242,7 @@ def _patch_formats(formats: ModuleType) -> None:
             # A message file's front matter belongs to the core. jupytext would otherwise parse
             # the *whole* text as YAML documents (its MyST probe), which fails on the control
             # characters of terminal outputs and costs time on large files.
-            if ext.endswith(EXTENSION) and _is_message(text):
+            if (ext.endswith(EXTENSION) and _is_message(text)) or _script_hint(ext):
                 return {}
             return original_read_metadata(text, ext)
 
@@ -229,7 +252,7 @@ def _patch_formats(formats: ModuleType) -> None:
         original_guess = formats.guess_format
 
         def guess_format(text: str, ext: str) -> tuple[str, dict[str, Any]]:
-            if ext == EXTENSION and _is_message(text):
+            if (ext == EXTENSION and _is_message(text)) or _script_hint(ext):
                 return FORMAT_NAME, {}
             return original_guess(text, ext)
 
@@ -245,7 +268,8 @@ def _converts_messages(converter: Any) -> bool:
     """
     if converter.fmt.get("format_name") == FORMAT_NAME:
         return True
-    return converter.ext == EXTENSION and is_message_path(_PATH_HINT.get())
+    return (converter.ext == EXTENSION and is_message_path(_PATH_HINT.get())) or _script_hint(
+        converter.ext)
 
 
 def _patch_converter(jupytext_module: ModuleType) -> None:
@@ -255,7 +279,7 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
 
         def reads(self: Any, s: str, **kwargs: Any) -> Any:
             if _converts_messages(self):
-                return _read_notebook(s)
+                return _read_notebook(s, self.ext)
             return original_reads(self, s, **kwargs)
 
         converter.reads = _mark(reads, original_reads)
@@ -265,7 +289,7 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
 
         def writes(self: Any, nb: Any, metadata: Any = None, **kwargs: Any) -> str:
             if _converts_messages(self):
-                return _write_notebook(nb, metadata)
+                return _write_notebook(nb, metadata, self.ext)
             return original_writes(self, nb, metadata, **kwargs)
 
         converter.writes = _mark(writes, original_writes)
@@ -288,13 +312,14 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
             # A file name is the only place where jupytext still knows the path: keep it as
             # a hint, so that an empty or heading-less NAME.msg.md reads as a message file.
             with path_hint(path):
-                if not path.lower().endswith(EXTENSION):
+                script = _script_hint(os.path.splitext(path)[1])
+                if not (path.lower().endswith(EXTENSION) or script):
                     return original_read(path, as_version, fmt=fmt, config=config, **kwargs)
                 # jupytext opens files with universal newlines, which turns every \r into \n;
                 # a message file keeps its line separators (outputs with \r\n survive).
                 with open(path, encoding="utf-8", newline="") as stream:
                     text = stream.read()
-                if not _is_message(text):
+                if not (script or _is_message(text)):
                     text = text.replace("\r\n", "\n").replace("\r", "\n")
                 fmt = copy.copy(fmt or {})
                 if not isinstance(fmt, dict):
@@ -342,7 +367,7 @@ def _is_msg_source(nb_source: Any, fmt: Any) -> bool:
     if isinstance(fmt, dict) and fmt.get("format_name"):
         return fmt["format_name"] == FORMAT_NAME
     if isinstance(fmt, str) and fmt:
-        return fmt.endswith(":" + FORMAT_NAME) or fmt.lower().endswith(SUFFIX + EXTENSION)
+        return fmt.endswith(":" + FORMAT_NAME) or SUFFIX + "." in fmt.lower()
     # a NotebookNode, or the plain dict the contents manager hands over
     jupytext_meta = (nb_source.get("metadata") or {}).get("jupytext") or {}
     text_repr = jupytext_meta.get("text_representation") or {}

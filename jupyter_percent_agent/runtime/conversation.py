@@ -83,10 +83,11 @@ class FileConversation:
     def _read(self) -> dict[str, Any]:
         """The file as a notebook that can take the message (under the lock): a ``.md``
         without a Discussion section gets one with ``--force``, in memory (written with the
-        message). A notebook or a file that is not Markdown is refused, ``--force`` or not."""
+        message). A notebook, a script that is not a script message file (``NAME.msg.py``) or
+        another file that is not Markdown is refused, ``--force`` or not."""
         path = self.path
         fmt.check_markdown(path)
-        if fmt.is_message_path(path.name):
+        if fmt.is_message_path(path.name) or fmt.is_script_path(path.name):
             return store.read(path)
         if not os.path.lexists(path):
             text = ""

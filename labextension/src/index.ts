@@ -61,6 +61,9 @@ const PLUGIN_ID = 'jupyter-percent-agent:plugin';
 /** The file type of message files. */
 export const FILE_TYPE = 'agent-chat';
 export const EXTENSION = '.msg.md';
+/** Script message files: a conversation kept in a script's comments. */
+export const SCRIPT_FILE_TYPE = 'agent-chat-script';
+export const SCRIPT_EXTENSIONS = ['.msg.py', '.msg.R', '.msg.r', '.msg.jl', '.msg.sh'];
 /** JupyterLab's own notebook widget factory. */
 const NOTEBOOK_FACTORY = 'Notebook';
 
@@ -159,6 +162,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
         extensions: [EXTENSION],
         pattern: '\\.msg\\.md$',
         mimeTypes: ['text/markdown'],
+        contentType: 'notebook',
+        fileFormat: 'json',
+        icon: agentChatIcon
+      },
+      [NOTEBOOK_FACTORY]
+    );
+
+    // Script message files (`NAME.msg.py`, the same grammar behind `#` comments) open as
+    // notebooks too; a plain `.py` keeps its editor.
+    docRegistry.addFileType(
+      {
+        name: SCRIPT_FILE_TYPE,
+        displayName: 'Agent Chat (script)',
+        extensions: SCRIPT_EXTENSIONS,
+        pattern: '\\.msg\\.(py|R|r|jl|sh)$',
+        mimeTypes: ['text/x-python'],
         contentType: 'notebook',
         fileFormat: 'json',
         icon: agentChatIcon

@@ -25,7 +25,7 @@ export function isMessageNotebook(panel: NotebookPanel): boolean {
   if (panel.isDisposed) {
     return false;
   }
-  if (/\.md$/i.test(panel.context.path)) {
+  if (/\.md$|\.msg\.(py|r|jl|sh)$/i.test(panel.context.path)) {
     return true;
   }
   if (panel.sessionContext.session?.kernel?.name === KERNEL_NAME) {
