@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"envflags", "errors", "litellm_setup", "safe_start"},
     {"format"},
     {"trust", "tools"},
-    {"sandbox"},
+    {"sandbox", "codekernel"},
     {"attp", "ranking"},
     {"runtime"},
     {"tasks", "jupytext_format"},

@@ -28,6 +28,9 @@ __all__ = [
     "cell_attrs",
     "cell_id",
     "cell_kind",
+    "cell_language",
+    "clear_outputs",
+    "code_data_output",
     "error_output",
     "front_matter",
     "message_text",
@@ -261,6 +264,32 @@ def cell_id(cell: Mapping) -> str:
     return _ns(cell).get("id") or cell.get("id") or ""
 
 
+def cell_language(cell: Mapping, nb: Mapping | None = None) -> str:
+    """The language of a ``[code]`` cell: its fence's info string, else the notebook's
+    kernel language (``python`` for the agent kernel's ``markdown``)."""
+    lang = _ns(cell).get("lang") or (cell.get("metadata") or {}).get("language")
+    if isinstance(lang, str) and lang.strip():
+        return lang.strip().lower()
+    meta = (nb or {}).get("metadata") or {}
+    name = ((meta.get("kernelspec") or {}).get("language")
+            or (meta.get("language_info") or {}).get("name") or "python")
+    name = str(name).lower()
+    return "python" if name == "markdown" else name
+
+
+def clear_outputs(cell: dict) -> None:
+    """Empty a cell's outputs before it runs again: the outputs, what the format keeps about
+    them (stream and error attributes) and its execution count."""
+    cell["outputs"] = []
+    if "execution_count" in cell:
+        cell["execution_count"] = None
+    ns = (cell.get("metadata") or {}).get(NS)
+    if isinstance(ns, dict):
+        ns.pop("outputs", None)
+        if not ns:
+            cell["metadata"].pop(NS)
+
+
 def message_text(cell: Mapping) -> str:
     """What a message says (for ``[code]`` cells: the code)."""
     return join_source(cell.get("source", ""))
@@ -375,6 +404,25 @@ def result_output(text: str, *, out_id: str, language: str = "python",
     out = _data_output("text/plain", text, language, out_id, attrs)
     return {"output_type": "execute_result", "data": out["data"],
             "metadata": out["metadata"], "execution_count": execution_count}
+
+
+def code_data_output(data: Mapping[str, Any], *, out_id: str | None, language: str = "python",
+                     execution_count: int | None = None, result: bool = False,
+                     attrs: Mapping | None = None) -> dict:
+    """A rich output of a code kernel (``display_data``, or ``execute_result`` when
+    ``result``): every MIME type of ``data`` kept as sent (PNG and JPEG as base64, JSON as
+    objects); written ``[LANGUAGE] mime_type=...``."""
+    kept = {k: escape_surrogates(v) if isinstance(v, str) else escape_surrogates_in(v)
+            for k, v in data.items()}
+    metadata: dict[str, Any] = escape_surrogates_in(dict(attrs or {}))
+    ns: dict[str, Any] = {"type": escape_surrogates(language)}
+    if out_id is not None:
+        ns["id"] = out_id
+    metadata[NS] = ns
+    if result:
+        return {"output_type": "execute_result", "data": kept, "metadata": metadata,
+                "execution_count": execution_count}
+    return {"output_type": "display_data", "data": kept, "metadata": metadata}
 
 
 def reply_output(text: str, *, agent: str, out_id: str, attrs: Mapping | None = None) -> dict:

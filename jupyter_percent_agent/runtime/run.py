@@ -39,6 +39,7 @@ class Run:
         self._summaries: dict[str, tuple[str, str]] = {}  # cell id -> (summary, content hash)
         self._dropped: list[str] = []
         self._partial: dict[str, Any] | None = None
+        self._count: int | None = None
 
     # -- what happened ---------------------------------------------------------------------
 
@@ -90,6 +91,11 @@ class Run:
         return self._agent
 
     @property
+    def execution_count(self) -> int | None:
+        """A code cell's execution count in its kernel (None for other cells)."""
+        return self._count
+
+    @property
     def summaries(self) -> Mapping[str, tuple[str, str]]:
         """Summaries made for earlier ``history="summary"`` cells: id -> (text, content hash),
         to be stored with the cells (``store.apply_summaries``)."""
@@ -109,6 +115,10 @@ class Run:
     def answered_by(self, agent: str, model: str) -> None:
         self._agent = agent
         self._on_event(Answering(agent, model))
+
+    def counted(self, execution_count: int) -> None:
+        """The kernel ran the code cell as its ``execution_count``-th execution."""
+        self._count = execution_count
 
     def made_summaries(self, summaries: Mapping[str, tuple[str, str]]) -> None:
         self._summaries.update(summaries)

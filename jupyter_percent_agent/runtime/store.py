@@ -95,6 +95,8 @@ def apply_outputs(nb: dict[str, Any], run: Run, *, text: str | None = None) -> N
         cell = fmt.new_message(text or "", cell_id=run.cell_id)
         cells.append(cell)
     cell.setdefault("outputs", []).extend(run.outputs)
+    if run.execution_count is not None:
+        cell["execution_count"] = run.execution_count
     apply_summaries(nb, run.summaries)
 
 

@@ -48,6 +48,9 @@ class RunOptions:
     current_text: str | None = None
     runners: Mapping[str, CellRunner] = field(default_factory=dict)
     """Cell kinds the front end runs itself (``{"task": ...}``), by kind."""
+    code_kernels: Any = None
+    """The session's ``codekernel.CodeKernels`` for ``[code]`` cells in a trusted folder
+    (None: a kernel is started for the cell and stopped after it)."""
 
     @property
     def folder(self) -> Path:
@@ -107,7 +110,8 @@ def step_limit(options: RunOptions, agent: Agent) -> int:
 async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,
                   transport: Transport) -> None:
     """Run the planned cell of ``nb`` into ``run``."""
-    from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
+    from jupyter_percent_agent.runtime.cells import run_tool_cell
+    from jupyter_percent_agent.runtime.code import run_code_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
     from jupyter_percent_agent.runtime.toolset import offered_tools, system_prompt_for, tools_for
 
@@ -116,7 +120,8 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         await options.runners[decided.kind](cell, run, options)
         return
     if decided.kind == "code":
-        await run_code_cell(cell, run)
+        await run_code_cell(cell, run, nb=nb, folder=options.folder,
+                            kernels=options.code_kernels)
         return
     if decided.kind in ("tool_call", "toolchain"):
         await run_tool_cell(cell, run, options.folder, nb)
