@@ -31,9 +31,11 @@ from jupyter_percent_agent.cli._common import (
 from jupyter_percent_agent.errors import PercentAgentError
 
 RUNNABLE = ("message", "code", "tool_call", "toolchain", "async")
-EPILOG = ("Exit codes as tce chat's: 0 done, 1 a model call failed, 3 malformed file, "
-          "4 a code cell or tool failed, 5 bad agent, 6 refused (the folder is not trusted: "
-          "tce trust), 130 Ctrl-C (complete outputs kept). See docs/cli.md.")
+EPILOG = (
+    "Exit codes as tce chat's: 0 done, 1 a model call failed, 3 malformed file, "
+    "4 a code cell or tool failed, 5 bad agent, 6 refused (the folder is not trusted: "
+    "tce trust), 130 Ctrl-C (complete outputs kept). See docs/cli.md."
+)
 
 
 def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list[tuple[int, str]]:
@@ -44,16 +46,23 @@ def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list
     cells = conversation_cells(nb)
     if cell is not None:
         if not 1 <= cell <= len(cells):
-            fail(f"--cell {cell}: the file has {len(cells)} cells (tce list shows them)",
-                 EXIT_USAGE)
+            fail(
+                f"--cell {cell}: the file has {len(cells)} cells (tce list shows them)", EXIT_USAGE
+            )
         picked = [(cell, cells[cell - 1])]
     else:
         # a code cell that printed nothing has run all the same: it has its execution count
-        picked = [(i, c) for i, c in enumerate(cells, start=1)
-                  if run_all or not (c.get("outputs") or c.get("execution_count") is not None)]
-    return [(i, fmt.cell_id(c)) for i, c in picked
-            if fmt.cell_kind(c) in RUNNABLE
-            and (fmt.cell_kind(c) != "message" or fmt.message_text(c).strip())]
+        picked = [
+            (i, c)
+            for i, c in enumerate(cells, start=1)
+            if run_all or not (c.get("outputs") or c.get("execution_count") is not None)
+        ]
+    return [
+        (i, fmt.cell_id(c))
+        for i, c in picked
+        if fmt.cell_kind(c) in RUNNABLE
+        and (fmt.cell_kind(c) != "message" or fmt.message_text(c).strip())
+    ]
 
 
 @click.command("exec", epilog=EPILOG)
@@ -63,16 +72,23 @@ def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list
 @click.option("--agent", help="The agent for messages that name none.")
 @click.option("--model", help="Use this model (or a comma-separated fallback list).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or replies on the terminal.")
-def exec_(item: str, run_all: bool, cell: int | None, agent: str | None, model: str | None,
-          quiet: bool) -> None:
+def exec_(
+    item: str, run_all: bool, cell: int | None, agent: str | None, model: str | None, quiet: bool
+) -> None:
     """Run the cells of ITEM that have no outputs yet, in order, saving after each."""
     path = resolve_item(item)
-    sys.exit(run_exec(path, run_all=run_all, cell=cell, agent=agent, model=model,
-                      quiet=quiet))
+    sys.exit(run_exec(path, run_all=run_all, cell=cell, agent=agent, model=model, quiet=quiet))
 
 
-def run_exec(path: Path, *, run_all: bool = False, cell: int | None = None,
-             agent: str | None = None, model: str | None = None, quiet: bool = False) -> int:
+def run_exec(
+    path: Path,
+    *,
+    run_all: bool = False,
+    cell: int | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    quiet: bool = False,
+) -> int:
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
 
@@ -80,8 +96,9 @@ def run_exec(path: Path, *, run_all: bool = False, cell: int | None = None,
     todo = chosen_cells(nb, run_all=run_all, cell=cell)
     if not todo:
         if not quiet:
-            click.echo("tce: nothing to run (every cell has outputs; --all runs them again)",
-                       err=True)
+            click.echo(
+                "tce: nothing to run (every cell has outputs; --all runs them again)", err=True
+            )
         return EXIT_OK
     kinds = {fmt.cell_id(c): fmt.cell_kind(c) for c in nb.get("cells") or []}
     try:
@@ -93,8 +110,15 @@ def run_exec(path: Path, *, run_all: bool = False, cell: int | None = None,
         fail_for(exc, path=path)
 
 
-async def _exec(path: Path, todo: list[tuple[int, str]], kinds: dict[str, str], *,
-                agent: str | None, model: str | None, quiet: bool) -> int:
+async def _exec(
+    path: Path,
+    todo: list[tuple[int, str]],
+    kinds: dict[str, str],
+    *,
+    agent: str | None,
+    model: str | None,
+    quiet: bool,
+) -> int:
     from jupyter_percent_agent.cli.chat import Printer
     from jupyter_percent_agent.codekernel import CodeKernels
     from jupyter_percent_agent.runtime import helper

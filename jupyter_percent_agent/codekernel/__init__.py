@@ -14,5 +14,13 @@ from jupyter_percent_agent.codekernel.outputs import Collector, strip_ansi
 from jupyter_percent_agent.codekernel.session import CodeKernel, CodeKernels
 from jupyter_percent_agent.codekernel.specs import kernel_name
 
-__all__ = ["CodeKernel", "CodeKernels", "Collector", "KernelDied", "KernelError",
-           "NoKernelSpec", "kernel_name", "strip_ansi"]
+__all__ = [
+    "CodeKernel",
+    "CodeKernels",
+    "Collector",
+    "KernelDied",
+    "KernelError",
+    "NoKernelSpec",
+    "kernel_name",
+    "strip_ansi",
+]

@@ -41,8 +41,14 @@ class Collector:
     """The outputs of one execution. ``emit(output)`` gets each complete output; ``cap`` is
     the bytes the cell may save (``None``: no cap); ``language`` the outputs' ``[LANG]``."""
 
-    def __init__(self, emit: Callable[[dict[str, Any]], Any], next_id: Callable[[], str], *,
-                 cap: int | None, language: str = "python") -> None:
+    def __init__(
+        self,
+        emit: Callable[[dict[str, Any]], Any],
+        next_id: Callable[[], str],
+        *,
+        cap: int | None,
+        language: str = "python",
+    ) -> None:
         self._emit = emit
         self._next_id = next_id
         self.cap = cap
@@ -83,8 +89,9 @@ class Collector:
         kind = msg.get("msg_type") or (msg.get("header") or {}).get("msg_type")
         content = msg.get("content") or {}
         if kind == "stream":
-            self._take_stream(str(content.get("name") or "stdout"),
-                              strip_ansi(str(content.get("text") or "")))
+            self._take_stream(
+                str(content.get("name") or "stdout"), strip_ansi(str(content.get("text") or ""))
+            )
         elif kind in ("display_data", "execute_result", "update_display_data"):
             if kind == "execute_result":
                 self.execution_count = content.get("execution_count")
@@ -127,9 +134,15 @@ class Collector:
         if "text/plain" in data and isinstance(data["text/plain"], str):
             data["text/plain"] = strip_ansi(data["text/plain"])
         count = content.get("execution_count") if kind == "execute_result" else None
-        self._emit(fmt.code_data_output(data, out_id=self._next_id(), language=self.language,
-                                        execution_count=count,
-                                        result=kind == "execute_result"))
+        self._emit(
+            fmt.code_data_output(
+                data,
+                out_id=self._next_id(),
+                language=self.language,
+                execution_count=count,
+                result=kind == "execute_result",
+            )
+        )
 
     def _take_error(self, content: Mapping[str, Any]) -> None:
         self.flush()
@@ -144,7 +157,12 @@ class Collector:
         """The execution is over: the last stream, and the line saying what the cap cut."""
         self.flush()
         if self.cut:
-            note = (f"[output cut: {self.cut} bytes past the cap of {self.cap} bytes "
-                    "(code_output_bytes in your config)]\n")
-            self._emit(fmt.stream_output("stderr", note, out_id=self._next_id(),
-                                         attrs={"truncated": self.cut}))
+            note = (
+                f"[output cut: {self.cut} bytes past the cap of {self.cap} bytes "
+                "(code_output_bytes in your config)]\n"
+            )
+            self._emit(
+                fmt.stream_output(
+                    "stderr", note, out_id=self._next_id(), attrs={"truncated": self.cut}
+                )
+            )

@@ -24,7 +24,7 @@ from jupyter_percent_agent.codekernel.outputs import Collector
 from jupyter_percent_agent.codekernel.specs import kernel_name
 
 START_TIMEOUT = 60.0
-POLL = 0.2          # seconds between checks that the kernel is still alive while a cell runs
+POLL = 0.2  # seconds between checks that the kernel is still alive while a cell runs
 DRAIN_TIMEOUT = 5.0  # seconds an interrupted cell has to say it stopped
 
 
@@ -45,8 +45,9 @@ class CodeKernel:
 
         # IPC sockets in a folder only this user may open (not TCP ports on localhost)
         self._sockets = tempfile.mkdtemp(prefix="tce-kernel-")
-        manager = AsyncKernelManager(kernel_name=self.name, transport="ipc",
-                                     ip=os.path.join(self._sockets, "k"))
+        manager = AsyncKernelManager(
+            kernel_name=self.name, transport="ipc", ip=os.path.join(self._sockets, "k")
+        )
         try:
             await manager.start_kernel(cwd=str(self.folder), env=self.env)
         except Exception as exc:
@@ -68,8 +69,9 @@ class CodeKernel:
         """Run ``code``; every output goes to ``collector``. Returns the shell reply's
         content (``status``, ``execution_count``)."""
         async with self._lock:
-            msg_id = self.client.execute(code, store_history=True, allow_stdin=False,
-                                         stop_on_error=True)
+            msg_id = self.client.execute(
+                code, store_history=True, allow_stdin=False, stop_on_error=True
+            )
             try:
                 await self._until_idle(msg_id, collector, None)
             except asyncio.CancelledError:
@@ -77,16 +79,17 @@ class CodeKernel:
                 raise
             return await self._reply(msg_id)
 
-    async def _until_idle(self, msg_id: str, collector: Collector,
-                          deadline: float | None) -> bool:
+    async def _until_idle(self, msg_id: str, collector: Collector, deadline: float | None) -> bool:
         loop = asyncio.get_running_loop()
         while deadline is None or loop.time() < deadline:
             try:
                 msg = await self.client.get_iopub_msg(timeout=POLL)
             except (queue.Empty, TimeoutError):
                 if not await self.alive():
-                    raise KernelDied(f"the {self.name} kernel died while running the cell; "
-                                     "the next run starts a new one") from None
+                    raise KernelDied(
+                        f"the {self.name} kernel died while running the cell; "
+                        "the next run starts a new one"
+                    ) from None
                 continue
             if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
                 continue

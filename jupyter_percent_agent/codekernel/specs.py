@@ -6,8 +6,16 @@ from __future__ import annotations
 from jupyter_percent_agent.codekernel.errors import NoKernelSpec
 
 AGENT_KERNEL = "percent-agent"
-ALIASES = {"py": "python", "python3": "python", "ipython": "python", "ipython3": "python",
-           "sh": "bash", "shell": "bash", "js": "javascript", "node": "javascript"}
+ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "ipython": "python",
+    "ipython3": "python",
+    "sh": "bash",
+    "shell": "bash",
+    "js": "javascript",
+    "node": "javascript",
+}
 
 
 def kernel_name(language: str) -> str:
@@ -19,10 +27,15 @@ def kernel_name(language: str) -> str:
     specs = KernelSpecManager().get_all_specs()
     if lang == "python" and "python3" in specs:
         return "python3"
-    found = sorted(name for name, entry in specs.items()
-                   if name != AGENT_KERNEL
-                   and str((entry.get("spec") or {}).get("language", "")).lower() == lang)
+    found = sorted(
+        name
+        for name, entry in specs.items()
+        if name != AGENT_KERNEL
+        and str((entry.get("spec") or {}).get("language", "")).lower() == lang
+    )
     if not found:
-        raise NoKernelSpec(f"no Jupyter kernel for {language!r} is installed (no kernelspec "
-                           f"with language {lang!r}; see jupyter kernelspec list)")
+        raise NoKernelSpec(
+            f"no Jupyter kernel for {language!r} is installed (no kernelspec "
+            f"with language {lang!r}; see jupyter kernelspec list)"
+        )
     return found[0]

@@ -19,8 +19,13 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime.run import Run
 
 PYTHON = ("python", "py", "python3", "ipython", "ipython3")
-REFUSED_IN_SANDBOX = ("CompileError", "NameError", "ImportError", "ModuleNotFoundError",
-                      "PermissionError")
+REFUSED_IN_SANDBOX = (
+    "CompileError",
+    "NameError",
+    "ImportError",
+    "ModuleNotFoundError",
+    "PermissionError",
+)
 """What the sandbox says when a cell needs what only a real kernel has (an import it does
 not offer, ``open``, a name from a package)."""
 
@@ -33,13 +38,22 @@ def output_cap(folder: Path) -> int | None:
 
 def refuse(folder: Path, cell_id: str, what: str) -> trust.TrustError:
     """The one-line refusal for a code cell that needs a real kernel in an untrusted folder."""
-    return trust.TrustError(f"cell {cell_id} needs a real kernel ({what}) and its folder "
-                            "is not trusted", f"to run it: tce trust {folder}", kind="code",
-                            folder=folder)
+    return trust.TrustError(
+        f"cell {cell_id} needs a real kernel ({what}) and its folder is not trusted",
+        f"to run it: tce trust {folder}",
+        kind="code",
+        folder=folder,
+    )
 
 
-async def run_code_cell(cell: Mapping[str, Any], run: Run, *, nb: Mapping[str, Any] | None,
-                        folder: Path, kernels: Any = None) -> None:
+async def run_code_cell(
+    cell: Mapping[str, Any],
+    run: Run,
+    *,
+    nb: Mapping[str, Any] | None,
+    folder: Path,
+    kernels: Any = None,
+) -> None:
     """Run a ``[code]`` cell of ``nb`` (whose file is in ``folder``) into ``run``.
     ``kernels``: the session's ``codekernel.CodeKernels`` (None: one started for this cell
     and stopped after it)."""
@@ -76,15 +90,17 @@ def _short(message: str) -> str:
     return line.split(": ", 1)[-1][:120]
 
 
-async def _in_kernel(cell: Mapping[str, Any], run: Run, language: str, folder: Path,
-                     kernels: Any) -> None:
+async def _in_kernel(
+    cell: Mapping[str, Any], run: Run, language: str, folder: Path, kernels: Any
+) -> None:
     from jupyter_percent_agent import codekernel
 
     own = kernels is None
     if own:
         kernels = codekernel.CodeKernels(folder)
-    collector = codekernel.Collector(run.emit, run.next_output_id, cap=output_cap(folder),
-                                     language=language)
+    collector = codekernel.Collector(
+        run.emit, run.next_output_id, cap=output_cap(folder), language=language
+    )
     try:
         kernel = await kernels.get(language)
         reply = await kernel.execute(fmt.message_text(cell), collector)
@@ -93,8 +109,10 @@ async def _in_kernel(cell: Mapping[str, Any], run: Run, language: str, folder: P
         if isinstance(count, int):
             run.counted(count)
         if reply.get("status") == "error" or collector.error is not None:
-            ename, evalue = collector.error or (str(reply.get("ename") or "Error"),
-                                                str(reply.get("evalue") or ""))
+            ename, evalue = collector.error or (
+                str(reply.get("ename") or "Error"),
+                str(reply.get("evalue") or ""),
+            )
             run.fail(ename, f"{ename}: {evalue}" if evalue else ename)
         elif reply.get("status") == "aborted":
             run.fail("Aborted", "the kernel aborted the cell")

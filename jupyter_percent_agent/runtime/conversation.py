@@ -137,7 +137,8 @@ class CellInFile:
         return nb, decided
 
     def finish(self, run: Run) -> None:
-        store.apply_run(self.path, run)
+        if run.outputs or run.execution_count is not None or run.summaries:
+            store.apply_run(self.path, run)  # a refused cell made nothing: nothing is written
 
 
 class CellGone(PercentAgentError, LookupError):

@@ -146,18 +146,23 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
                            transport=transport, current_text=options.current_text,
                            summaries={k: v[0] for k, v in run.summaries.items()})
     run.dropped_groups(history.dropped)
+    messages = history.messages
+    if history.has_images:  # code cells' plots: image parts for a model that sees them
+        from jupyter_percent_agent.runtime.code_history import sees_images
+
+        messages = history.messages_for(vision=sees_images(agent.vision, agent.models[0]))
     extra: dict[str, Any] = {"dropped": history.dropped} if history.dropped else {}
     if offered is not None:
         extra["tools_offered"] = list(offered)
     if toolset is None:
         from jupyter_percent_agent.runtime.reply import plain_reply
 
-        await plain_reply(run, agent, history.messages, route=route, transport=transport,
+        await plain_reply(run, agent, messages, route=route, transport=transport,
                           extra=extra)
     else:
         from jupyter_percent_agent.runtime.attp_loop import attp_loop
 
-        await attp_loop(run, agent, toolset, history.messages, route=route,
+        await attp_loop(run, agent, toolset, messages, route=route,
                         transport=transport, extra=extra, max_steps=step_limit(options, agent))
     if decided.kind == "async" and run.ok:
         land(cell, run, options.folder)
