@@ -203,3 +203,20 @@ def test_ctrl_c_interrupts_the_kernel_keeps_outputs_and_exits_130(
     assert "started" in texts(cell, "stream")
     kinds = [(fmt.output_kind(o), o.get("ename")) for o in cell["outputs"]]
     assert ("error", "KeyboardInterrupt") in kinds
+
+
+def test_a_vision_agent_gets_the_plot_as_an_image_part(
+    folder: Path, env: dict[str, str], openai_server: OpenAIServer, trusted: Callable[[Path], Path]
+) -> None:
+    trusted(folder)
+    path = folder / "nums.msg.md"
+    front = "---\nagents:\n  seer:\n    models: [test-model]\n    vision: true\n---\n\n"
+    path.write_text(front + path.read_text())
+    openai_server.script("A red rectangle.")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    (request,) = openai_server.chat_requests
+    parts = [p for m in request.messages if isinstance(m["content"], list) for p in m["content"]]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert "[image 1: image/png]" in parts[0]["text"]
