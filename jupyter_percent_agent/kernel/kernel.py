@@ -90,6 +90,7 @@ class _Display:
         self.sent_text = ""
         self.errors: list[dict[str, Any]] = []
         self.shown = False
+        self.conversation: Any = None  # its kind is known once the run has begun
 
     # -- the streaming reply -----------------------------------------------------------
 
@@ -169,8 +170,12 @@ class _Display:
                                           "execution_count": self.kernel.execution_count})
         elif ot == "error":
             self.errors.append(out)
+            # a [code] cell's traceback comes from its kernel: shown whole, as Jupyter does
+            code = getattr(self.conversation, "kind", None) == "code"
+            traceback = (list(out.get("traceback") or []) if code and out.get("traceback")
+                         else _short_traceback(out))
             self._send("error", {"ename": out["ename"], "evalue": out["evalue"],
-                                 "traceback": _short_traceback(out)})
+                                 "traceback": traceback})
         else:
             self._send("display_data", {"data": out["data"], "metadata": out["metadata"],
                                         "transient": {}})
@@ -212,11 +217,26 @@ class AgentKernel(Kernel):
                            else local)
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
+        self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
 
     def start(self) -> None:
         super().start()
         if env_flag("PERCENT_AGENT_PRELOAD", True):
             self.io_loop.call_later(PRELOAD_DELAY, self._transport.warm_up)
+
+    def code_kernels(self, folder: Path) -> Any:
+        """This session's code kernels (``[code]`` cells in a trusted folder), started in
+        the notebook's folder on first use and stopped with this kernel."""
+        from jupyter_percent_agent.codekernel import CodeKernels
+
+        if self._code_kernels is None or self._code_kernels.folder != folder:
+            self._code_kernels = CodeKernels(folder)
+        return self._code_kernels
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        if self._code_kernels is not None:
+            await self._code_kernels.shutdown()
+        return {"status": "ok", "restart": restart}
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -278,8 +298,10 @@ class AgentKernel(Kernel):
         display = _Display(self)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
-        options = RunOptions(base_dir=path.parent if path else Path.cwd(), current_text=code,
-                             runners=TASK_RUNNERS)
+        folder = path.parent if path else Path.cwd()
+        display.conversation = conversation
+        options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
+                             code_kernels=self.code_kernels(folder))
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:

@@ -1,0 +1,124 @@
+"""The agent kernel runs ``[code]`` cells of a trusted folder in a real kernel of their
+language (the user's ``python3`` kernelspec), kept for the session and stopped with it."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.test_kernel import (
+    collect,
+    execute,
+    kernel_env,
+    outputs,
+    start,
+    stop,
+    trust_for_kernel,
+)
+
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAAB"
+    "JRU5ErkJggg=="
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kernels = tmp_path_factory.mktemp("jupyter") / "kernels"
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    return kernels
+
+
+@pytest.fixture(scope="module")
+def trusted_kernel(
+    spec_dir: Path,
+    server: OpenAIServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Any, Any, Path]]:
+    folder = tmp_path_factory.mktemp("trusted")
+    notebook = folder / "work.msg.md"
+    notebook.write_text(
+        "# %% A[^a]\n[^a]: [code]\n\n```python\nx = 1\n```\n\n"
+        "# %% B[^b]\n[^b]: [code]\n\n```python\nx\n```\n\n"
+        "# %% C[^c]\n[^c]: [code]\n\n```python\nx\n```\n"
+    )
+    trust_for_kernel(folder)
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(folder))
+    yield km, kc, folder
+    stop(km, kc)
+
+
+def test_code_cells_run_in_a_real_python_kernel_with_state_and_rich_output(
+    trusted_kernel: tuple[Any, Any, Path],
+) -> None:
+    _km, kc, folder = trusted_kernel
+    (folder / "numbers.txt").write_text("3 4 5\n")
+    reply, _ = execute(
+        kc, "import statistics\nnums = [int(n) for n in open('numbers.txt').read().split()]", "a"
+    )
+    assert reply["content"]["status"] == "ok", reply["content"]
+    code = (
+        "import base64, sys\nfrom IPython.display import Image, display\n"
+        "print(statistics.mean(nums))\nprint('note', file=sys.stderr)\n"
+        f"display(Image(data=base64.b64decode({PNG!r})))\nsum(nums)"
+    )
+    reply, iopub = execute(kc, code, "b")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    outs = outputs(iopub)
+    kinds = [m["msg_type"] for m in outs]
+    assert kinds == ["stream", "stream", "display_data", "execute_result"], kinds
+    assert outs[0]["content"] == {"name": "stdout", "text": "4\n"}
+    assert outs[1]["content"] == {"name": "stderr", "text": "note\n"}
+    assert outs[2]["content"]["data"]["image/png"].replace("\n", "") == PNG
+    assert outs[3]["content"]["data"]["text/plain"] == "12"
+
+
+def test_a_code_cells_error_shows_its_whole_traceback(
+    trusted_kernel: tuple[Any, Any, Path],
+) -> None:
+    _km, kc, _ = trusted_kernel
+    reply, iopub = execute(kc, "def f():\n    return 1 / 0\nf()", "c")
+    assert reply["content"]["status"] == "error"
+    (error,) = [m["content"] for m in outputs(iopub) if m["msg_type"] == "error"]
+    assert error["ename"] == "ZeroDivisionError"
+    assert any("return 1 / 0" in line for line in error["traceback"])
+
+
+def test_interrupt_reaches_the_code_kernel_and_state_survives(
+    trusted_kernel: tuple[Any, Any, Path],
+) -> None:
+    km, kc, _ = trusted_kernel
+    msg = kc.session.msg(
+        "execute_request",
+        {
+            "code": "import time\nprint('spinning', flush=True)\nwhile True:\n    time.sleep(0.05)",
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        },
+    )
+    msg["metadata"]["cellId"] = "c"
+    kc.shell_channel.send(msg)
+    time.sleep(3)  # the code kernel is in the loop (no timing is asserted)
+    km.interrupt_kernel()
+    reply, iopub = collect(kc, msg["header"]["msg_id"])
+    assert reply["content"]["status"] == "error"
+    assert "KeyboardInterrupt" in [m["content"].get("ename") for m in outputs(iopub)]
+    reply, iopub = execute(kc, "print(len(nums))", "c")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert [m["content"]["text"] for m in outputs(iopub)] == ["3\n"]
