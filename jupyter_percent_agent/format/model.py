@@ -35,6 +35,7 @@ __all__ = [
     "front_matter",
     "message_text",
     "new_cell_id",
+    "new_code_cell",
     "new_id",
     "new_message",
     "next_output_id",
@@ -318,6 +319,16 @@ def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None 
                 "metadata": metadata, "source": text}
     return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
             "outputs": [], "execution_count": None}
+
+
+def new_code_cell(code: str, *, language: str | None = None, cell_id: str | None = None,
+                  attrs: Mapping | None = None) -> dict:
+    """A ``[code]`` cell whose fence holds ``code`` (info string ``language``; None: the
+    notebook's language)."""
+    cell = new_message(code, attrs=attrs, cell_id=cell_id, kind="code")
+    if language:
+        cell["metadata"][NS]["lang"] = escape_surrogates(language)
+    return cell
 
 
 # --------------------------------------------------------------------------- outputs

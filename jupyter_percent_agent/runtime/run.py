@@ -40,6 +40,7 @@ class Run:
         self._dropped: list[str] = []
         self._partial: dict[str, Any] | None = None
         self._count: int | None = None
+        self._proposed: list[tuple[str, str]] = []
 
     # -- what happened ---------------------------------------------------------------------
 
@@ -96,6 +97,11 @@ class Run:
         return self._count
 
     @property
+    def proposed(self) -> list[tuple[str, str]]:
+        """Code the reply proposes for the user to run: (language, code), in order."""
+        return list(self._proposed)
+
+    @property
     def summaries(self) -> Mapping[str, tuple[str, str]]:
         """Summaries made for earlier ``history="summary"`` cells: id -> (text, content hash),
         to be stored with the cells (``store.apply_summaries``)."""
@@ -119,6 +125,10 @@ class Run:
     def counted(self, execution_count: int) -> None:
         """The kernel ran the code cell as its ``execution_count``-th execution."""
         self._count = execution_count
+
+    def propose(self, language: str, code: str) -> None:
+        """The reply proposes ``code`` (a new ``[code]`` cell under it, never run by itself)."""
+        self._proposed.append((language, code))
 
     def made_summaries(self, summaries: Mapping[str, tuple[str, str]]) -> None:
         self._summaries.update(summaries)
