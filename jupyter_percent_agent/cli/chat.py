@@ -83,6 +83,10 @@ class Printer:
                 click.echo(f"[{line}]", err=True)
             case ev.Chunk(tool=tool, data=data):
                 click.echo(f"[{tool}] {data}", err=True)
+            case ev.CodeText(name=name, text=text):  # a code cell printing, as it prints
+                stream = sys.stderr if name == "stderr" else sys.stdout
+                stream.write(fmt.escape_surrogates(text))
+                stream.flush()
             case ev.OutputMade(output=out) if self.tool_mode:
                 kind = fmt.output_kind(out)
                 if kind in ("tool_call", "tool_result"):

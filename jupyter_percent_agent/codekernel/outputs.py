@@ -4,7 +4,7 @@ on the bytes one cell may save (with a line saying what was cut).
 
 Pure: no I/O, no jupyter_client. ``Collector.take(msg)`` is fed every IOPub message of one
 execution; the outputs it makes go to ``emit`` as soon as they are complete (a stream when
-another output or the end comes).
+another output or the end comes), and stream text to ``on_text`` as it comes.
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ class Collector:
         *,
         cap: int | None,
         language: str = "python",
+        on_text: Callable[[str, str], Any] | None = None,
     ) -> None:
         self._emit = emit
+        self._on_text = on_text
         self._next_id = next_id
         self.cap = cap
         self.language = language
@@ -111,6 +113,8 @@ class Collector:
         text = self._fit_text(text)
         if not text:
             return
+        if self._on_text is not None:  # shown as it comes; saved joined, when complete
+            self._on_text(name, text)
         if self._stream is None:
             self._stream = (name, [])
         self._stream[1].append(text)
@@ -161,6 +165,8 @@ class Collector:
                 f"[output cut: {self.cut} bytes past the cap of {self.cap} bytes "
                 "(code_output_bytes in your config)]\n"
             )
+            if self._on_text is not None:
+                self._on_text("stderr", note)
             self._emit(
                 fmt.stream_output(
                     "stderr", note, out_id=self._next_id(), attrs={"truncated": self.cut}

@@ -91,6 +91,7 @@ class _Display:
         self.errors: list[dict[str, Any]] = []
         self.shown = False
         self.conversation: Any = None  # its kind is known once the run has begun
+        self.live_streams = False  # a code kernel's stdout/stderr was shown as it came
 
     # -- the streaming reply -----------------------------------------------------------
 
@@ -144,6 +145,9 @@ class _Display:
                 # never an empty reply left behind
                 self.text = ""
                 self.kernel.log.info("agent: %s", reason)
+            case ev.CodeText(name=name, text=text):
+                self.live_streams = True
+                self._send("stream", {"name": name, "text": text})
             case ev.OutputMade(output=out):
                 self._output(out)
             case ev.Interrupted(partial=partial):
@@ -164,7 +168,8 @@ class _Display:
         self.display_id, self.text = None, ""
         ot = out.get("output_type")
         if ot == "stream":
-            self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
+            if not self.live_streams:  # a code kernel's streams were shown as they came
+                self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
         elif ot == "execute_result":
             self._send("execute_result", {"data": out["data"], "metadata": out["metadata"],
                                           "execution_count": self.kernel.execution_count})

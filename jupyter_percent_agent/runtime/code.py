@@ -16,6 +16,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime.events import CodeText
 from jupyter_percent_agent.runtime.run import Run
 
 PYTHON = ("python", "py", "python3", "ipython", "ipython3")
@@ -99,7 +100,11 @@ async def _in_kernel(
     if own:
         kernels = codekernel.CodeKernels(folder)
     collector = codekernel.Collector(
-        run.emit, run.next_output_id, cap=output_cap(folder), language=language
+        run.emit,
+        run.next_output_id,
+        cap=output_cap(folder),
+        language=language,
+        on_text=lambda name, text: run.tell(CodeText(name, text)),
     )
     try:
         kernel = await kernels.get(language)
