@@ -1,0 +1,68 @@
+"""``[code]`` cells in a real JupyterLab and Chromium: in a trusted folder, Shift+Enter runs
+one in a real ``python3`` kernel (matplotlib's plot shows under the cell), and the next
+message is sent with that plot as an image part to a vision model (the local model server)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from .labpage import cell_with, open_notebook, run_cell, save, wait_for_kernel
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PLOT = (
+    "---\nagents:\n  seer:\n    models: [test-model]\n    vision: true\n---\n\n"
+    "# %% Plot[^p1]\n[^p1]: [code]\n\n```python\n"
+    "import matplotlib.pyplot as plt\n"
+    "values = [1, 4, 9, 16]\n"
+    "plt.plot(values)\n"
+    "plt.title('squares')\n"
+    "plt.show()\n"
+    "print('plotted', len(values))\n"
+    "```\n\n"
+    "# %% Ask[^q1]\n[^q1]: [markdown]\n\nWhat does the plot show?\n"
+)
+
+
+@pytest.fixture
+def trusted_root(lab_server):
+    """The lab's root, trusted in the server's user config for this test only."""
+    config = lab_server.user_config
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(f'trusted = ["{lab_server.root.resolve()}"]\n')
+    (lab_server.root / "plot.msg.md").write_text(PLOT)
+    yield lab_server.root
+    (config / "config.toml").unlink(missing_ok=True)
+
+
+def test_a_matplotlib_plot_shows_and_goes_to_a_vision_model(
+    page, lab_server, model, trusted_root
+) -> None:
+    notebook = open_notebook(page, lab_server, "plot.msg.md")
+    wait_for_kernel(page)
+    code = cell_with(notebook, "plt.plot(values)")
+    run_cell(page, code)
+    outputs = code.locator(".jp-OutputArea")
+    expect(outputs).to_contain_text("plotted 4")
+    image = outputs.locator("img")
+    expect(image).to_be_visible(timeout=60_000)
+    width = image.evaluate("img => img.naturalWidth")
+    assert width > 100  # a real figure, rendered from its PNG
+    assert not model.chat_requests  # running code calls no model
+
+    model.script("A line rising ever faster: the squares 1, 4, 9, 16.")
+    ask = cell_with(notebook, "What does the plot show?")
+    run_cell(page, ask)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("rising ever faster", timeout=60_000)
+    (request,) = model.chat_requests
+    parts = [p for m in request.messages if isinstance(m["content"], list) for p in m["content"]]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    assert "plotted 4" in parts[0]["text"] and "not instructions" in parts[0]["text"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    page.screenshot(path=str(lab_server.root.parent / "code_cells.png"))
+    # saved by JupyterLab: the plot and the print in the format's terms
+    save(page)
+    text = (trusted_root / "plot.msg.md").read_text()
+    assert "stdout> plotted 4" in text
+    assert '"image/png"' in text or 'mime_type="image/png"' in text
