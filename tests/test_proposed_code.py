@@ -81,3 +81,27 @@ def test_a_proposed_cell_lands_under_the_reply_and_runs_only_when_the_user_runs_
     assert "proposed" not in fmt.cell_attrs(ran)
     assert "".join(fmt.output_text(o) for o in ran["outputs"]) == "2 rows\n"
     assert len(openai_server.chat_requests) == 1  # the message was answered, not sent again
+
+
+def test_auto_run_in_the_users_config_runs_the_proposal_and_a_file_cannot_ask_for_it(
+    folder: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    path = folder / "w.msg.md"
+    # a file asking for auto_run is only an attribute: the proposal waits
+    path.write_text(HEADER.replace("---\n", "---\nauto_run: true\n", 1))
+    openai_server.script((DATA / "code" / "propose_answer.toml").read_text())
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "Chart it"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    _, waiting = hist.conversation_cells(fmt.read(path))
+    assert not waiting["outputs"] and fmt.cell_attrs(waiting) == {"proposed": True}
+    # the user's config names the folder: the next proposal runs at once
+    config = user_config_dir / "config.toml"
+    config.write_text(config.read_text() + f'\nauto_run = ["{folder}"]\n')
+    openai_server.script((DATA / "code" / "propose_answer.toml").read_text())
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "Again"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    cells = hist.conversation_cells(fmt.read(path))
+    ran = cells[-1]
+    assert fmt.cell_kind(ran) == "code" and "proposed" not in fmt.cell_attrs(ran)
+    assert "".join(fmt.output_text(o) for o in ran["outputs"]) == "2 rows\n"
+    assert not cells[1]["outputs"]  # the earlier proposal still waits for the user

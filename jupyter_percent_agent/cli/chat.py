@@ -185,4 +185,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
             click.echo(f"tce: {run.error_detail}", err=True)
     if run.status == "error":
         return EXIT_MODEL if run.agent else EXIT_TOOLS
+    if run.proposed:  # code the reply proposes runs by itself only where the user said so
+        from jupyter_percent_agent.cli.exec import auto_run
+
+        return auto_run(path, run.cell_id, quiet=as_json)
     return EXIT_OK

@@ -65,6 +65,40 @@ def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list
     ]
 
 
+def proposed_after(path: Path, cell_id: str) -> list[int]:
+    """The 1-based indices of the ``proposed=true`` code cells right under ``cell_id``."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime.history import conversation_cells
+
+    cells = conversation_cells(fmt.read(path))
+    ids = [fmt.cell_id(c) for c in cells]
+    if cell_id not in ids:
+        return []
+    found = []
+    for i in range(ids.index(cell_id) + 1, len(cells)):
+        cell = cells[i]
+        if fmt.cell_kind(cell) != "code" or fmt.cell_attrs(cell).get("proposed") is None:
+            break
+        found.append(i + 1)
+    return found
+
+
+def auto_run(path: Path, cell_id: str, *, quiet: bool = False) -> int:
+    """Run the code a reply proposed, when the user's config says ``auto_run`` for this
+    folder (never a file); the exit code of the first that fails, else 0."""
+    from jupyter_percent_agent import trust
+
+    if not trust.auto_runs(path.parent):
+        return EXIT_OK
+    for index in proposed_after(path, cell_id):
+        if not quiet:
+            click.echo(f"[auto_run: cell {index}, proposed by the reply]", err=True)
+        code = run_exec(path, cell=index, quiet=quiet)
+        if code != EXIT_OK:
+            return code
+    return EXIT_OK
+
+
 @click.command("exec", epilog=EPILOG)
 @click.argument("item")
 @click.option("--all", "run_all", is_flag=True, help="Run every cell again, not only new ones.")
