@@ -153,7 +153,7 @@ async def _exec(
     model: str | None,
     quiet: bool,
 ) -> int:
-    from jupyter_percent_agent.cli.chat import Printer
+    from jupyter_percent_agent.cli._printer import Printer
     from jupyter_percent_agent.codekernel import CodeKernels
     from jupyter_percent_agent.runtime import helper
     from jupyter_percent_agent.runtime.conversation import CellInFile, send
