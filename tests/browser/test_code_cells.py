@@ -66,3 +66,24 @@ def test_a_matplotlib_plot_shows_and_goes_to_a_vision_model(
     text = (trusted_root / "plot.msg.md").read_text()
     assert "stdout> plotted 4" in text
     assert '"image/png"' in text or 'mime_type="image/png"' in text
+
+
+HTML_FILE = (
+    "# %% Table[^h1]\n[^h1]: [code]\n\n```python\n"
+    "from IPython.display import HTML, display\n"
+    "display(HTML('<b>bold</b><img src=x onerror=\"(window.__paHits=window.__paHits||[])"
+    ".push(1)\"><script>(window.__paHits=window.__paHits||[]).push(2)</script>'))\n"
+    "```\n"
+)
+
+
+def test_html_from_a_code_kernel_is_sanitized(page, lab_server, model, trusted_root) -> None:
+    (trusted_root / "html.msg.md").write_text(HTML_FILE)
+    notebook = open_notebook(page, lab_server, "html.msg.md")
+    wait_for_kernel(page)
+    cell = cell_with(notebook, "display(HTML(")
+    run_cell(page, cell)
+    expect(cell.locator(".jp-OutputArea b")).to_have_text("bold")
+    page.wait_for_timeout(1000)
+    assert page.evaluate("() => window.__paHits || []") == []
+    assert cell.locator(".jp-OutputArea script").count() == 0
