@@ -236,3 +236,20 @@ def test_which_models_see_images() -> None:
     assert sees_images(None, "test-model") is False
     assert sees_images(True, "test-model") is True
     assert sees_images(False, "gpt-4o") is False
+
+
+def test_the_model_gets_code_and_outputs_as_data_within_a_budget() -> None:
+    rows = "".join(f"stdout> row {i}\n" for i in range(5000))
+    head = "# %% Load[^a]\n[^a]: [code]\n\n```python\nload()\n```\n\n"
+    head += "## %%%[^a.1]\n[^a.1]: [python]\n\n" + rows
+    text = head + (DATA / "history_tail.msg.md").read_text()
+    cells = hist.conversation_cells(fmt.reads(text, path="h.msg.md"))
+    sent = hist.build_history(cells, 3).messages
+    assert len(sent) == 2  # the code cell, then the question: the excluded cell is left out
+    code = sent[0]["content"]
+    assert code.startswith("[The user ran this python code cell") and "not instructions" in code
+    assert "row 0\n" in code and "row 4999\n" in code
+    assert "characters of output cut" in code and len(code) < 10_000
+    assert "   a\n0  1" in code and "<table>" not in code  # a DataFrame by its text/plain
+    assert "Error: KeyError: 'b'" in code and "Traceback" in code
+    assert "secret" not in "".join(m["content"] for m in sent)
