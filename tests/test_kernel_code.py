@@ -122,3 +122,29 @@ def test_interrupt_reaches_the_code_kernel_and_state_survives(
     reply, iopub = execute(kc, "print(len(nums))", "c")
     assert reply["content"]["status"] == "ok", reply["content"]
     assert [m["content"]["text"] for m in outputs(iopub)] == ["3\n"]
+
+
+def test_a_proposal_comes_back_in_the_execute_reply_for_the_labextension(
+    trusted_kernel: tuple[Any, Any, Path], server: OpenAIServer
+) -> None:
+    _km, kc, folder = trusted_kernel
+    data = Path(__file__).parent / "data"
+    (folder / "toolbox").mkdir(exist_ok=True)
+    shutil.copy(data / "toolbox" / "weather.py", folder / "toolbox" / "weather.py")
+    notebook = folder / "work.msg.md"
+    before = notebook.read_text()
+    notebook.write_text(
+        "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n---\n\n"
+        "# %% Ask[^w1]\n[^w1]: [markdown]\n\nChart it.\n"
+    )
+    server.reset()
+    server.script((data / "code" / "propose_answer.toml").read_text())
+    try:
+        reply, _ = execute(kc, "Chart it.", "w1")
+    finally:
+        notebook.write_text(before)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    (entry,) = reply["content"]["payload"]
+    assert entry["source"] == "percent_agent_proposed" and entry["after"] == "w1"
+    (cell,) = entry["cells"]
+    assert cell["language"] == "python" and "csv.DictReader" in cell["code"]

@@ -43,6 +43,10 @@ from jupyter_percent_agent.kernel._notebook import (
     notebook_path,
 )
 
+PROPOSED_SOURCE = "percent_agent_proposed"
+"""The execute reply's payload that lists the code cells a reply proposes (the labextension's
+``proposals.ts`` inserts them under the message)."""
+
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
@@ -342,11 +346,16 @@ class AgentKernel(Kernel):
             reason = _one_line(run.error or "failed")
             return self._error(ename, reason.removeprefix(f"{ename}: "),
                                publish=not display.shown)
+        if run.proposed and conversation.nb_id is not None:
+            # the labextension inserts them under the message (JupyterLab ignores it)
+            return self._ok([{"source": PROPOSED_SOURCE, "after": conversation.nb_id,
+                              "cells": [{"code": code, "language": lang}
+                                        for lang, code in run.proposed]}])
         return self._ok()
 
-    def _ok(self) -> dict[str, Any]:
-        return {"status": "ok", "execution_count": self.execution_count, "payload": [],
-                "user_expressions": {}}
+    def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {"status": "ok", "execution_count": self.execution_count,
+                "payload": payload or [], "user_expressions": {}}
 
     def _error(self, ename: str, evalue: str, *, publish: bool = False) -> dict[str, Any]:
         line = f"{ename}: {evalue}"

@@ -47,6 +47,7 @@ import {
 import { agentMarkdownFactory, agentTextFactory } from './renderer';
 import { openSetup, SETUP_COMMAND, watchMissingKeys } from './setup';
 import { watchTrustRefusals } from './trust';
+import { watchProposals } from './proposals';
 import { setLoadRemoteMedia } from './untrusted';
 import { UsageStatus } from './usage';
 
@@ -199,6 +200,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       guardNotebook(panel, () => {
         decorateCells(panel);
         sendLiveState(panel);
+        watchProposals(panel);
         if (panel === tracker.currentWidget) {
           showUsage();
         }

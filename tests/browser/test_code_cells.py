@@ -4,12 +4,22 @@ message is sent with that plot as an image part to a vision model (the local mod
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import expect
+
+from jupyter_percent_agent import format as fmt
 
 from .labpage import cell_with, open_notebook, run_cell, save, wait_for_kernel
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+PROPOSED_MARK = """() => Array.from(window.jupyterapp.shell.currentWidget.model.cells)
+    .find(cell => cell.sharedModel.getSource().includes('csv.DictReader'))
+    .getMetadata('proposed') ?? null"""
 
 PLOT = (
     "---\nagents:\n  seer:\n    models: [test-model]\n    vision: true\n---\n\n"
@@ -87,3 +97,44 @@ def test_html_from_a_code_kernel_is_sanitized(page, lab_server, model, trusted_r
     page.wait_for_timeout(1000)
     assert page.evaluate("() => window.__paHits || []") == []
     assert cell.locator(".jp-OutputArea script").count() == 0
+
+
+PROPOSE = (DATA / "code" / "propose_answer.toml").read_text()
+CHAT = (
+    "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n---\n\n"
+    "# %% Ask[^w1]\n[^w1]: [markdown]\n\nChart my weather file.\n"
+)
+
+
+def test_proposed_code_appears_under_the_reply_and_runs_only_when_the_user_runs_it(
+    page, lab_server, model, trusted_root
+) -> None:
+    (trusted_root / "toolbox").mkdir(exist_ok=True)
+    shutil.copy(DATA / "toolbox" / "weather.py", trusted_root / "toolbox" / "weather.py")
+    (trusted_root / "weather.csv").write_text("city,t\nParis,18.5\nOslo,4\n")
+    (trusted_root / "propose.msg.md").write_text(CHAT)
+    notebook = open_notebook(page, lab_server, "propose.msg.md")
+    wait_for_kernel(page)
+    model.script(PROPOSE)
+    ask = cell_with(notebook, "Chart my weather file.")
+    run_cell(page, ask)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("run it when you are ready")
+    proposal = notebook.locator(".jp-CodeCell").nth(1)
+    expect(proposal).to_contain_text("csv.DictReader", timeout=30_000)
+    expect(proposal.locator(".jp-OutputArea-output")).to_have_count(0)  # not run
+    assert page.evaluate(PROPOSED_MARK) is True
+    # the user runs it before saving: the kernel learns from the live state it is [code]
+    run_cell(page, proposal)
+    expect(proposal.locator(".jp-OutputArea")).to_contain_text("2 rows")
+    assert page.evaluate(PROPOSED_MARK) is None
+    assert len(model.chat_requests) == 1  # the code went to the kernel, not the model
+    save(page)
+    saved = (trusted_root / "propose.msg.md").read_text()
+    assert "csv.DictReader" in saved and "stdout> 2 rows" in saved
+    (kept,) = [
+        c
+        for c in fmt.read(trusted_root / "propose.msg.md")["cells"]
+        if "csv.DictReader" in fmt.message_text(c)
+    ]
+    assert fmt.cell_kind(kept) == "code"
+    assert "proposed=true" not in (trusted_root / "propose.msg.md").read_text()
