@@ -47,6 +47,7 @@ import {
 import { agentMarkdownFactory, agentTextFactory } from './renderer';
 import { openSetup, SETUP_COMMAND, watchMissingKeys } from './setup';
 import { watchTrustRefusals } from './trust';
+import { highlightCodeCells } from './codecells';
 import { watchProposals } from './proposals';
 import { setLoadRemoteMedia } from './untrusted';
 import { UsageStatus } from './usage';
@@ -201,6 +202,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         decorateCells(panel);
         sendLiveState(panel);
         watchProposals(panel);
+        highlightCodeCells(panel);
         if (panel === tracker.currentWidget) {
           showUsage();
         }

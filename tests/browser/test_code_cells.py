@@ -138,3 +138,21 @@ def test_proposed_code_appears_under_the_reply_and_runs_only_when_the_user_runs_
     ]
     assert fmt.cell_kind(kept) == "code"
     assert "proposed=true" not in (trusted_root / "propose.msg.md").read_text()
+
+
+def test_code_cells_are_highlighted_as_their_language(page, lab_server, model, trusted_root):
+    (trusted_root / "langs.msg.md").write_text(
+        "# %% Py[^a]\n[^a]: [code]\n\n```python\nimport os\n```\n\n"
+        "# %% Sh[^b]\n[^b]: [code]\n\n```bash\nls -l\n```\n\n"
+        "# %% Ask[^c]\n[^c]: [markdown]\n\nA message.\n"
+    )
+    notebook = open_notebook(page, lab_server, "langs.msg.md")
+    wait_for_kernel(page)
+    mimes = page.evaluate(
+        "() => Array.from(window.jupyterapp.shell.currentWidget.model.cells)"
+        ".map(cell => cell.mimeType)"
+    )
+    assert mimes == ["text/x-ipython", "text/x-sh", "text/x-markdown"], mimes
+    content = cell_with(notebook, "import os").locator(".cm-content")
+    expect(content).to_have_attribute("data-language", "python")
+    expect(content.locator("span", has_text="import")).to_have_count(1)  # a Python token
