@@ -253,3 +253,24 @@ def test_the_model_gets_code_and_outputs_as_data_within_a_budget() -> None:
     assert "   a\n0  1" in code and "<table>" not in code  # a DataFrame by its text/plain
     assert "Error: KeyError: 'b'" in code and "Traceback" in code
     assert "secret" not in "".join(m["content"] for m in sent)
+
+
+def test_a_display_updated_in_place_is_saved_as_it_ended() -> None:
+    shown = {"data": {"text/plain": "10%"}, "metadata": {}, "transient": {"display_id": "bar"}}
+    outs = collect(
+        [
+            {"msg_type": "display_data", "content": shown},
+            *[
+                {
+                    "msg_type": "update_display_data",
+                    "content": {
+                        "data": {"text/plain": f"{p}%"},
+                        "transient": {"display_id": "bar"},
+                    },
+                }
+                for p in (50, 100)
+            ],
+        ]
+    )
+    (bar,) = outs
+    assert bar["data"] == {"text/plain": "100%"}

@@ -58,6 +58,7 @@ class Collector:
         self.used = 0
         self.cut = 0  # bytes left out past the cap
         self._stream: tuple[str, list[str]] | None = None
+        self._displays: dict[str, dict[str, Any]] = {}  # display_id -> its output
         self.execution_count: int | None = None
         self.error: tuple[str, str] | None = None  # (ename, evalue) of the cell's error
 
@@ -94,7 +95,9 @@ class Collector:
             self._take_stream(
                 str(content.get("name") or "stdout"), strip_ansi(str(content.get("text") or ""))
             )
-        elif kind in ("display_data", "execute_result", "update_display_data"):
+        elif kind == "update_display_data":
+            self._update(content)
+        elif kind in ("display_data", "execute_result"):
             if kind == "execute_result":
                 self.execution_count = content.get("execution_count")
             self._take_data(kind, content)
@@ -106,8 +109,8 @@ class Collector:
             pass  # the file keeps what was shown; a progress bar's frames are joined as text
 
     def _take_stream(self, name: str, text: str) -> None:
-        if name not in ("stdout", "stderr"):
-            name = "stderr" if name == "stderr" else "stdout"
+        if name != "stderr":  # the format keeps stdout and stderr; anything else is stdout
+            name = "stdout"
         if self._stream is not None and self._stream[0] != name:
             self.flush()
         text = self._fit_text(text)
@@ -138,15 +141,30 @@ class Collector:
         if "text/plain" in data and isinstance(data["text/plain"], str):
             data["text/plain"] = strip_ansi(data["text/plain"])
         count = content.get("execution_count") if kind == "execute_result" else None
-        self._emit(
-            fmt.code_data_output(
-                data,
-                out_id=self._next_id(),
-                language=self.language,
-                execution_count=count,
-                result=kind == "execute_result",
-            )
+        out = fmt.code_data_output(
+            data,
+            out_id=self._next_id(),
+            language=self.language,
+            execution_count=count,
+            result=kind == "execute_result",
         )
+        display_id = (content.get("transient") or {}).get("display_id")
+        if isinstance(display_id, str):
+            self._displays[display_id] = out
+        self._emit(out)
+
+    def _update(self, content: Mapping[str, Any]) -> None:
+        """``update_display_data``: the output shown with that display id takes the new data
+        (a progress display is saved as it ended, not as one output per frame)."""
+        display_id = (content.get("transient") or {}).get("display_id")
+        out = self._displays.get(display_id) if isinstance(display_id, str) else None
+        data = {k: v for k, v in (content.get("data") or {}).items() if isinstance(k, str)}
+        if out is None or not data:
+            return
+        if "text/plain" in data and isinstance(data["text/plain"], str):
+            data["text/plain"] = strip_ansi(data["text/plain"])
+        fresh = fmt.code_data_output(data, out_id=None, language=self.language)
+        out["data"] = fresh["data"]
 
     def _take_error(self, content: Mapping[str, Any]) -> None:
         self.flush()

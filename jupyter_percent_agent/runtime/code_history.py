@@ -52,15 +52,15 @@ def _plain(value: Any) -> str:
     )
 
 
-def code_turn_parts(cell: Mapping[str, Any], lang: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """(text, images) for an earlier code cell: the framed code and outputs, and the images
-    among its outputs as (MIME type, base64), in order."""
+def code_turn_parts(
+    cell: Mapping[str, Any], lang: str, outputs: Sequence[Mapping[str, Any]] | None = None
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(text, images) for an earlier code cell: the framed code and outputs (``outputs``:
+    those the history keeps, default all), and the images among them as (MIME type,
+    base64), in order."""
     pieces: list[str] = []
     images: list[tuple[str, str]] = []
-    for out in cell.get("outputs") or ():
-        history = (out.get("metadata") or {}).get("history")
-        if history is not None and str(history).lower() in ("exclude", "none", "false", "no"):
-            continue
+    for out in cell.get("outputs") or () if outputs is None else outputs:
         kind = fmt.output_kind(out)
         if kind == "stream":
             text = fmt.output_text(out)

@@ -161,7 +161,9 @@ def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = Non
     if kind == "code":
         from jupyter_percent_agent.runtime.code_history import code_turn_parts
 
-        text, images = code_turn_parts(cell, fmt.cell_language(cell))
+        kept = [o for o in outputs if history_mode(
+            (o.get("metadata") or {}).get("history", "include"), "message") != "exclude"]
+        text, images = code_turn_parts(cell, fmt.cell_language(cell), kept)
         return [Turn("user", text, group, images=images)]
     if kind in ("tool_call", "toolchain"):
         what = attrs.get("tool") or attrs.get("tools")
