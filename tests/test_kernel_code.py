@@ -148,3 +148,13 @@ def test_a_proposal_comes_back_in_the_execute_reply_for_the_labextension(
     assert entry["source"] == "percent_agent_proposed" and entry["after"] == "w1"
     (cell,) = entry["cells"]
     assert cell["language"] == "python" and "csv.DictReader" in cell["code"]
+
+
+def test_the_code_kernel_imports_the_users_modules_from_the_trusted_folder(
+    trusted_kernel: tuple[Any, Any, Path],
+) -> None:
+    _km, kc, folder = trusted_kernel
+    (folder / "helpers_of_mine.py").write_text("ANSWER = 42\n")
+    reply, iopub = execute(kc, "import helpers_of_mine\nprint(helpers_of_mine.ANSWER)", "c")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert [m["content"]["text"] for m in outputs(iopub)] == ["42\n"]
