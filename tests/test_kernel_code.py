@@ -158,3 +158,40 @@ def test_the_code_kernel_imports_the_users_modules_from_the_trusted_folder(
     reply, iopub = execute(kc, "import helpers_of_mine\nprint(helpers_of_mine.ANSWER)", "c")
     assert reply["content"]["status"] == "ok", reply["content"]
     assert [m["content"]["text"] for m in outputs(iopub)] == ["42\n"]
+
+
+def test_the_code_kernel_stops_with_the_agent_kernel(
+    spec_dir: Path, server: OpenAIServer, tmp_path: Path
+) -> None:
+    """Shut down by the agent kernel itself (its sockets' folder is removed), not left for
+    ipykernel's parent poller to notice."""
+    notebook = tmp_path / "pid.msg.md"
+    notebook.write_text("# %% Pid[^p]\n[^p]: [code]\n\n```python\nimport os\n```\n")
+    trust_for_kernel(tmp_path)
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(tmp_path))
+    code = (
+        "import os\nfrom ipykernel.kernelapp import IPKernelApp\n"
+        "print(os.getpid(), IPKernelApp.instance().ip)"
+    )
+    try:
+        reply, iopub = execute(kc, code, "p")
+        assert reply["content"]["status"] == "ok", reply["content"]
+        pid, ip = outputs(iopub)[0]["content"]["text"].split()
+        sockets = Path(ip).parent
+        assert sockets.name.startswith("tce-kernel-") and sockets.is_dir()
+        kc.shutdown()  # as JupyterLab's "Shut Down Kernel" does
+        for _ in range(400):
+            if not sockets.exists() and not _running(int(pid)):
+                break
+            time.sleep(0.05)
+        assert not sockets.exists() and not _running(int(pid))
+    finally:
+        stop(km, kc)
+        trust_for_kernel(tmp_path, trusted=False)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return False
