@@ -58,7 +58,8 @@ def trusted_kernel(
     trust_for_kernel(folder)
     km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(folder))
     yield km, kc, folder
-    stop(km, kc)
+    kc.stop_channels()
+    km.shutdown_kernel()  # a shutdown request: the agent kernel stops its code kernel too
 
 
 def test_code_cells_run_in_a_real_python_kernel_with_state_and_rich_output(
