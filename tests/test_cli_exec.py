@@ -220,3 +220,17 @@ def test_a_vision_agent_gets_the_plot_as_an_image_part(
     assert [p["type"] for p in parts] == ["text", "image_url"]
     assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
     assert "[image 1: image/png]" in parts[0]["text"]
+
+
+def test_an_untrusted_cells_own_mistake_is_its_error_not_a_refusal(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    path = tmp_path / "typo.msg.md"
+    path.write_text("# %% Typo[^c1]\n[^c1]: [code]\n\n```python\nprint(totl)\n```\n")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 4, done.stderr
+    assert "NameError" in done.stderr and "tce trust" not in done.stderr
+    assert "NameError" in texts(cells(path)[0], "stream", "stderr")
+    path.write_text("# %% Read[^c1]\n[^c1]: [code]\n\n```python\nprint(open('x').read())\n```\n")
+    refused = tce("exec", str(path), env=env)
+    assert refused.returncode == 6 and f"tce trust {tmp_path}" in refused.stderr

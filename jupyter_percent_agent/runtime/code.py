@@ -71,12 +71,24 @@ async def run_code_cell(
     prefix, _, first = run.next_output_id().rpartition(".")
     ids = (f"{prefix}.{n}" for n in range(int(first), 1 << 30))
     error = await run_in_sandbox(cell, made.append, lambda: next(ids))
-    if error is not None and error[0] in REFUSED_IN_SANDBOX:
+    if error is not None and _refused(*error):
         raise refuse(folder, run.cell_id, "in the sandbox: " + _short(error[1]))
     for out in made:
         run.emit(out)
     if error is not None:
         run.fail(*error)
+
+
+def _refused(kind: str, message: str) -> bool:
+    """Whether the sandbox's error is a refusal of what a kernel allows (an import, a
+    built-in such as ``open``), not the cell's own mistake (a name it never defined)."""
+    if kind != "NameError":
+        return kind in REFUSED_IN_SANDBOX
+    import builtins
+    import re
+
+    m = re.search(r"name '(\w+)' is not defined", message)
+    return m is not None and hasattr(builtins, m.group(1))
 
 
 def _short(message: str) -> str:
