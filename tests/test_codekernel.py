@@ -274,3 +274,9 @@ def test_a_display_updated_in_place_is_saved_as_it_ended() -> None:
     )
     (bar,) = outs
     assert bar["data"] == {"text/plain": "100%"}
+
+
+def test_an_image_counts_in_the_history_budget() -> None:
+    history = _history_with_image()
+    assert hist.fit(history, 1_000, lambda msgs: 10).dropped == ["p"]  # the plot's cell goes
+    assert hist.fit(_history_with_image(), 5_000, lambda msgs: 10).dropped == []

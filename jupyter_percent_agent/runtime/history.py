@@ -17,6 +17,9 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 
+IMAGE_TOKENS = 1_000
+"""What one image of a code cell counts for in the budget (a scaled-down image costs a vision
+model about this many tokens; a model without vision gets one line instead)."""
 SYSTEM = "system"
 CURRENT = "current"
 DOCUMENT = "document"
@@ -290,12 +293,13 @@ def fit(history: History, budget: int | None,
     turns = history.turns
     if budget is None:
         return history
-    cheap = sum(len(t.content.encode()) + 8 for t in turns)
+    cheap = sum(len(t.content.encode()) + 8 + IMAGE_TOKENS * len(t.images) for t in turns)
     if cheap <= budget:
         return History(list(turns), [], None)
     each = getattr(count, "each", None)  # a counter may count many messages in one go
     sizes = (list(each([t.message() for t in turns])) if each is not None
              else [count([t.message()]) for t in turns])
+    sizes = [n + IMAGE_TOKENS * len(t.images) for n, t in zip(sizes, turns, strict=True)]
     total = sum(sizes) + 3
     order: list[str] = []
     for t in turns:
