@@ -280,3 +280,16 @@ def test_an_image_counts_in_the_history_budget() -> None:
     history = _history_with_image()
     assert hist.fit(history, 1_000, lambda msgs: 10).dropped == ["p"]  # the plot's cell goes
     assert hist.fit(_history_with_image(), 5_000, lambda msgs: 10).dropped == []
+
+
+def test_outputs_of_another_language_are_written_as_that_language() -> None:
+    outs: list[dict] = []
+    ids = iter(range(1, 9))
+    c = codekernel.Collector(outs.append, lambda: f"r1.{next(ids)}", cap=None, language="r")
+    c.take({"msg_type": "stream", "content": {"name": "stdout", "text": "[1] 2\n"}})
+    c.take({"msg_type": "display_data", "content": {"data": {"text/plain": "x"}}})
+    c.finish()
+    nb = fmt.reads("# %% R[^r1]\n[^r1]: [code]\n\n```r\nprint(2)\n```\n", path="r.msg.md")
+    nb["cells"][0]["outputs"] = outs
+    text = fmt.writes(nb)
+    assert "[^r1.1]: [r]\n\nstdout> [1] 2" in text and "[^r1.2]: [r] mime_type=" in text

@@ -61,6 +61,8 @@ class Collector:
         self._displays: dict[str, dict[str, Any]] = {}  # display_id -> its output
         self.execution_count: int | None = None
         self.error: tuple[str, str] | None = None  # (ename, evalue) of the cell's error
+        # streams of another language than Python are written [LANG]
+        self._other_language = None if language in ("python", "py", "python3") else language
 
     # -- the cap ---------------------------------------------------------------------------
 
@@ -128,7 +130,11 @@ class Collector:
             return
         name, parts = self._stream
         self._stream = None
-        self._emit(fmt.stream_output(name, "".join(parts), out_id=self._next_id()))
+        self._emit(
+            fmt.stream_output(
+                name, "".join(parts), out_id=self._next_id(), language=self._other_language
+            )
+        )
 
     def _take_data(self, kind: str, content: Mapping[str, Any]) -> None:
         data = {k: v for k, v in (content.get("data") or {}).items() if isinstance(k, str)}
@@ -187,6 +193,10 @@ class Collector:
                 self._on_text("stderr", note)
             self._emit(
                 fmt.stream_output(
-                    "stderr", note, out_id=self._next_id(), attrs={"truncated": self.cut}
+                    "stderr",
+                    note,
+                    out_id=self._next_id(),
+                    attrs={"truncated": self.cut},
+                    language=self._other_language,
                 )
             )

@@ -461,8 +461,9 @@ def _side_metadata(out_id: str | None, attrs: Mapping | None) -> dict | None:
 
 
 def stream_output(name: str, text: str, *, out_id: str | None = None,
-                  attrs: Mapping | None = None) -> dict:
-    """A ``stream`` output (``stdout`` or ``stderr``).
+                  attrs: Mapping | None = None, language: str | None = None) -> dict:
+    """A ``stream`` output (``stdout`` or ``stderr``); ``language``: its ``[LANG]`` when not
+    the notebook's (a code cell of another language).
 
     nbformat streams have no metadata: when ``out_id`` or ``attrs`` are given they ride in a
     ``metadata`` key that ``writes`` honours and ``reads`` moves into the cell's metadata.
@@ -472,6 +473,9 @@ def stream_output(name: str, text: str, *, out_id: str | None = None,
     out: dict[str, Any] = {"output_type": "stream", "name": name,
                            "text": escape_surrogates(text)}
     md = _side_metadata(out_id, attrs)
+    if language:
+        md = md or {}
+        md.setdefault(NS, {})["type"] = escape_surrogates(language)
     if md:
         out["metadata"] = md
     return out
