@@ -105,3 +105,18 @@ def test_auto_run_in_the_users_config_runs_the_proposal_and_a_file_cannot_ask_fo
     assert fmt.cell_kind(ran) == "code" and "proposed" not in fmt.cell_attrs(ran)
     assert "".join(fmt.output_text(o) for o in ran["outputs"]) == "2 rows\n"
     assert not cells[1]["outputs"]  # the earlier proposal still waits for the user
+
+
+def test_tce_exec_runs_a_proposal_at_once_only_with_auto_run(
+    folder: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    path = folder / "w.msg.md"
+    path.write_text(HEADER + "\n# %% Ask[^m1]\n[^m1]: [markdown]\n\nChart it\n")
+    config = user_config_dir / "config.toml"
+    config.write_text(config.read_text() + f'\nauto_run = ["{folder}"]\n')
+    openai_server.script((DATA / "code" / "propose_answer.toml").read_text())
+    r = CliRunner().invoke(main, ["exec", str(path)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    _, ran = hist.conversation_cells(fmt.read(path))
+    assert "proposed" not in fmt.cell_attrs(ran)
+    assert "".join(fmt.output_text(o) for o in ran["outputs"]) == "2 rows\n"

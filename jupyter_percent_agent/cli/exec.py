@@ -83,6 +83,14 @@ def proposed_after(path: Path, cell_id: str) -> list[int]:
     return found
 
 
+def cell_id_at(path: Path, index: int) -> str:
+    """The id of the 1-based ``index``-th cell of the file."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime.history import conversation_cells
+
+    return fmt.cell_id(conversation_cells(fmt.read(path))[index - 1])
+
+
 def auto_run(path: Path, cell_id: str, *, quiet: bool = False) -> int:
     """Run the code a reply proposed, when the user's config says ``auto_run`` for this
     folder (never a file); the exit code of the first that fails, else 0."""
@@ -166,18 +174,31 @@ async def _exec(
     kernels = CodeKernels(path.parent)
     options = RunOptions(agent=agent, model=model, base_dir=path.parent, code_kernels=kernels)
     printer = Printer(quiet=quiet)
+    from jupyter_percent_agent import trust
+
+    async def one(index: int, cid: str, label: str) -> int | None:
+        """Run one cell; the exit code when it failed, else None."""
+        if not quiet:
+            click.echo(label, err=True)
+        run = await send(CellInFile(path, cid), options, printer, transport=transport)
+        if printer.wrote:
+            click.echo()
+            printer.wrote = False
+        if run.status == "error":
+            click.echo(f"tce: cell {index}: {run.error_detail}", err=True)
+            return EXIT_MODEL if run.agent else EXIT_TOOLS
+        if run.proposed and trust.auto_runs(path.parent):  # the user's config, never a file
+            for at in proposed_after(path, cid):
+                failed = await one(at, cell_id_at(path, at), f"[auto_run: cell {at}]")
+                if failed is not None:
+                    return failed
+        return None
+
     try:
         for n, (index, cid) in enumerate(todo, start=1):
-            kind = kinds.get(cid, "")
-            if not quiet:
-                click.echo(f"[{n}/{len(todo)}] cell {index} ({kind})", err=True)
-            run = await send(CellInFile(path, cid), options, printer, transport=transport)
-            if printer.wrote:
-                click.echo()
-                printer.wrote = False
-            if run.status == "error":
-                click.echo(f"tce: cell {index}: {run.error_detail}", err=True)
-                return EXIT_MODEL if run.agent else EXIT_TOOLS
+            failed = await one(index, cid, f"[{n}/{len(todo)}] cell {index} ({kinds.get(cid, '')})")
+            if failed is not None:
+                return failed
         return EXIT_OK
     finally:
         await asyncio.shield(kernels.shutdown())
