@@ -347,8 +347,12 @@ class AgentKernel(Kernel):
             return self._error(ename, reason.removeprefix(f"{ename}: "),
                                publish=not display.shown)
         if run.proposed and conversation.nb_id is not None:
-            # the labextension inserts them under the message (JupyterLab ignores it)
+            from jupyter_percent_agent import trust
+
+            # the labextension inserts them under the message (JupyterLab ignores it), and
+            # runs them when the user's config says auto_run for this folder
             return self._ok([{"source": PROPOSED_SOURCE, "after": conversation.nb_id,
+                              "auto_run": trust.auto_runs(folder),
                               "cells": [{"code": code, "language": lang}
                                         for lang, code in run.proposed]}])
         return self._ok()

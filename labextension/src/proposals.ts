@@ -7,8 +7,9 @@
  *
  * and this inserts each as a new `[code]` cell right under the message (metadata
  * `percent_agent: {type: "code"}` and `proposed: true`, so a save writes
- * `[code] proposed=true`). It never runs by itself: the user reads it and runs it. Running
- * it, or editing it, removes the `proposed` mark.
+ * `[code] proposed=true`). It never runs by itself: the user reads it and runs it, unless the
+ * user's own config lists the folder under `auto_run` (the kernel says so: `"auto_run":
+ * true`). Running it, or editing it, removes the `proposed` mark.
  */
 
 import { ICellModel } from '@jupyterlab/cells';
@@ -48,6 +49,7 @@ export function insertProposals(panel: NotebookPanel, content: { [key: string]: 
     if (index < 0) {
       continue;
     }
+    const inserted: number[] = [];
     for (const cell of entry['cells'] as IProposedCell[]) {
       if (typeof cell?.code !== 'string') {
         continue;
@@ -63,7 +65,22 @@ export function insertProposals(panel: NotebookPanel, content: { [key: string]: 
         source: cell.code.replace(/\n$/, ''),
         metadata: { percent_agent: ns, [PROPOSED]: true }
       });
+      inserted.push(index);
     }
+    if (entry['auto_run'] === true) {
+      void runInOrder(panel, inserted);
+    }
+  }
+}
+
+/** Run the cells at `indices`, one after the other (the user's config said `auto_run`). */
+async function runInOrder(panel: NotebookPanel, indices: number[]): Promise<void> {
+  for (const index of indices) {
+    if (panel.isDisposed) {
+      return;
+    }
+    panel.content.activeCellIndex = index;
+    await NotebookActions.run(panel.content, panel.sessionContext);
   }
 }
 

@@ -156,3 +156,22 @@ def test_code_cells_are_highlighted_as_their_language(page, lab_server, model, t
     content = cell_with(notebook, "import os").locator(".cm-content")
     expect(content).to_have_attribute("data-language", "python")
     expect(content.locator("span", has_text="import")).to_have_count(1)  # a Python token
+
+
+def test_with_auto_run_in_the_users_config_the_proposal_runs_by_itself(
+    page, lab_server, model, trusted_root
+) -> None:
+    (trusted_root / "toolbox").mkdir(exist_ok=True)
+    shutil.copy(DATA / "toolbox" / "weather.py", trusted_root / "toolbox" / "weather.py")
+    (trusted_root / "weather.csv").write_text("city,t\nParis,18.5\nOslo,4\n")
+    (trusted_root / "auto.msg.md").write_text(CHAT)
+    config = lab_server.user_config / "config.toml"
+    config.write_text(config.read_text() + f'auto_run = ["{trusted_root.resolve()}"]\n')
+    notebook = open_notebook(page, lab_server, "auto.msg.md")
+    wait_for_kernel(page)
+    model.script(PROPOSE)
+    run_cell(page, cell_with(notebook, "Chart my weather file."))
+    proposal = notebook.locator(".jp-CodeCell").nth(1)
+    expect(proposal).to_contain_text("csv.DictReader", timeout=30_000)
+    expect(proposal.locator(".jp-OutputArea")).to_contain_text("2 rows", timeout=60_000)
+    assert page.evaluate(PROPOSED_MARK) is None
