@@ -51,15 +51,19 @@ class CodeKernel:
         try:
             await manager.start_kernel(cwd=str(self.folder), env=self.env)
         except Exception as exc:
+            self._remove_sockets()
             raise KernelError(f"the {self.name} kernel did not start: {exc}") from exc
         client = manager.client()
         client.start_channels()
         try:
             await client.wait_for_ready(timeout=START_TIMEOUT)
-        except (RuntimeError, TimeoutError) as exc:
+        except BaseException as exc:  # no answer, or Ctrl-C while it starts: nothing left
             client.stop_channels()
-            await manager.shutdown_kernel(now=True)
-            raise KernelError(f"the {self.name} kernel did not answer: {exc}") from exc
+            await asyncio.shield(manager.shutdown_kernel(now=True))
+            self._remove_sockets()
+            if isinstance(exc, RuntimeError | TimeoutError):
+                raise KernelError(f"the {self.name} kernel did not answer: {exc}") from exc
+            raise
         self.manager, self.client = manager, client
 
     async def alive(self) -> bool:
@@ -135,6 +139,9 @@ class CodeKernel:
                 await manager.shutdown_kernel(now=True)
             except Exception:  # already gone: nothing left to stop
                 pass
+        self._remove_sockets()
+
+    def _remove_sockets(self) -> None:
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
             self._sockets = None
