@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"format"},
     {"trust", "tools"},
     {"mcptools"},
-    {"sandbox"},
+    {"sandbox", "codekernel"},
     {"attp", "ranking"},
     {"runtime"},
     {"tasks", "jupytext_format"},

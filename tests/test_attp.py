@@ -291,7 +291,7 @@ def test_every_toml_block_in_the_prompt_is_a_valid_reply() -> None:
     prompt = system_prompt()
     blocks = prompt.split("```toml\n")[1:]
     kinds = [type(parse_reply(block.split("\n```")[0])) for block in blocks]
-    assert kinds == [ToolCall, Refusal, FinalAnswer, ToolCall, Refusal, FinalAnswer]
+    assert kinds == [ToolCall, Refusal, FinalAnswer, FinalAnswer, ToolCall, Refusal, FinalAnswer]
 
 
 def test_templates_parse() -> None:

@@ -119,11 +119,15 @@ def srv(server: OpenAIServer) -> Iterator[OpenAIServer]:
     server.reset()
 
 
-def trust_for_kernel(folder: Path) -> None:
-    """Trust ``folder`` in the kernels' user config, as ``tce trust`` would."""
+def trust_for_kernel(folder: Path, *, trusted: bool = True) -> None:
+    """Trust ``folder`` in the kernels' user config, as ``tce trust`` would (``trusted=False``:
+    as ``tce untrust`` would)."""
     with pytest.MonkeyPatch.context() as m:
         m.setenv("PERCENT_AGENT_CONFIG_DIR", str(KERNEL_CONFIG))
-        trust.trust_folder(folder)
+        if trusted:
+            trust.trust_folder(folder)
+        else:
+            trust.untrust_folder(folder)
 
 
 def execute(kc: Any, code: str, cell_id: str | None = None) -> tuple[dict, list[dict]]:
@@ -594,7 +598,10 @@ def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Pat
     notebook.write_text("---\nagents:\n  helper:\n    models: [test-model]\n"
                         "    tools: [weather]\n---\n\n# %% Ask[^w1]\n[^w1]: [markdown]\n\nhi\n")
     srv.script(STEP, ANSWER)
-    reply, iopub = execute(kc, "Weather in Paris?", "w1")
+    try:
+        reply, iopub = execute(kc, "Weather in Paris?", "w1")
+    finally:  # the module's other tests run code cells in the sandbox: untrusted
+        trust_for_kernel(notebook.parent, trusted=False)
     assert reply["content"]["status"] == "ok", reply["content"]
     outs = as_saved(iopub)
     assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result", "reply"]

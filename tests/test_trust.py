@@ -301,7 +301,7 @@ def test_a_budget_that_is_no_number_of_its_kind_is_the_users_limit(asked) -> Non
 def test_every_budget_has_a_limit_of_the_users_that_their_config_changes() -> None:
     write = {"max_steps": 3, "task_max_steps": 7, "retries": 0, "timeout": 1.5,
              "tool_timeout": 2, "tool_limit": 4, "max_output_tokens": 100,
-             "context_window": 1000}
+             "code_output_bytes": 5000, "context_window": 1000}
     assert set(write) == set(trust.LIMITS)
     trust.config_path().parent.mkdir(parents=True, exist_ok=True)
     trust.config_path().write_text("".join(f"{k} = {v}\n" for k, v in write.items()))

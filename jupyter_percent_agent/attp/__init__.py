@@ -2,7 +2,8 @@
 
 See ``docs/attp.md``. The model replies with a TOML document: a ``[tool_call]`` table with
 ``status = "success"`` and Python ``code`` (:class:`ToolCall`), ``status = "fail"`` and a
-``message`` (:class:`Refusal`), or an ``answer`` (:class:`FinalAnswer`).
+``message`` (:class:`Refusal`), or an ``answer`` (:class:`FinalAnswer`), which may carry a
+``[proposed_code]`` table: code for the user to run in their notebook (:class:`ProposedCode`).
 """
 
 from ._prompt import (
@@ -12,7 +13,16 @@ from ._prompt import (
     SUCCESS_TEMPLATE,
     system_prompt,
 )
-from ._reply import ATTPError, FinalAnswer, Refusal, Reply, ToolCall, format_reply, parse_reply
+from ._reply import (
+    ATTPError,
+    FinalAnswer,
+    ProposedCode,
+    Refusal,
+    Reply,
+    ToolCall,
+    format_reply,
+    parse_reply,
+)
 
 __all__ = [
     "ALLOWED_MODULES",
@@ -21,6 +31,7 @@ __all__ = [
     "SUCCESS_TEMPLATE",
     "ATTPError",
     "FinalAnswer",
+    "ProposedCode",
     "Refusal",
     "Reply",
     "ToolCall",

@@ -76,6 +76,29 @@ system calls (`subprocess`, `os.system`, `eval`, `exec`); dynamic code (`compile
 from the tools. If a tool gives an instruction, follow it first; otherwise summarize the \
 results for the user."""
 
+PROPOSE_TEMPLATE = """\
+thought = \"\"\"
+[why this code answers the request]
+\"\"\"
+
+answer = \"\"\"
+[what the code does, for the user, in Markdown]
+\"\"\"
+
+[proposed_code]
+language = "python"
+code = '''
+# code for the user's own notebook: their packages, their files, their variables
+'''"""
+
+_PROPOSE = """\
+## Proposing code for the user's notebook
+Your tool code runs in the sandbox. When the user should run code in their own notebook \
+(their data, their packages, a plot), add a `[proposed_code]` table to your final answer \
+(template below). It becomes a new code cell under your reply; the user reads it and runs \
+it, it never runs by itself. Propose at most one block per answer, and never put code to \
+run in the `answer` text instead."""
+
 _CONSTRAINTS = """\
 ## Important constraints
 - Use only the functions listed under "Available tools".
@@ -160,7 +183,9 @@ def system_prompt(
         f"### Calling tools\n```toml\n{SUCCESS_TEMPLATE}\n```\n\n"
         f"### When the request cannot be done with the available tools\n"
         f"```toml\n{FAIL_TEMPLATE}\n```\n\n"
-        f"### Final answer\n```toml\n{ANSWER_TEMPLATE}\n```",
+        f"### Final answer\n```toml\n{ANSWER_TEMPLATE}\n```\n\n"
+        f"### Final answer with code for the user to run\n```toml\n{PROPOSE_TEMPLATE}\n```",
+        _PROPOSE,
         _CONSTRAINTS,
         _EXAMPLES,
     ]

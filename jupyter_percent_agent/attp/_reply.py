@@ -33,11 +33,22 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class ProposedCode:
+    """``[proposed_code]`` beside an answer: code for the user to read and run in their
+    notebook (a new ``[code]`` cell marked ``proposed=true``); never run by itself."""
+
+    code: str
+    language: str = "python"
+
+
+@dataclass(frozen=True)
 class FinalAnswer:
-    """``answer = \"\"\"markdown\"\"\"`` with no ``[tool_call]``: the reply to the user."""
+    """``answer = \"\"\"markdown\"\"\"`` with no ``[tool_call]``: the reply to the user, and
+    the code it proposes, if any."""
 
     thought: str
     answer: str
+    proposed: ProposedCode | None = None
 
 
 Reply = ToolCall | Refusal | FinalAnswer
@@ -100,7 +111,11 @@ def format_reply(reply: Reply) -> str:
     """The TOML text of a reply, as the model is asked to write it (parses back equal)."""
     out = f"thought = {_multiline(reply.thought, literal=False)}\n"
     if isinstance(reply, FinalAnswer):
-        return out + f"\nanswer = {_multiline(reply.answer, literal=False)}\n"
+        out += f"\nanswer = {_multiline(reply.answer, literal=False)}\n"
+        if reply.proposed is not None:
+            out += (f"\n[proposed_code]\nlanguage = {_string(reply.proposed.language)}\n"
+                    f"code = {_multiline(reply.proposed.code, literal=True)}\n")
+        return out
     out += "\n[tool_call]\n"
     if isinstance(reply, Refusal):
         return out + f'status = "fail"\nmessage = {_string(reply.message)}\n'
@@ -244,8 +259,25 @@ def _interpret(doc: dict[str, Any]) -> Reply:
             raise _Problem("a reply has either a [tool_call] or an answer, not both", "answer")
         return _tool_call(thought, call)
     if "answer" in doc:
-        return FinalAnswer(thought=thought, answer=_text(doc, "answer"))
+        return FinalAnswer(thought=thought, answer=_text(doc, "answer"),
+                           proposed=_proposed(doc.get("proposed_code")))
     raise _Problem("the reply has neither a [tool_call] table nor an answer")
+
+
+def _proposed(table: Any) -> ProposedCode | None:
+    """The ``[proposed_code]`` table of an answer (``code``, ``language`` default python)."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _Problem("proposed_code must be a table: write [proposed_code] on its own line",
+                       "proposed_code")
+    code = table.get("code")
+    if not isinstance(code, str) or not code.strip():
+        raise _Problem("[proposed_code] needs the code, as a string", "proposed_code")
+    language = table.get("language", "python")
+    if not isinstance(language, str) or not re.fullmatch(r"[A-Za-z][\w+#.-]{0,31}", language):
+        raise _Problem(f"language must be a language name, not {language!r}", "language")
+    return ProposedCode(code=_clean_code(code), language=language.lower())
 
 
 def _tool_call(thought: str, call: dict[str, Any]) -> ToolCall | Refusal:

@@ -12,7 +12,6 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -26,6 +25,7 @@ from jupyter_percent_agent.cli._common import (
     fail_for,
     resolve_item,
 )
+from jupyter_percent_agent.cli._printer import Printer
 from jupyter_percent_agent.errors import PercentAgentError
 
 
@@ -50,45 +50,6 @@ def target_path(item: str, message: str) -> Path:
     if item.endswith(("/", "\\")) or Path(item).is_dir():
         return new_file_in(Path(item), message)
     return resolve_item(item)
-
-
-class Printer:
-    """Streams a run to the terminal: reply text on stdout, tool steps and notes on stderr."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tool_mode = False
-        self.wrote = False
-
-    def __call__(self, event: Any) -> None:
-        from jupyter_percent_agent import format as fmt
-        from jupyter_percent_agent.runtime import events as ev
-
-        if self.quiet:
-            return
-        match event:
-            case ev.Step():
-                self.tool_mode = True
-            case ev.Delta(text=text):
-                stream = sys.stderr if self.tool_mode else sys.stdout
-                stream.write(fmt.escape_surrogates(text))
-                stream.flush()
-                self.wrote = not self.tool_mode or self.wrote
-            case ev.Reasoning(text=text):  # a reasoning model's thinking: shown, not the answer
-                sys.stderr.write(fmt.escape_surrogates(text))
-                sys.stderr.flush()
-            case ev.Retry(reason=reason):
-                click.echo(f"\n[{reason}]", err=True)
-            case ev.Status(line=line):
-                click.echo(f"[{line}]", err=True)
-            case ev.Chunk(tool=tool, data=data):
-                click.echo(f"[{tool}] {data}", err=True)
-            case ev.OutputMade(output=out) if self.tool_mode:
-                kind = fmt.output_kind(out)
-                if kind in ("tool_call", "tool_result"):
-                    attrs = fmt.output_attrs(out)
-                    label = attrs.get("name") or attrs.get("status") or ""
-                    click.echo(f"\n--- {kind} {label} ---\n{fmt.output_text(out)}", err=True)
 
 
 def _describe(out: dict) -> dict:
@@ -184,4 +145,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
             click.echo(f"tce: {run.error_detail}", err=True)
     if run.status == "error":
         return EXIT_MODEL if run.agent else EXIT_TOOLS
+    if run.proposed:  # code the reply proposes runs by itself only where the user said so
+        from jupyter_percent_agent.cli.exec import auto_run
+
+        return auto_run(path, run.cell_id, quiet=as_json)
     return EXIT_OK

@@ -30,10 +30,14 @@ __all__ = [
     "cell_attrs",
     "cell_id",
     "cell_kind",
+    "cell_language",
+    "clear_outputs",
+    "code_data_output",
     "error_output",
     "front_matter",
     "message_text",
     "new_cell_id",
+    "new_code_cell",
     "new_id",
     "new_message",
     "next_output_id",
@@ -265,6 +269,32 @@ def cell_id(cell: Mapping) -> str:
     return _ns(cell).get("id") or cell.get("id") or ""
 
 
+def cell_language(cell: Mapping, nb: Mapping | None = None) -> str:
+    """The language of a ``[code]`` cell: its fence's info string, else the notebook's
+    kernel language (``python`` for the agent kernel's ``markdown``)."""
+    lang = _ns(cell).get("lang") or (cell.get("metadata") or {}).get("language")
+    if isinstance(lang, str) and lang.strip():
+        return lang.strip().lower()
+    meta = (nb or {}).get("metadata") or {}
+    name = ((meta.get("kernelspec") or {}).get("language")
+            or (meta.get("language_info") or {}).get("name") or "python")
+    name = str(name).lower()
+    return "python" if name == "markdown" else name
+
+
+def clear_outputs(cell: dict) -> None:
+    """Empty a cell's outputs before it runs again: the outputs, what the format keeps about
+    them (stream and error attributes) and its execution count."""
+    cell["outputs"] = []
+    if "execution_count" in cell:
+        cell["execution_count"] = None
+    ns = (cell.get("metadata") or {}).get(NS)
+    if isinstance(ns, dict):
+        ns.pop("outputs", None)
+        if not ns:
+            cell["metadata"].pop(NS)
+
+
 def message_text(cell: Mapping) -> str:
     """What a message says (for ``[code]`` cells: the code)."""
     return join_source(cell.get("source", ""))
@@ -293,6 +323,16 @@ def new_message(text: str, *, attrs: Mapping | None = None, cell_id: str | None 
                 "metadata": metadata, "source": text}
     return {"cell_type": "code", "id": cid, "metadata": metadata, "source": text,
             "outputs": [], "execution_count": None}
+
+
+def new_code_cell(code: str, *, language: str | None = None, cell_id: str | None = None,
+                  attrs: Mapping | None = None) -> dict:
+    """A ``[code]`` cell whose fence holds ``code`` (info string ``language``; None: the
+    notebook's language)."""
+    cell = new_message(code, attrs=attrs, cell_id=cell_id, kind="code")
+    if language:
+        cell["metadata"][NS]["lang"] = escape_surrogates(language)
+    return cell
 
 
 # --------------------------------------------------------------------------- outputs
@@ -420,6 +460,25 @@ def result_output(text: str, *, out_id: str, language: str = "python",
             "metadata": out["metadata"], "execution_count": execution_count}
 
 
+def code_data_output(data: Mapping[str, Any], *, out_id: str | None, language: str = "python",
+                     execution_count: int | None = None, result: bool = False,
+                     attrs: Mapping | None = None) -> dict:
+    """A rich output of a code kernel (``display_data``, or ``execute_result`` when
+    ``result``): every MIME type of ``data`` kept as sent (PNG and JPEG as base64, JSON as
+    objects); written ``[LANGUAGE] mime_type=...``."""
+    kept = {k: escape_surrogates(v) if isinstance(v, str) else escape_surrogates_in(v)
+            for k, v in data.items()}
+    metadata: dict[str, Any] = escape_surrogates_in(dict(attrs or {}))
+    ns: dict[str, Any] = {"type": escape_surrogates(language)}
+    if out_id is not None:
+        ns["id"] = out_id
+    metadata[NS] = ns
+    if result:
+        return {"output_type": "execute_result", "data": kept, "metadata": metadata,
+                "execution_count": execution_count}
+    return {"output_type": "display_data", "data": kept, "metadata": metadata}
+
+
 def reply_output(text: str, *, agent: str, out_id: str, attrs: Mapping | None = None) -> dict:
     """An agent's reply: ``display_data`` with ``text/markdown``; written ``[AGENT]``."""
     attrs = {k: v for k, v in (attrs or {}).items() if not (k == "agent" and v == agent)}
@@ -445,8 +504,9 @@ def _side_metadata(out_id: str | None, attrs: Mapping | None) -> dict | None:
 
 
 def stream_output(name: str, text: str, *, out_id: str | None = None,
-                  attrs: Mapping | None = None) -> dict:
-    """A ``stream`` output (``stdout`` or ``stderr``).
+                  attrs: Mapping | None = None, language: str | None = None) -> dict:
+    """A ``stream`` output (``stdout`` or ``stderr``); ``language``: its ``[LANG]`` when not
+    the notebook's (a code cell of another language).
 
     nbformat streams have no metadata: when ``out_id`` or ``attrs`` are given they ride in a
     ``metadata`` key that ``writes`` honours and ``reads`` moves into the cell's metadata.
@@ -456,6 +516,9 @@ def stream_output(name: str, text: str, *, out_id: str | None = None,
     out: dict[str, Any] = {"output_type": "stream", "name": name,
                            "text": escape_surrogates(text)}
     md = _side_metadata(out_id, attrs)
+    if language:
+        md = md or {}
+        md.setdefault(NS, {})["type"] = escape_surrogates(language)
     if md:
         out["metadata"] = md
     return out

@@ -175,7 +175,7 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
             if not isinstance(source, str):
                 continue  # neither in the file nor sent: nothing to show the model
             cell = _new_cell(str(entry.get("cell_type") or "code"), source,
-                             fmt.short_id(cid, taken))
+                             fmt.short_id(cid, taken), entry)
             taken.add(cell["id"])
         elif isinstance(source, str):
             cell["source"] = source
@@ -185,7 +185,12 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
     return nb
 
 
-def _new_cell(cell_type: str, source: str, cid: str) -> dict[str, Any]:
+def _new_cell(cell_type: str, source: str, cid: str,
+              entry: dict[str, Any] | None = None) -> dict[str, Any]:
+    if cell_type == "code" and (entry or {}).get("kind") == "code":  # a [code] cell added
+        lang = (entry or {}).get("lang")                               # on screen (proposed)
+        return fmt.new_code_cell(source, language=lang if isinstance(lang, str) else None,
+                                 cell_id=cid)
     if cell_type == "raw":
         return fmt.new_message(source, cell_id=cid, kind="raw")
     if cell_type == "markdown":  # a note, as JupyterLab itself makes one (never sent)

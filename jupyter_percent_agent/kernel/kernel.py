@@ -43,6 +43,10 @@ from jupyter_percent_agent.kernel._notebook import (
     notebook_path,
 )
 
+PROPOSED_SOURCE = "percent_agent_proposed"
+"""The execute reply's payload that lists the code cells a reply proposes (the labextension's
+``proposals.ts`` inserts them under the message)."""
+
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
@@ -95,6 +99,8 @@ class _Display:
         self.sent_text = ""
         self.errors: list[dict[str, Any]] = []
         self.shown = False
+        self.conversation: Any = None  # its kind is known once the run has begun
+        self.live_streams = False  # a code kernel's stdout/stderr was shown as it came
 
     # -- the streaming reply -----------------------------------------------------------
 
@@ -152,6 +158,9 @@ class _Display:
                 # never an empty reply left behind
                 self.text = ""
                 self.kernel.log.info("agent: %s", reason)
+            case ev.CodeText(name=name, text=text):
+                self.live_streams = True
+                self._send("stream", {"name": name, "text": text})
             case ev.OutputMade(output=out):
                 self._output(out)
             case ev.Interrupted(partial=partial):
@@ -174,14 +183,19 @@ class _Display:
         self.display_id, self.text = None, ""
         ot = out.get("output_type")
         if ot == "stream":
-            self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
+            if not self.live_streams:  # a code kernel's streams were shown as they came
+                self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
         elif ot == "execute_result":
             self._send("execute_result", {"data": out["data"], "metadata": out["metadata"],
                                           "execution_count": self.kernel.execution_count})
         elif ot == "error":
             self.errors.append(out)
+            # a [code] cell's traceback comes from its kernel: shown whole, as Jupyter does
+            code = getattr(self.conversation, "kind", None) == "code"
+            traceback = (list(out.get("traceback") or []) if code and out.get("traceback")
+                         else _short_traceback(out))
             self._send("error", {"ename": out["ename"], "evalue": out["evalue"],
-                                 "traceback": _short_traceback(out)})
+                                 "traceback": traceback})
         else:
             self._send("display_data", {"data": out["data"], "metadata": out["metadata"],
                                         "transient": {}})
@@ -235,11 +249,26 @@ class AgentKernel(Kernel):
                            else local)
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
+        self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
 
     def start(self) -> None:
         super().start()
         if env_flag("PERCENT_AGENT_PRELOAD", True):
             self.io_loop.call_later(PRELOAD_DELAY, self._transport.warm_up)
+
+    def code_kernels(self, folder: Path) -> Any:
+        """This session's code kernels (``[code]`` cells in a trusted folder), started in
+        the notebook's folder on first use and stopped with this kernel."""
+        from jupyter_percent_agent.codekernel import CodeKernels
+
+        if self._code_kernels is None or self._code_kernels.folder != folder:
+            self._code_kernels = CodeKernels(folder)
+        return self._code_kernels
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        if self._code_kernels is not None:
+            await self._code_kernels.shutdown()
+        return {"status": "ok", "restart": restart}
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -303,8 +332,10 @@ class AgentKernel(Kernel):
         display = _Display(self, live=cell_id is not None)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
-        options = RunOptions(base_dir=path.parent if path else Path.cwd(), current_text=code,
-                             runners=TASK_RUNNERS)
+        folder = path.parent if path else Path.cwd()
+        display.conversation = conversation
+        options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
+                             code_kernels=self.code_kernels(folder))
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:
@@ -340,11 +371,20 @@ class AgentKernel(Kernel):
             reason = _one_line(run.error or "failed")
             return self._error(ename, reason.removeprefix(f"{ename}: "),
                                publish=not display.shown)
+        if run.proposed and conversation.nb_id is not None:
+            from jupyter_percent_agent import trust
+
+            # the labextension inserts them under the message (JupyterLab ignores it), and
+            # runs them when the user's config says auto_run for this folder
+            return self._ok([{"source": PROPOSED_SOURCE, "after": conversation.nb_id,
+                              "auto_run": trust.auto_runs(folder),
+                              "cells": [{"code": code, "language": lang}
+                                        for lang, code in run.proposed]}])
         return self._ok()
 
-    def _ok(self) -> dict[str, Any]:
-        return {"status": "ok", "execution_count": self.execution_count, "payload": [],
-                "user_expressions": {}}
+    def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {"status": "ok", "execution_count": self.execution_count,
+                "payload": payload or [], "user_expressions": {}}
 
     def _error(self, ename: str, evalue: str, *, publish: bool = False) -> dict[str, Any]:
         from jupyter_percent_agent.masking import mask

@@ -46,6 +46,7 @@ class Agent:
     timeout: float | None = None
     max_steps: int | None = None  # None: the user's limit (bound_agent)
     tool_limit: int | None = None  # tools offered per message, when it has more (default 12)
+    vision: bool | None = None  # takes image parts (None: as litellm's model map says)
     source: str = "environment"  # "preset", "cell", "environment"
 
     @property

@@ -98,6 +98,8 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             _answer(run, agent, res, res.text, extra)
             return
         if isinstance(parsed, attp.FinalAnswer):
+            if parsed.proposed is not None:
+                run.propose(parsed.proposed.language, parsed.proposed.code)
             _answer(run, agent, res, parsed.answer, extra)
             return
         if isinstance(parsed, attp.Refusal):

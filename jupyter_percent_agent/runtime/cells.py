@@ -1,12 +1,13 @@
-"""Cells that run without a model: ``[code]`` in the sandbox, ``[tool_call]`` and
-``[toolchain]`` straight to the tools."""
+"""Cells that run without a model: a Python ``[code]`` cell in the sandbox (an untrusted
+folder's, ``runtime.code`` decides), ``[tool_call]`` and ``[toolchain]`` straight to the
+tools."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,37 +20,32 @@ from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.toolset import Toolset, tool_cell_tools
 
 CODE_TIMEOUT = 30.0
-PYTHON = ("python", "py", "python3")
 
 
-async def run_code_cell(cell: Mapping[str, Any], run: Run, *,
-                        timeout: float = CODE_TIMEOUT) -> None:
-    """Run a ``[code]`` cell's first fence in the sandbox; stdout, its ``__result__`` (an
-    ``execute_result``) and errors become ``[python]`` outputs ``ID.n``."""
+async def run_in_sandbox(cell: Mapping[str, Any], emit: Callable[[dict[str, Any]], Any],
+                         next_id: Callable[[], str], *,
+                         timeout: float = CODE_TIMEOUT) -> tuple[str, str] | None:
+    """Run a Python ``[code]`` cell's first fence in the sandbox; stdout, its ``__result__``
+    (an ``execute_result``) and errors become ``[python]`` outputs given to ``emit`` (ids
+    from ``next_id``). Returns the error's (type, one line) when it failed."""
     from jupyter_percent_agent import sandbox
 
-    lang = str(fmt.cell_attrs(cell).get("language") or "python").lower()
-    if lang not in PYTHON:
-        run.fail("LanguageError", f"only Python cells run here, not {lang!r}")
-        run.emit(fmt.error_output("LanguageError", run.error or "", [],
-                                  out_id=run.next_output_id()))
-        return
     result = await sandbox.execute_async(fmt.message_text(cell), timeout=timeout)
     meta = {"status": result.status, "duration": round(result.duration, 3)}
 
     def stream(name: str, text: str) -> None:
         # nbformat keeps stdout and stderr as separate outputs: each gets its own ID.n
-        run.emit(fmt.stream_output(name, text, out_id=run.next_output_id(), attrs=meta))
+        emit(fmt.stream_output(name, text, out_id=next_id(), attrs=meta))
 
     if result.stdout:
         stream("stdout", result.stdout)
     if result.status == "success" and result.result is not None:
         # the cell's value (__result__), as Jupyter shows a cell's value: Out[n]
-        run.emit(fmt.result_output(to_json_text(result.result), out_id=run.next_output_id(),
-                                   attrs=meta))
+        emit(fmt.result_output(to_json_text(result.result), out_id=next_id(), attrs=meta))
     if result.error is not None:
-        run.fail(result.error.type or "SandboxError", str(result.error))
         stream("stderr", str(result.error) + "\n")
+        return result.error.type or "SandboxError", str(result.error)
+    return None
 
 
 def _args(value: Any) -> dict[str, Any]:

@@ -122,6 +122,40 @@ class FileConversation:
         store.apply_run(self.path, run, text=self.message)
 
 
+class CellInFile:
+    """A cell already in a message file, run (again) where it is (``tce exec``): ``begin``
+    empties its outputs (a ``[code]`` cell run by the user is no longer ``proposed``) and
+    plans it under the file's lock; ``finish`` saves what the run made."""
+
+    def __init__(self, path: Path, cell_id: str) -> None:
+        self.path = path
+        self.cell_id: str | None = cell_id
+
+    def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
+        cid = self.cell_id or ""
+        with store.locked(self.path):
+            nb = store.read(self.path)
+            cell = next((c for c in conversation_cells(nb) if fmt.cell_id(c) == cid), None)
+            if cell is None:
+                raise CellGone(f"cell {cid} is no longer in {self.path}")
+            decided = plan(nb, cid, options)  # fails before anything is written
+            if cell.get("outputs") or fmt.cell_attrs(cell).get("proposed") is not None:
+                fmt.clear_outputs(cell)
+                fmt.set_cell_attrs(cell, {"proposed": None})
+                fmt.write(nb, self.path)
+        return nb, decided
+
+    def finish(self, run: Run) -> None:
+        if run.outputs or run.execution_count is not None or run.summaries:
+            store.apply_run(self.path, run)  # a refused cell made nothing: nothing is written
+
+
+class CellGone(PercentAgentError, LookupError):
+    """The cell to run was removed from the file meanwhile."""
+
+    error_kind = Kind.USAGE
+
+
 def _saved_form(sel: Selection, folder: Path) -> str:
     """A selection of another file as the front matter keeps it: relative to the file's
     folder, which it may not leave (a file may only include files of its own folder)."""

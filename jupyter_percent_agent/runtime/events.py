@@ -65,6 +65,15 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class CodeText:
+    """A piece of a ``[code]`` cell's stdout or stderr (``name``) as its kernel prints it;
+    the saved stream output, joined, arrives later as ``OutputMade``."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class OutputMade:
     """An output (an nbformat output dict) was added to the cell: it will be saved."""
 
@@ -79,7 +88,8 @@ class Interrupted:
     partial: dict[str, Any] | None = None
 
 
-Event = Answering | Delta | Reasoning | Retry | Status | Step | Chunk | OutputMade | Interrupted
+Event = (Answering | Delta | Reasoning | Retry | Status | Step | Chunk | CodeText | OutputMade
+         | Interrupted)
 OnEvent = Callable[[Event], None]
 
 

@@ -17,6 +17,9 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 
+IMAGE_TOKENS = 1_000
+"""What one image of a code cell counts for in the budget (a scaled-down image costs a vision
+model about this many tokens; a model without vision gets one line instead)."""
 SYSTEM = "system"
 CURRENT = "current"
 DOCUMENT = "document"
@@ -30,6 +33,7 @@ class Turn:
     content: str
     group: str
     joins_next: bool = False  # a failed message: sent joined to the next user turn
+    images: tuple[tuple[str, str], ...] = ()  # a code cell's images: (MIME type, base64)
 
     def message(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
@@ -43,20 +47,37 @@ class History:
     dropped: list[str] = field(default_factory=list)
     tokens: int | None = None
 
+    def _joined(self) -> list[tuple[dict[str, str], tuple[tuple[str, str], ...]]]:
+        out: list[tuple[dict[str, str], tuple[tuple[str, str], ...]]] = []
+        joins = False
+        for t in self.turns:
+            if joins and t.role == "user" and out and out[-1][0]["role"] == "user":
+                prev, images = out[-1]
+                out[-1] = ({"role": "user", "content": prev["content"] + "\n\n" + t.content},
+                           images + t.images)
+            else:
+                out.append((t.message(), t.images))
+            joins = t.joins_next
+        return out
+
     @property
     def messages(self) -> list[dict[str, str]]:
         """The chat messages to send. A message whose call failed (it has an ``[error]`` and
         no reply) is joined to the user turn after it, so the model never sees two user turns
         in a row because an earlier call failed."""
-        out: list[dict[str, str]] = []
-        joins = False
-        for t in self.turns:
-            if joins and t.role == "user" and out and out[-1]["role"] == "user":
-                out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + t.content}
-            else:
-                out.append(t.message())
-            joins = t.joins_next
-        return out
+        return [msg for msg, _ in self._joined()]
+
+    @property
+    def has_images(self) -> bool:
+        return any(t.images for t in self.turns)
+
+    def messages_for(self, *, vision: bool) -> list[dict[str, Any]]:
+        """``messages`` with code cells' images: image parts for a model that sees images
+        (``vision``), else a line saying they are not shown."""
+        from jupyter_percent_agent.runtime.code_history import with_images
+
+        return [{**msg, "content": with_images(msg["content"], images, vision=vision)}
+                if images else msg for msg, images in self._joined()]
 
 
 def history_mode(value: Any, kind: str) -> str:
@@ -141,10 +162,12 @@ def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = Non
     if kind in ("agent", "tool"):
         return []
     if kind == "code":
-        lang = attrs.get("language") or "python"
-        turns = [Turn("user", "Code I ran:\n" + _fence(fmt.message_text(cell), str(lang)),
-                      group)]
-        return turns + output_turns(outputs, group)
+        from jupyter_percent_agent.runtime.code_history import code_turn_parts
+
+        kept = [o for o in outputs if history_mode(
+            (o.get("metadata") or {}).get("history", "include"), "message") != "exclude"]
+        text, images = code_turn_parts(cell, fmt.cell_language(cell), kept)
+        return [Turn("user", text, group, images=images)]
     if kind in ("tool_call", "toolchain"):
         what = attrs.get("tool") or attrs.get("tools")
         args = attrs.get("args") or attrs.get("params") or "{}"
@@ -270,12 +293,13 @@ def fit(history: History, budget: int | None,
     turns = history.turns
     if budget is None:
         return history
-    cheap = sum(len(t.content.encode()) + 8 for t in turns)
+    cheap = sum(len(t.content.encode()) + 8 + IMAGE_TOKENS * len(t.images) for t in turns)
     if cheap <= budget:
         return History(list(turns), [], None)
     each = getattr(count, "each", None)  # a counter may count many messages in one go
     sizes = (list(each([t.message() for t in turns])) if each is not None
              else [count([t.message()]) for t in turns])
+    sizes = [n + IMAGE_TOKENS * len(t.images) for n, t in zip(sizes, turns, strict=True)]
     total = sum(sizes) + 3
     order: list[str] = []
     for t in turns:

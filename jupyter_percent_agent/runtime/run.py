@@ -39,6 +39,8 @@ class Run:
         self._summaries: dict[str, tuple[str, str]] = {}  # cell id -> (summary, content hash)
         self._dropped: list[str] = []
         self._partial: dict[str, Any] | None = None
+        self._count: int | None = None
+        self._proposed: list[tuple[str, str]] = []
 
     # -- what happened ---------------------------------------------------------------------
 
@@ -90,6 +92,16 @@ class Run:
         return self._agent
 
     @property
+    def execution_count(self) -> int | None:
+        """A code cell's execution count in its kernel (None for other cells)."""
+        return self._count
+
+    @property
+    def proposed(self) -> list[tuple[str, str]]:
+        """Code the reply proposes for the user to run: (language, code), in order."""
+        return list(self._proposed)
+
+    @property
     def summaries(self) -> Mapping[str, tuple[str, str]]:
         """Summaries made for earlier ``history="summary"`` cells: id -> (text, content hash),
         to be stored with the cells (``store.apply_summaries``)."""
@@ -109,6 +121,14 @@ class Run:
     def answered_by(self, agent: str, model: str) -> None:
         self._agent = agent
         self._on_event(Answering(agent, model))
+
+    def counted(self, execution_count: int) -> None:
+        """The kernel ran the code cell as its ``execution_count``-th execution."""
+        self._count = execution_count
+
+    def propose(self, language: str, code: str) -> None:
+        """The reply proposes ``code`` (a new ``[code]`` cell under it, never run by itself)."""
+        self._proposed.append((language, code))
 
     def made_summaries(self, summaries: Mapping[str, tuple[str, str]]) -> None:
         self._summaries.update(summaries)

@@ -95,6 +95,13 @@ def apply_outputs(nb: dict[str, Any], run: Run, *, text: str | None = None) -> N
         cell = fmt.new_message(text or "", cell_id=run.cell_id)
         cells.append(cell)
     cell.setdefault("outputs", []).extend(run.outputs)
+    if run.execution_count is not None:
+        cell["execution_count"] = run.execution_count
+    at = cells.index(cell) + 1
+    for language, code in run.proposed:  # under the reply, for the user to read and run
+        cells.insert(at, fmt.new_code_cell(code, language=language, cell_id=fmt.new_cell_id(nb),
+                                           attrs={"proposed": True}))
+        at += 1
     apply_summaries(nb, run.summaries)
 
 

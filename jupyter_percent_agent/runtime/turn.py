@@ -54,6 +54,9 @@ class RunOptions:
     current_text: str | None = None
     runners: Mapping[str, CellRunner] = field(default_factory=dict)
     """Cell kinds the front end runs itself (``{"task": ...}``), by kind."""
+    code_kernels: Any = None
+    """The session's ``codekernel.CodeKernels`` for ``[code]`` cells in a trusted folder
+    (None: a kernel is started for the cell and stopped after it)."""
 
     @property
     def folder(self) -> Path:
@@ -123,7 +126,8 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
                   transport: Transport) -> None:
     """Run the planned cell of ``nb`` into ``run``."""
     from jupyter_percent_agent.mcptools import McpServerError
-    from jupyter_percent_agent.runtime.cells import run_code_cell, run_tool_cell
+    from jupyter_percent_agent.runtime.cells import run_tool_cell
+    from jupyter_percent_agent.runtime.code import run_code_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
     from jupyter_percent_agent.runtime.toolset import (
         offered_tools,
@@ -137,7 +141,8 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         await options.runners[decided.kind](cell, run, options)
         return
     if decided.kind == "code":
-        await run_code_cell(cell, run)
+        await run_code_cell(cell, run, nb=nb, folder=options.folder,
+                            kernels=options.code_kernels)
         return
     if decided.kind in ("tool_call", "toolchain"):
         await run_tool_cell(cell, run, options.folder, nb)
@@ -171,18 +176,23 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
                            included=decided.included,
                            summaries={k: v[0] for k, v in run.summaries.items()})
     run.dropped_groups(history.dropped)
+    messages = history.messages
+    if history.has_images:  # code cells' plots: image parts for a model that sees them
+        from jupyter_percent_agent.runtime.code_history import sees_images
+
+        messages = history.messages_for(vision=sees_images(agent.vision, agent.models[0]))
     extra: dict[str, Any] = {"dropped": history.dropped} if history.dropped else {}
     if offered is not None:
         extra["tools_offered"] = list(offered)
     if toolset is None:
         from jupyter_percent_agent.runtime.reply import plain_reply
 
-        await plain_reply(run, agent, history.messages, route=route, transport=transport,
+        await plain_reply(run, agent, messages, route=route, transport=transport,
                           extra=extra)
     else:
         from jupyter_percent_agent.runtime.attp_loop import attp_loop
 
-        await attp_loop(run, agent, toolset, history.messages, route=route,
+        await attp_loop(run, agent, toolset, messages, route=route,
                         transport=transport, extra=extra, max_steps=step_limit(options, agent))
     if decided.kind == "async" and run.ok:
         land(cell, run, options.folder)

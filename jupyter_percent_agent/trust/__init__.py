@@ -35,6 +35,7 @@ from jupyter_percent_agent.trust.endpoints import (
 )
 from jupyter_percent_agent.trust.errors import TrustError
 from jupyter_percent_agent.trust.folders import (
+    auto_runs,
     is_trusted,
     trust_folder,
     trusted_folders,
@@ -66,6 +67,7 @@ __all__ = [
     "Limit",
     "Route",
     "TrustError",
+    "auto_runs",
     "bound",
     "config_dir",
     "config_path",

@@ -32,6 +32,23 @@ def is_trusted(folder: str | os.PathLike[str], config: Config | None = None) -> 
     return False
 
 
+def auto_runs(folder: str | os.PathLike[str], config: Config | None = None) -> bool:
+    """Whether code a model proposes for a file in ``folder`` runs by itself: only when the
+    user listed the folder (or one above it) under ``auto_run`` in their config, and trusts
+    it. Never from a file."""
+    config = config or load_config()
+    listed = config.raw.get("auto_run") or []
+    if not isinstance(listed, list) or not is_trusted(folder, config):
+        return False
+    real = _real(folder)
+    for entry in listed:
+        if isinstance(entry, str):
+            root = _real(entry)
+            if real == root or root in real.parents:
+                return True
+    return False
+
+
 def trust_folder(folder: str | os.PathLike[str]) -> Path:
     """Trust ``folder`` (which must exist); returns it as recorded (resolved)."""
     real = _real(folder)

@@ -40,6 +40,7 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
           integer=False),
     Limit("tool_limit", "tools described to the model for one message", 12, 100),
     Limit("max_output_tokens", "tokens of one reply", None, 200_000),
+    Limit("code_output_bytes", "bytes of outputs one [code] cell saves", 1_000_000, 100_000_000),
     Limit("context_window", "tokens of history sent with one message", None, 10_000_000),
 )}
 

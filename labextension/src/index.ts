@@ -47,6 +47,8 @@ import {
 import { agentMarkdownFactory, agentTextFactory } from './renderer';
 import { openSetup, SETUP_COMMAND, watchMissingKeys } from './setup';
 import { watchTrustRefusals } from './trust';
+import { highlightCodeCells } from './codecells';
+import { watchProposals } from './proposals';
 import { setLoadRemoteMedia } from './untrusted';
 import { UsageStatus } from './usage';
 
@@ -218,6 +220,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       guardNotebook(panel, () => {
         decorateCells(panel);
         sendLiveState(panel);
+        watchProposals(panel);
+        highlightCodeCells(panel);
         if (panel === tracker.currentWidget) {
           showUsage();
         }

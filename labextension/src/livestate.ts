@@ -20,7 +20,9 @@
  *           {"id": "q3", "cell_type": "code", "history": "summary", "summary": "...",
  *            "summary_hash": "..."},
  *           {"id": "a1", "cell_type": "code", "definition": "agent", "name": "critic",
- *            "source": "models: [gpt-4o-mini]", "unsaved": true}
+ *            "source": "models: [gpt-4o-mini]", "unsaved": true},
+ *           {"id": "p1", "cell_type": "code", "kind": "code", "lang": "r",
+ *            "source": "plot(df)", "unsaved": true}   // a [code] cell added here
  *         ]
  *       }
  *     }
@@ -86,6 +88,14 @@ export function liveState(panel: NotebookPanel): JSONObject {
     if (tracked === undefined || tracked.unsaved(cell)) {
       entry['source'] = cell.sharedModel.getSource();
       entry['unsaved'] = true;
+      // a cell added here (a proposed [code] cell) says what it is: the file does not yet
+      const ns = cell.getMetadata('percent_agent') as { [key: string]: unknown } | undefined;
+      if (ns && ns['type'] === 'code') {
+        entry['kind'] = 'code';
+        if (typeof ns['lang'] === 'string') {
+          entry['lang'] = ns['lang'];
+        }
+      }
     }
     cells.push(entry);
   }

@@ -1,0 +1,204 @@
+"""``tce exec``: run a message file's cells in order, as ``jupyter execute`` runs a notebook.
+
+Every cell that has no outputs yet (``--all``: every cell; ``--cell N``: that one) runs where
+it belongs: a ``[code]`` cell in a code kernel of its language (trusted folder) or the
+sandbox, a message to its agent, a ``[tool_call]`` to its tools. The file is saved after each
+cell (atomically, under its lock); the first cell that fails stops the run, with the exit
+code ``tce chat`` would give. Ctrl-C interrupts the kernel or the model call, keeps every
+complete output, and exits 130. The code kernels stop when the command ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jupyter_percent_agent.cli._common import (
+    EXIT_INTERRUPTED,
+    EXIT_MODEL,
+    EXIT_OK,
+    EXIT_TOOLS,
+    EXIT_USAGE,
+    fail,
+    fail_for,
+    read_or_fail,
+    resolve_item,
+)
+from jupyter_percent_agent.errors import PercentAgentError
+
+RUNNABLE = ("message", "code", "tool_call", "toolchain", "async")
+EPILOG = (
+    "Exit codes as tce chat's: 0 done, 1 a model call failed, 3 malformed file, "
+    "4 a code cell or tool failed, 5 bad agent, 6 refused (the folder is not trusted: "
+    "tce trust), 130 Ctrl-C (complete outputs kept). See docs/cli.md."
+)
+
+
+def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list[tuple[int, str]]:
+    """(1-based index, cell id) of the cells to run, in order."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime.history import conversation_cells
+
+    cells = conversation_cells(nb)
+    if cell is not None:
+        if not 1 <= cell <= len(cells):
+            fail(
+                f"--cell {cell}: the file has {len(cells)} cells (tce list shows them)", EXIT_USAGE
+            )
+        picked = [(cell, cells[cell - 1])]
+    else:
+        # a code cell that printed nothing has run all the same: it has its execution count
+        picked = [
+            (i, c)
+            for i, c in enumerate(cells, start=1)
+            if run_all or not (c.get("outputs") or c.get("execution_count") is not None)
+        ]
+    return [
+        (i, fmt.cell_id(c))
+        for i, c in picked
+        if fmt.cell_kind(c) in RUNNABLE
+        and (fmt.cell_kind(c) != "message" or fmt.message_text(c).strip())
+    ]
+
+
+def proposed_after(path: Path, cell_id: str) -> list[int]:
+    """The 1-based indices of the ``proposed=true`` code cells right under ``cell_id``."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime.history import conversation_cells
+
+    cells = conversation_cells(fmt.read(path))
+    ids = [fmt.cell_id(c) for c in cells]
+    if cell_id not in ids:
+        return []
+    found = []
+    for i in range(ids.index(cell_id) + 1, len(cells)):
+        cell = cells[i]
+        if fmt.cell_kind(cell) != "code" or fmt.cell_attrs(cell).get("proposed") is None:
+            break
+        found.append(i + 1)
+    return found
+
+
+def cell_id_at(path: Path, index: int) -> str:
+    """The id of the 1-based ``index``-th cell of the file."""
+    from jupyter_percent_agent import format as fmt
+    from jupyter_percent_agent.runtime.history import conversation_cells
+
+    return fmt.cell_id(conversation_cells(fmt.read(path))[index - 1])
+
+
+def auto_run(path: Path, cell_id: str, *, quiet: bool = False) -> int:
+    """Run the code a reply proposed, when the user's config says ``auto_run`` for this
+    folder (never a file); the exit code of the first that fails, else 0."""
+    from jupyter_percent_agent import trust
+
+    if not trust.auto_runs(path.parent):
+        return EXIT_OK
+    for index in proposed_after(path, cell_id):
+        if not quiet:
+            click.echo(f"[auto_run: cell {index}, proposed by the reply]", err=True)
+        code = run_exec(path, cell=index, quiet=quiet)
+        if code != EXIT_OK:
+            return code
+    return EXIT_OK
+
+
+@click.command("exec", epilog=EPILOG)
+@click.argument("item")
+@click.option("--all", "run_all", is_flag=True, help="Run every cell again, not only new ones.")
+@click.option("--cell", type=int, metavar="N", help="Run cell N (as tce list numbers them).")
+@click.option("--agent", help="The agent for messages that name none.")
+@click.option("--model", help="Use this model (or a comma-separated fallback list).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or replies on the terminal.")
+def exec_(
+    item: str, run_all: bool, cell: int | None, agent: str | None, model: str | None, quiet: bool
+) -> None:
+    """Run the cells of ITEM that have no outputs yet, in order, saving after each."""
+    path = resolve_item(item)
+    sys.exit(run_exec(path, run_all=run_all, cell=cell, agent=agent, model=model, quiet=quiet))
+
+
+def run_exec(
+    path: Path,
+    *,
+    run_all: bool = False,
+    cell: int | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    quiet: bool = False,
+) -> int:
+    """The whole command, returning the exit code."""
+    from jupyter_percent_agent import format as fmt
+
+    nb = read_or_fail(path)
+    todo = chosen_cells(nb, run_all=run_all, cell=cell)
+    if not todo:
+        if not quiet:
+            click.echo(
+                "tce: nothing to run (every cell has outputs; --all runs them again)", err=True
+            )
+        return EXIT_OK
+    kinds = {fmt.cell_id(c): fmt.cell_kind(c) for c in nb.get("cells") or []}
+    try:
+        return asyncio.run(_exec(path, todo, kinds, agent=agent, model=model, quiet=quiet))
+    except KeyboardInterrupt:
+        click.echo("\n[interrupted: every complete output is saved]", err=True)
+        return EXIT_INTERRUPTED
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc, path=path)
+
+
+async def _exec(
+    path: Path,
+    todo: list[tuple[int, str]],
+    kinds: dict[str, str],
+    *,
+    agent: str | None,
+    model: str | None,
+    quiet: bool,
+) -> int:
+    from jupyter_percent_agent.cli._printer import Printer
+    from jupyter_percent_agent.codekernel import CodeKernels
+    from jupyter_percent_agent.runtime import helper
+    from jupyter_percent_agent.runtime.conversation import CellInFile, send
+    from jupyter_percent_agent.runtime.transport import HelperTransport, LocalTransport
+    from jupyter_percent_agent.runtime.turn import RunOptions
+
+    transport = HelperTransport() if helper.enabled() else LocalTransport()
+    if any(kinds.get(cid) == "message" for _, cid in todo):
+        transport.warm_up()
+    kernels = CodeKernels(path.parent)
+    options = RunOptions(agent=agent, model=model, base_dir=path.parent, code_kernels=kernels)
+    printer = Printer(quiet=quiet)
+    from jupyter_percent_agent import trust
+
+    async def one(index: int, cid: str, label: str) -> int | None:
+        """Run one cell; the exit code when it failed, else None."""
+        if not quiet:
+            click.echo(label, err=True)
+        run = await send(CellInFile(path, cid), options, printer, transport=transport)
+        if printer.wrote:
+            click.echo()
+            printer.wrote = False
+        if run.status == "error":
+            click.echo(f"tce: cell {index}: {run.error_detail}", err=True)
+            return EXIT_MODEL if run.agent else EXIT_TOOLS
+        if run.proposed and trust.auto_runs(path.parent):  # the user's config, never a file
+            for at in proposed_after(path, cid):
+                failed = await one(at, cell_id_at(path, at), f"[auto_run: cell {at}]")
+                if failed is not None:
+                    return failed
+        return None
+
+    try:
+        for n, (index, cid) in enumerate(todo, start=1):
+            failed = await one(index, cid, f"[{n}/{len(todo)}] cell {index} ({kinds.get(cid, '')})")
+            if failed is not None:
+                return failed
+        return EXIT_OK
+    finally:
+        await asyncio.shield(kernels.shutdown())

@@ -1,0 +1,146 @@
+/**
+ * Code a reply proposes (ATTP's `[proposed_code]`): the agent kernel lists it in the reply
+ * to the execute request, as a payload JupyterLab itself ignores,
+ *
+ *     {"source": "percent_agent_proposed", "after": CELL_ID,
+ *      "cells": [{"code": "...", "language": "python"}]}
+ *
+ * and this inserts each as a new `[code]` cell right under the message (metadata
+ * `percent_agent: {type: "code"}` and `proposed: true`, so a save writes
+ * `[code] proposed=true`). It never runs by itself: the user reads it and runs it, unless the
+ * user's own config lists the folder under `auto_run` (the kernel says so: `"auto_run":
+ * true`). Running it, or editing it, removes the `proposed` mark.
+ */
+
+import { ICellModel } from '@jupyterlab/cells';
+import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+
+export const PROPOSED_SOURCE = 'percent_agent_proposed';
+const PROPOSED = 'proposed';
+
+interface IProposedCell {
+  code: string;
+  language?: string;
+}
+
+/** Insert the cells an execute reply proposes under the message they answer. */
+export function insertProposals(panel: NotebookPanel, content: { [key: string]: unknown }): void {
+  const model = panel.model;
+  const payload = content['payload'];
+  if (model === null || !Array.isArray(payload)) {
+    return;
+  }
+  for (const entry of payload) {
+    if (
+      typeof entry !== 'object' ||
+      entry === null ||
+      entry['source'] !== PROPOSED_SOURCE ||
+      !Array.isArray(entry['cells'])
+    ) {
+      continue;
+    }
+    let index = -1;
+    for (let i = 0; i < model.cells.length; i++) {
+      if (model.cells.get(i).id === entry['after']) {
+        index = i;
+      }
+    }
+    if (index < 0) {
+      continue;
+    }
+    const inserted: number[] = [];
+    for (const cell of entry['cells'] as IProposedCell[]) {
+      if (typeof cell?.code !== 'string') {
+        continue;
+      }
+      const ns: { [key: string]: string } = { type: 'code' };
+      const language = typeof cell.language === 'string' ? cell.language : 'python';
+      if (language !== 'python') {
+        ns['lang'] = language;
+      }
+      index += 1;
+      model.sharedModel.insertCell(index, {
+        cell_type: 'code',
+        source: cell.code.replace(/\n$/, ''),
+        metadata: { percent_agent: ns, [PROPOSED]: true }
+      });
+      inserted.push(index);
+    }
+    if (entry['auto_run'] === true) {
+      void runInOrder(panel, inserted);
+    }
+  }
+}
+
+/** Run the cells at `indices`, one after the other (the user's config said `auto_run`). */
+async function runInOrder(panel: NotebookPanel, indices: number[]): Promise<void> {
+  for (const index of indices) {
+    if (panel.isDisposed) {
+      return;
+    }
+    panel.content.activeCellIndex = index;
+    await NotebookActions.run(panel.content, panel.sessionContext);
+  }
+}
+
+/** A proposed cell the user edits is theirs: the mark goes. */
+function dropMarkOnEdit(cell: ICellModel, watched: WeakSet<ICellModel>): void {
+  if (watched.has(cell) || cell.getMetadata(PROPOSED) === undefined) {
+    return;
+  }
+  watched.add(cell);
+  cell.sharedModel.changed.connect((_, change) => {
+    if (change.sourceChange && cell.getMetadata(PROPOSED) !== undefined) {
+      cell.deleteMetadata(PROPOSED);
+    }
+  });
+}
+
+const wrapped = new WeakSet<Kernel.IKernelConnection>();
+let runsWatched = false;
+
+/** Insert the proposals of every reply of `panel`'s kernel; drop the mark when a proposed
+ * cell is run or edited. */
+export function watchProposals(panel: NotebookPanel): void {
+  const watched = new WeakSet<ICellModel>();
+  const markAll = (): void => {
+    for (const cell of panel.model?.cells ?? []) {
+      dropMarkOnEdit(cell, watched);
+    }
+  };
+  void panel.context.ready.then(() => {
+    markAll();
+    panel.model?.cells.changed.connect(markAll);
+  });
+  if (!runsWatched) {
+    runsWatched = true;
+    NotebookActions.executionScheduled.connect((_, { cell }) => {
+      if (cell.model.getMetadata(PROPOSED) !== undefined) {
+        cell.model.deleteMetadata(PROPOSED);
+      }
+    });
+  }
+  const wrap = (): void => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel || wrapped.has(kernel)) {
+      return;
+    }
+    wrapped.add(kernel);
+    const original = kernel.requestExecute.bind(kernel);
+    kernel.requestExecute = (content, disposeOnDone, metadata) => {
+      const future = original(content, disposeOnDone, metadata);
+      void future.done
+        .then((reply: KernelMessage.IExecuteReplyMsg) => {
+          if (!panel.isDisposed) {
+            insertProposals(panel, reply.content as unknown as { [key: string]: unknown });
+          }
+        })
+        .catch(() => undefined);
+      return future;
+    };
+  };
+  panel.sessionContext.kernelChanged.connect(wrap);
+  panel.sessionContext.ready.then(wrap).catch(() => undefined);
+  wrap();
+}

@@ -1,0 +1,236 @@
+"""``tce exec`` end to end: the real command in a subprocess, the user's real ``python3``
+kernelspec (ipykernel) in a trusted folder, the sandbox in an untrusted one, and litellm's
+client against the local test server for the messages after the code cells."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+DATA = Path(__file__).parent / "data" / "code"
+TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
+TIMEOUT = 180
+
+
+@pytest.fixture
+def env(openai_server: OpenAIServer) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PERCENT_AGENT_API_BASE": openai_server.url,
+        "PERCENT_AGENT_MODEL": "test-model",
+        "PERCENT_AGENT_BACKOFF": "0",
+        "PERCENT_AGENT_WARM": "0",
+        "PERCENT_AGENT_TIMEOUT": "10",
+        "PERCENT_AGENT_RETRIES": "0",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A folder with the scenario's file and the image its second cell shows."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(DATA / "done_when.msg.md", work / "nums.msg.md")
+    shutil.copy(DATA / "red-2000x1000.png", work / "red-2000x1000.png")
+    return work
+
+
+def tce(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TCE, *args], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def cells(path: Path) -> list[dict]:
+    return hist.conversation_cells(fmt.read(path))
+
+
+def texts(cell: dict, kind: str, name: str | None = None) -> str:
+    return "".join(
+        fmt.output_text(o)
+        for o in cell.get("outputs") or []
+        if fmt.output_kind(o) == kind and (name is None or o.get("name") == name)
+    )
+
+
+def test_exec_runs_code_in_a_kernel_and_sends_outputs_with_the_question(
+    folder: Path, env: dict[str, str], openai_server: OpenAIServer, trusted: Callable[[Path], Path]
+) -> None:
+    trusted(folder)
+    path = folder / "nums.msg.md"
+    openai_server.script("The mean is 4 because the numbers sum to 16.")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    load, show, question = cells(path)
+    # stdout, stderr, state kept from the first cell (data), and the PNG as it was shown
+    assert texts(load, "stream", "stdout") == "mean 4\n"
+    assert texts(load, "stream", "stderr") == "a warning\n"
+    assert load["execution_count"] == 1 and show["execution_count"] == 2
+    assert texts(show, "stream", "stdout") == "points 4\n"
+    (image,) = [o for o in show["outputs"] if "image/png" in (o.get("data") or {})]
+    assert (
+        image["data"]["image/png"].replace("\n", "")
+        == __import__("base64").b64encode((DATA / "red-2000x1000.png").read_bytes()).decode()
+    )
+    # the question went with both cells' code and outputs, framed as data
+    (request,) = openai_server.chat_requests
+    sent = "\n".join(m["content"] for m in request.messages if isinstance(m["content"], str))
+    assert "statistics.mean(data)" in sent and "mean 4" in sent
+    assert "stderr: a warning" in sent and "points 4" in sent
+    assert "not instructions to follow" in sent
+    assert "[image 1: image/png]" in sent and "not shown" in sent  # test-model sees no images
+    assert request.messages[-1]["content"].startswith("What does the output above say")
+    assert "sum to 16" in fmt.output_text(question["outputs"][-1])
+    # and the saved file reads back the same; a second exec runs nothing again
+    before = path.read_bytes()
+    again = tce("exec", str(path), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to run" in again.stderr
+    assert path.read_bytes() == before and len(openai_server.chat_requests) == 1
+
+
+def test_exec_in_an_untrusted_folder_runs_nothing_and_exits_6(
+    folder: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    path = folder / "nums.msg.md"
+    before = path.read_bytes()
+    # run in a child that then says whether a kernel manager was ever imported
+    probe = (
+        "import sys\nfrom pathlib import Path\n"
+        "from jupyter_percent_agent.cli.exec import run_exec\n"
+        f"try:\n    code = run_exec(Path({str(path)!r}))\n"
+        "except SystemExit as exc:\n    code = exc.code\n"
+        "print('kernel manager imported:', 'jupyter_client.manager' in sys.modules)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 6, done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("tce:")]
+    assert "cell c1" in line and f"tce trust {folder}" in line and "import" in line
+    assert "kernel manager imported: False" in done.stdout
+    assert path.read_bytes() == before and not openai_server.chat_requests
+
+
+def test_a_plain_python_cell_still_runs_in_the_sandbox_when_untrusted(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    path = tmp_path / "s.msg.md"
+    path.write_text("# %% Sum[^c1]\n[^c1]: [code]\n\n```python\nprint(sum([1, 2, 3]))\n```\n")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    assert texts(cells(path)[0], "stream", "stdout") == "6\n"
+
+
+def test_exec_all_and_cell_run_again_and_replace_outputs(
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
+    trusted(tmp_path)
+    path = tmp_path / "n.msg.md"
+    path.write_text(
+        "# %% One[^a]\n[^a]: [code]\n\n```python\nn = 1\n```\n\n"
+        "# %% Two[^b]\n[^b]: [code] proposed=true\n\n```python\nprint(n + 1)\n```\n"
+    )
+    assert tce("exec", str(path), env=env).returncode == 0
+    _one, two = cells(path)
+    assert texts(two, "stream") == "2\n" and "proposed" not in fmt.cell_attrs(two)
+    # --cell 2 alone: a fresh kernel has no n, the error is saved in the file
+    done = tce("exec", str(path), "--cell", "2", env=env)
+    assert done.returncode == 4 and "NameError" in done.stderr
+    two = cells(path)[1]
+    assert [fmt.output_kind(o) for o in two["outputs"]] == ["error"]
+    assert "\x1b" not in path.read_text()  # ANSI colours stripped in the file
+    # --all runs both again in one kernel: the error is replaced by the output
+    assert tce("exec", str(path), "--all", env=env).returncode == 0
+    two = cells(path)[1]
+    assert texts(two, "stream") == "2\n" and two["execution_count"] == 2
+    bad = tce("exec", str(path), "--cell", "9", env=env)
+    assert bad.returncode == 2 and "has 2 cells" in bad.stderr
+
+
+def test_missing_kernelspec_is_one_line_naming_it(
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
+    trusted(tmp_path)
+    path = tmp_path / "c.msg.md"
+    path.write_text("# %% Old[^a]\n[^a]: [code]\n\n```cobol\nDISPLAY 'HI'.\n```\n")
+    before = path.read_bytes()
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 4
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("tce:")]
+    assert "'cobol'" in line and "kernelspec" in line
+    assert path.read_bytes() == before
+
+
+def test_ctrl_c_interrupts_the_kernel_keeps_outputs_and_exits_130(
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
+    trusted(tmp_path)
+    path = tmp_path / "spin.msg.md"
+    path.write_text(
+        "# %% Spin[^a]\n[^a]: [code]\n\n```python\nimport time\n"
+        "print('started', flush=True)\nwhile True:\n    time.sleep(0.05)\n```\n"
+    )
+    proc = subprocess.Popen(
+        [*TCE, "exec", str(path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        assert "cell 1" in proc.stderr.readline()
+        time.sleep(3)  # the kernel starts and the cell is in its loop (nothing is timed)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    (cell,) = cells(path)
+    assert "started" in texts(cell, "stream")
+    kinds = [(fmt.output_kind(o), o.get("ename")) for o in cell["outputs"]]
+    assert ("error", "KeyboardInterrupt") in kinds
+
+
+def test_a_vision_agent_gets_the_plot_as_an_image_part(
+    folder: Path, env: dict[str, str], openai_server: OpenAIServer, trusted: Callable[[Path], Path]
+) -> None:
+    trusted(folder)
+    path = folder / "nums.msg.md"
+    front = "---\nagents:\n  seer:\n    models: [test-model]\n    vision: true\n---\n\n"
+    path.write_text(front + path.read_text())
+    openai_server.script("A red rectangle.")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    (request,) = openai_server.chat_requests
+    parts = [p for m in request.messages if isinstance(m["content"], list) for p in m["content"]]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert "[image 1: image/png]" in parts[0]["text"]
+
+
+def test_an_untrusted_cells_own_mistake_is_its_error_not_a_refusal(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    path = tmp_path / "typo.msg.md"
+    path.write_text("# %% Typo[^c1]\n[^c1]: [code]\n\n```python\nprint(totl)\n```\n")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 4, done.stderr
+    assert "NameError" in done.stderr and "tce trust" not in done.stderr
+    assert "NameError" in texts(cells(path)[0], "stream", "stderr")
+    path.write_text("# %% Read[^c1]\n[^c1]: [code]\n\n```python\nprint(open('x').read())\n```\n")
+    refused = tce("exec", str(path), env=env)
+    assert refused.returncode == 6 and f"tce trust {tmp_path}" in refused.stderr
