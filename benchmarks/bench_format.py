@@ -6,7 +6,9 @@ a first open, the same text with token counts the reader's attribute caches have
 Script message files (issue 25): the same conversation as ``.msg.py`` read and written within
 1.2x of ``.msg.md`` (the same reader and writer behind a comment prefix), and at least 25x
 faster than jupytext's ``py:percent`` on the same notebook.
-Run: ``.venv/bin/python -m benchmarks format``.
+Also shown: two bounds, the cost of the steps no reader or writer of this design can skip
+(:func:`floor_read`, :func:`floor_write`), so that a goal can be told from what this design
+can reach in CPython. Run: ``.venv/bin/python -m benchmarks format``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import gc
 import re
 import statistics
 import time
+from itertools import chain
 
 from benchmarks._timing import print_table
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format.attrs import NS, emit_meta, parse_meta
+from jupyter_percent_agent.format.rules import scanner
 
 CELLS = 5000
 ROUNDS = 3
@@ -61,6 +66,68 @@ def conversation(n: int = CELLS) -> dict:
     return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
 
+def floor_read(text: str) -> list[dict]:
+    """A bound, not a reader: the steps no reader of this design can skip (the scanner over
+    the text, each footnote's attributes, each body sliced out, one dict per record) and
+    nothing else: no mapping, no checks, no ids. The collector is paused, as ``reads`` does."""
+    gc.disable()
+    try:
+        return _floor_read(text)
+    finally:
+        gc.enable()
+
+
+def _floor_read(text: str) -> list[dict]:
+    pattern = scanner(None, cells=True)
+    index = pattern.groupindex
+    g_marker, g_meta, g_bare = index["marker"], index["meta"], index["bare"]
+    src = "\n" + text
+    cells: list[dict] = []
+    cell: dict = {"outputs": []}
+    head = None
+    for m in chain(pattern.finditer(src), (None,)):
+        if m is not None and m.lastgroup != "cell":
+            continue
+        if head is not None:
+            marker, meta = head.group(g_marker, g_meta)
+            attrs = parse_meta(meta)[3] if meta is not None else {}
+            body = src[head.end() + 1 : len(src) if m is None else m.start() - 1]
+            if len(marker or head.group(g_bare)) == 3:
+                cell["outputs"].append({"output_type": "display_data", "metadata": attrs,
+                                        "data": {"text/markdown": body}})
+            else:
+                cell = {"cell_type": "code", "metadata": attrs, "source": body, "outputs": []}
+                cells.append(cell)
+        head = m
+    return cells
+
+
+def floor_write(nb: dict) -> str:
+    """A bound, not a writer: one attribute line (``emit_meta``) and one f-string per
+    record, and nothing else: no mapping, no ids, no escapes, no fences. The collector is
+    paused, as ``writes`` does."""
+    gc.disable()
+    try:
+        return _floor_write(nb)
+    finally:
+        gc.enable()
+
+
+def _floor_write(nb: dict) -> str:
+    parts = []
+    for n, cell in enumerate(nb["cells"]):
+        md = cell["metadata"]
+        attrs = {k: v for k, v in md.items() if k != NS} if NS in md else md
+        parts.append(f"# %%[^c{n}]\n[^c{n}]: {emit_meta('markdown', None, None, None, attrs)}"
+                     f"\n\n{cell['source']}\n")
+        for k, out in enumerate(cell.get("outputs") or ()):
+            md = out.get("metadata") or {}
+            body = out.get("text") or next(iter(out.get("data", {}).values()), "")
+            parts.append(f"## %%%[^c{n}.{k}]\n[^c{n}.{k}]: "
+                         f"{emit_meta('output', None, None, None, md)}\n\n{body}\n")
+    return "\n".join(parts)
+
+
 def main() -> None:
     import jupytext
     import nbformat
@@ -87,6 +154,8 @@ def main() -> None:
         "format.writes": (lambda: fmt.writes(nb), 5),
         "format.reads .msg.py": (lambda: fmt.reads(script_text, path=SCRIPT), 5),
         "format.writes .msg.py": (lambda: fmt.writes(nb, path=SCRIPT), 5),
+        "bound: scan + footnotes + a dict per record": (lambda: floor_read(text), 5),
+        "bound: emit_meta + an f-string per record": (lambda: floor_write(nb), 5),
         "jupytext.reads md": (lambda: jupytext.reads(md_text, fmt="md"), 1),
         "jupytext.writes md": (lambda: jupytext.writes(jnb, fmt="md"), 1),
         "jupytext.reads py:percent": (lambda: jupytext.reads(py_text, fmt="py:percent"), 1),
@@ -123,6 +192,10 @@ def main() -> None:
                 t["jupytext.writes md"] / t["format.writes"],
             "jupytext md read / ours, first open":
                 t["jupytext.reads md"] / t["format.reads, first open"],
+            "jupytext md read / the read bound":
+                t["jupytext.reads md"] / t["bound: scan + footnotes + a dict per record"],
+            "jupytext md write / the write bound":
+                t["jupytext.writes md"] / t["bound: emit_meta + an f-string per record"],
             "jupytext py:percent read / ours": t["jupytext.reads py:percent"] / t["format.reads"],
             "jupytext py:percent write / ours":
                 t["jupytext.writes py:percent"] / t["format.writes"],

@@ -70,13 +70,14 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
                "agent": agent or "", "outputs": len(outputs),
                "history": hist.history_mode(meta.get("history"), kind)}
-        if kind in CELL_BUDGETS and config is None:
-            from jupyter_percent_agent import trust
+        if kind in CELL_BUDGETS:  # most cells set no budget
+            if config is None:
+                from jupyter_percent_agent import trust
 
-            config = trust.load_config()
-        limits = cell_limits(cell, kind, folder, config)
-        if limits:
-            row["limits"] = limits
+                config = trust.load_config()
+            limits = cell_limits(cell, kind, folder, config)
+            if limits:
+                row["limits"] = limits
         rows.append(row)
     return rows
 
@@ -196,7 +197,8 @@ def list_(item: str, as_json: bool) -> None:
     if as_json:
         out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         return
-    table = [[_cell(r.get(c, "")) for c in cols] for r in shown]
+    # most values are strings already: _cell only for the others (a table of 5,000 rows)
+    table = [[v if type(v := r.get(c, "")) is str else _cell(v) for c in cols] for r in shown]
     widths = [max([len(c)] + [len(row[i]) for row in table]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
