@@ -27,6 +27,7 @@ from .detect import (
 )
 from .errors import FormatError, RefusedFile
 from .files import check_markdown, make_durable, read_text, safe_path, write_text
+from .front_matter import front_matter, set_front_matter
 from .lines import split_fenced, unclosed_fence
 from .model import (
     cell_attrs,
@@ -39,7 +40,6 @@ from .model import (
     code_data_output,
     document_part,
     error_output,
-    front_matter,
     message_text,
     new_cell_id,
     new_code_cell,
@@ -53,7 +53,6 @@ from .model import (
     reply_output,
     result_output,
     set_cell_attrs,
-    set_front_matter,
     set_output_attrs,
     short_id,
     short_ids,
