@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format.notebook import is_json_mime, join_source
 
 EMPTY = ""
 
@@ -49,9 +50,25 @@ def read_notebook(path: Path | None) -> dict[str, Any]:
     text = fmt.read_text(path)  # a link out of its folder, a FIFO, a device: FormatError
     if not text.strip():
         return fmt.reads(EMPTY, path="untitled.msg.md")
-    if path.suffix == ".ipynb":
-        return json.loads(text)
+    if path.suffix == ".ipynb":  # sources and texts as lists of lines, as nbformat saves
+        return joined(json.loads(text))
     return fmt.reads(text, path=str(path))
+
+
+def joined(nb: dict[str, Any]) -> dict[str, Any]:
+    """``nb`` (an ``.ipynb`` as saved) with every cell's source and every output's text and
+    data as one string, as the format core holds them (changed in place)."""
+    for cell in nb.get("cells") or []:
+        if isinstance(cell, dict):
+            cell["source"] = join_source(cell.get("source") or "")
+            for out in cell.get("outputs") or []:
+                if isinstance(out, dict) and isinstance(out.get("text"), list):
+                    out["text"] = join_source(out["text"])
+                data = out.get("data") if isinstance(out, dict) else None
+                for mime, value in (data or {}).items():
+                    if isinstance(value, list) and not is_json_mime(mime):
+                        data[mime] = join_source(value)
+    return nb
 
 
 @dataclass
