@@ -875,16 +875,18 @@ def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
 def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
     tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
 ) -> None:
-    """nbclient sends only a cell's text: in two copies of a conversation, the kernel cannot
-    tell which one runs, says so in one line, and asks no model."""
+    """nbclient sends only a cell's text: in two conversations that hold it (a copy edited
+    since), the kernel cannot tell which one runs, says so in one line, and asks no model."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
     from jupyter_percent_agent.kernel import KERNEL_NAME
 
     data, env = kernel_home
-    for name in ("x.msg.md", "copy.msg.md"):
-        shutil.copy(CONVERSATION, tmp_path / name)
+    text = CONVERSATION.read_text(encoding="utf-8")
+    (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
+    edited = text.replace("Is the value above", "Is the number above")
+    (tmp_path / "copy.msg.md").write_text(edited, encoding="utf-8")
     km = KernelManager(
         kernel_name=KERNEL_NAME,
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]),
@@ -905,3 +907,25 @@ def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
     assert "2 conversations" in line and "copy.msg.md, x.msg.md" in line and "\n" not in line
     assert [m["content"]["evalue"] for m in got if m["msg_type"] == "error"] == [line]
     assert openai_server.chat_requests == []
+
+
+def test_the_kernel_finds_a_cell_in_twins_and_by_the_cells_run_before(tmp_path: Path) -> None:
+    from jupyter_percent_agent.kernel._finder import AmbiguousCell, find_conversation
+
+    text = CONVERSATION.read_text(encoding="utf-8")
+    nb = fmt.reads(text)
+    (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
+    (tmp_path / "notes.md").write_text("What is two plus two?\n", encoding="utf-8")
+    (tmp_path / "x.msg.py").write_text(fmt.writes(nb, path="x.msg.py"), encoding="utf-8")
+    ask = "What is two plus two?"
+    # paired twins (and identical copies) are one conversation; a plain .md is none
+    assert find_conversation(tmp_path, ask) == tmp_path / "x.msg.md"
+    other = text.replace("Is the value above", "Is the number above")
+    (tmp_path / "other.msg.md").write_text(other, encoding="utf-8")
+    with pytest.raises(AmbiguousCell, match="2 conversations"):
+        find_conversation(tmp_path, ask)
+    # the cells run before in this session tell them apart
+    later = "Is the number above ten times the total?"
+    assert find_conversation(tmp_path, later, [ask]) == tmp_path / "other.msg.md"
+    assert find_conversation(tmp_path, ask, [later]) == tmp_path / "other.msg.md"
+    assert find_conversation(tmp_path, "not in any file") is None

@@ -6,9 +6,10 @@ the kernel started in the notebook's folder. The kernel then looks for the cell 
 the conversations of its working folder: message files (``NAME.msg.md``, ``NAME.msg.py``..., a
 ``.md`` with messages), and, only when none has it, notebooks on the agent kernel (an
 ``.ipynb`` converted from one, executed where its message file is not). A file must also hold
-every cell this session ran before (the cells of one run come from one notebook). One file:
-that one. None: the cell is a conversation of its own (``jupyter console``). Several: one line
-saying so, and nothing runs.
+every cell this session ran before (the cells of one run come from one notebook). One file
+(or paired twins, ``x.msg.md`` and ``x.msg.py``, with the same cells): that one. None: the
+cell is a conversation of its own (``jupyter console``). Several: one line saying so, and
+nothing runs.
 """
 
 from __future__ import annotations
@@ -75,12 +76,16 @@ def find_conversation(folder: Path, source: str, ran: Iterable[str] = ()) -> Pat
         return None
     wanted = {source, *ran}
     found: list[Path] = []
+    forms: dict[tuple[tuple[Any, str], ...], Path] = {}  # twins (x.msg.md, x.msg.py): one
     for name in names:
         cells = _cells(folder / name)
         if cells is not None and wanted <= _texts(cells):
-            found.append(folder / name)
-    texts = [p for p in found if not p.name.lower().endswith(".ipynb")]
-    found = texts or found  # a message file, not the .ipynb paired with it
+            form = tuple((c.get("id"), fmt.message_text(c)) for c in cells)
+            if name.lower().endswith(".ipynb"):
+                found.append(folder / name)
+            else:
+                forms.setdefault(form, folder / name)
+    found = list(forms.values()) or found  # a message file, not the .ipynb paired with it
     if len(found) > 1:
         shown = ", ".join(p.name for p in found[:4]) + (" ..." if len(found) > 4 else "")
         raise AmbiguousCell(
