@@ -790,7 +790,7 @@ def test_a_save_through_the_contents_manager_keeps_the_files_form_and_masks(
 
 # -- 3. every cell by its kind under nbclient; the file tce exec writes -----------------------
 
-CONVERSATION = DATA / "clients" / "conversation.msg.md"
+RUN_ME = DATA / "clients" / "conversation.msg.md"
 BIN = Path(sys.executable).parent
 REPLIES = ("Four.", "Yes: 40 is ten times 4.")
 
@@ -847,7 +847,7 @@ def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
     for name in ("tce", "client"):
         folder = tmp_path / name
         folder.mkdir()
-        shutil.copy(CONVERSATION, folder / "x.msg.md")
+        shutil.copy(RUN_ME, folder / "x.msg.md")
         trusted(folder)  # the [code] cell runs in a real kernel
         openai_server.reset()
         openai_server.script(*REPLIES)
@@ -883,7 +883,7 @@ def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
     from jupyter_percent_agent.kernel import KERNEL_NAME
 
     data, env = kernel_home
-    text = CONVERSATION.read_text(encoding="utf-8")
+    text = RUN_ME.read_text(encoding="utf-8")
     (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
     edited = text.replace("Is the value above", "Is the number above")
     (tmp_path / "copy.msg.md").write_text(edited, encoding="utf-8")
@@ -912,7 +912,7 @@ def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
 def test_the_kernel_finds_a_cell_in_twins_and_by_the_cells_run_before(tmp_path: Path) -> None:
     from jupyter_percent_agent.kernel._finder import AmbiguousCell, find_conversation
 
-    text = CONVERSATION.read_text(encoding="utf-8")
+    text = RUN_ME.read_text(encoding="utf-8")
     nb = fmt.reads(text)
     (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
     (tmp_path / "notes.md").write_text("What is two plus two?\n", encoding="utf-8")
@@ -929,3 +929,27 @@ def test_the_kernel_finds_a_cell_in_twins_and_by_the_cells_run_before(tmp_path: 
     assert find_conversation(tmp_path, later, [ask]) == tmp_path / "other.msg.md"
     assert find_conversation(tmp_path, ask, [later]) == tmp_path / "other.msg.md"
     assert find_conversation(tmp_path, "not in any file") is None
+
+
+def test_jupytext_execute_on_a_script_message_file_saves_what_tce_exec_saves(
+    tmp_path: Path,
+    kernel_home: tuple[Path, dict[str, str]],
+    openai_server: OpenAIServer,
+    trusted,
+) -> None:
+    _data, env = kernel_home
+    saved = {}
+    for name in ("tce", "jupytext"):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(DATA / "clients" / "analysis.msg.py", folder / "analysis.msg.py")
+        trusted(folder)
+        openai_server.script("Three.")
+        if name == "tce":
+            done = tce("exec", str(folder / "analysis.msg.py"), env=env)
+            assert done.returncode == 0, done.stderr
+        else:
+            _run([str(BIN / "jupytext"), "--execute", "analysis.msg.py"], folder, env)
+        saved[name] = (folder / "analysis.msg.py").read_text(encoding="utf-8")
+    assert "# stdout> loaded 3" in saved["tce"] and "execution_count=1" in saved["tce"]
+    assert _steady(saved["jupytext"]) == _steady(saved["tce"])
