@@ -953,3 +953,20 @@ def test_jupytext_execute_on_a_script_message_file_saves_what_tce_exec_saves(
         saved[name] = (folder / "analysis.msg.py").read_text(encoding="utf-8")
     assert "# stdout> loaded 3" in saved["tce"] and "execution_count=1" in saved["tce"]
     assert _steady(saved["jupytext"]) == _steady(saved["tce"])
+
+
+def test_executing_a_conversation_again_sends_this_runs_replies_not_the_saved_ones(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """nbclient runs every cell again and saves at the end: the second message's history has
+    the first message's new reply (as ``tce exec --all`` sends), not the one in the file."""
+    _data, env = kernel_home
+    shutil.copy(RUN_ME, tmp_path / "x.msg.md")  # untrusted: the code cell in the sandbox
+    openai_server.script("Four.", "First answer.")
+    _jupytext_execute(tmp_path, env)
+    openai_server.reset()
+    openai_server.script("Four, again.", "Second answer.")
+    saved = _jupytext_execute(tmp_path, env).read_text(encoding="utf-8")
+    second = json.dumps(openai_server.chat_requests[1].messages)
+    assert "Four, again." in second and "Four." not in second.replace("Four, again.", "")
+    assert "Four, again." in saved and "Second answer." in saved and "First answer." not in saved

@@ -334,6 +334,7 @@ class AgentKernel(Kernel):
         if by_text:
             path = self._conversation_of(code)
         conversation = LiveConversation(self._memory, path, cell_id, code, live)
+        conversation.rerun = by_text
         display = _Display(self, live=cell_id is not None)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
