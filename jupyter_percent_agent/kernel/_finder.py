@@ -38,10 +38,29 @@ def _is_candidate_name(name: str) -> bool:
     return low.endswith((".md", ".ipynb")) or fmt.is_script_path(name)
 
 
+_SEEN: dict[Path, tuple[tuple[int, int], list[dict[str, Any]] | None]] = {}
+"""What ``_cells`` found in a file, by its modification time and size: a folder is looked
+through for every cell nbclient runs, and its files seldom change meanwhile."""
+
+
 def _cells(path: Path) -> list[dict[str, Any]] | None:
     """The input cells of ``path`` when it is a conversation, else None."""
     try:
-        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_size)
+    seen = _SEEN.get(path)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
+    cells = _read_cells(path, st.st_size)
+    _SEEN[path] = (stamp, cells)
+    return cells
+
+
+def _read_cells(path: Path, size: int) -> list[dict[str, Any]] | None:
+    try:
+        if not path.is_file() or size > MAX_BYTES:
             return None
         text = fmt.read_text(path)
     except (OSError, PercentAgentError, UnicodeDecodeError):
