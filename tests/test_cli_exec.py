@@ -4,6 +4,7 @@ client against the local test server for the messages after the code cells."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -234,3 +235,30 @@ def test_an_untrusted_cells_own_mistake_is_its_error_not_a_refusal(
     path.write_text("# %% Read[^c1]\n[^c1]: [code]\n\n```python\nprint(open('x').read())\n```\n")
     refused = tce("exec", str(path), env=env)
     assert refused.returncode == 6 and f"tce trust {tmp_path}" in refused.stderr
+
+
+def test_exec_runs_a_script_message_file_and_it_stays_a_runnable_script(
+    tmp_path: Path,
+    env: dict[str, str],
+    openai_server: OpenAIServer,
+    trusted: Callable[[Path], Path],
+) -> None:
+    """``tce exec analysis.msg.py``: the code cell in its kernel, then the question with its
+    output; the outputs are saved as comments, so ``python analysis.msg.py`` still runs."""
+    trusted(tmp_path)
+    path = tmp_path / "analysis.msg.py"
+    shutil.copy(Path(__file__).parent / "data" / "clients" / "analysis.msg.py", path)
+    openai_server.script("Three numbers.")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    load, question = cells(path)
+    assert load["execution_count"] == 1 and texts(load, "stream", "stdout") == "loaded 3\n"
+    assert "Three numbers." in fmt.output_text(question["outputs"][-1])
+    (request,) = openai_server.chat_requests
+    assert "loaded 3" in json.dumps(request.messages)
+    text = path.read_text(encoding="utf-8")
+    assert "\n# stdout> loaded 3\n" in text and "\n# Three numbers.\n" in text
+    ran = subprocess.run(
+        [sys.executable, path.name], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0 and ran.stdout == "loaded 3\n", ran.stderr

@@ -15,6 +15,10 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import FormatError, reads, writes
+from jupyter_percent_agent.format.runner import (
+    without_runner_cell_keys,
+    without_runner_notebook_keys,
+)
 
 SEEDS = Path(__file__).parent / "data" / "format" / "seeds"
 CANONICAL = Path(__file__).parent / "data" / "format" / "canonical"
@@ -237,8 +241,10 @@ def test_canonical_files_round_trip_byte_identical(name):
 def _normalise_ipynb(nb: dict) -> dict:
     nb = json.loads(json.dumps(nb))
     nb["nbformat_minor"] = 5
+    without_runner_notebook_keys(nb.setdefault("metadata", {}))  # not kept (runner.py)
     for i, cell in enumerate(nb["cells"]):
         cell.setdefault("id", f"cell-{i}")
+        cell["metadata"] = dict(without_runner_cell_keys(cell.get("metadata") or {}))
         cell["source"] = "".join(cell["source"]) if isinstance(cell["source"], list) \
             else cell["source"]
         for att in (cell.get("attachments") or {}).values():

@@ -4,14 +4,13 @@ surprises no one. One test (or a few) per item of the checklist:
 
 1. validate first, write once: a refused or failed command leaves the file byte-identical;
 2. an id-shaped argument that matches nothing asks "did you mean ...?" and runs nothing;
+3. the agent kernel under nbclient (``jupytext --execute``, papermill, ``jupyter nbconvert
+   --execute``) runs each cell by its kind, and the saved file is the one ``tce exec`` writes;
 4. the kernel's outputs carry ``text/plain`` beside rich types (the file keeps its form);
 5. warm helpers are bounded, listed and stopped;
 6. ``--resume`` takes any path form; a batch resumes without doing an input twice;
 7. errors name their real cause, the same one line in ``tce`` and ``jupytext``;
 8. sensitive values are masked wherever text leaves the process.
-
-(Item 3, the kernel running each cell by its kind under nbclient, papermill and
-``jupytext --execute`` and matching ``tce exec``, waits for code cells.)
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -786,3 +786,187 @@ def test_a_save_through_the_contents_manager_keeps_the_files_form_and_masks(
     back = fmt.read(path)
     (out,) = back["cells"][0]["outputs"]
     assert list(out["data"]) == ["text/markdown"]
+
+
+# -- 3. every cell by its kind under nbclient; the file tce exec writes -----------------------
+
+RUN_ME = DATA / "clients" / "conversation.msg.md"
+BIN = Path(sys.executable).parent
+REPLIES = ("Four.", "Yes: 40 is ten times 4.")
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{cmd}:\n{done.stdout}\n{done.stderr}"
+
+
+def _jupytext_execute(folder: Path, env: dict[str, str]) -> Path:
+    _run([str(BIN / "jupytext"), "--execute", "x.msg.md"], folder, env)
+    return folder / "x.msg.md"
+
+
+def _papermill(folder: Path, env: dict[str, str]) -> Path:
+    """The paired notebook executed by papermill, beside its message file, and brought back."""
+    _run([str(BIN / "jupytext"), "--to", "ipynb", "x.msg.md"], folder, env)
+    _run([str(BIN / "papermill"), "x.msg.ipynb", "x.msg.ipynb", "--cwd", "."], folder, env)
+    _run([str(BIN / "jupytext"), "--to", ".msg.md", "-o", "x.msg.md", "x.msg.ipynb"], folder, env)
+    return folder / "x.msg.md"
+
+
+def _nbconvert(folder: Path, env: dict[str, str]) -> Path:
+    """The converted notebook alone in its folder, executed by nbconvert, brought back."""
+    _run([str(BIN / "jupytext"), "--to", "ipynb", "x.msg.md"], folder, env)
+    (folder / "x.msg.md").unlink()
+    cmd = ["nbconvert", "--execute", "--to", "notebook", "--output", "y.ipynb", "x.msg.ipynb"]
+    _run([str(BIN / "jupyter"), *cmd], folder, env)
+    _run([str(BIN / "jupytext"), "--to", ".msg.md", "-o", "x.msg.md", "y.ipynb"], folder, env)
+    return folder / "x.msg.md"
+
+
+def _steady(text: str) -> str:
+    """The file without what differs between any two runs: when, and how long."""
+    text = re.sub(r'time="[^"]*"', 'time="T"', text)
+    return re.sub(r"duration=[0-9.]+", "duration=D", text)
+
+
+@pytest.mark.parametrize(
+    "client",
+    [_jupytext_execute, _papermill, _nbconvert],
+    ids=["jupytext", "papermill", "nbconvert"],
+)
+def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
+    tmp_path: Path,
+    kernel_home: tuple[Path, dict[str, str]],
+    openai_server: OpenAIServer,
+    trusted,
+    client,
+) -> None:
+    _data, env = kernel_home
+    env = {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
+    sent = {}
+    for name in ("tce", "client"):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(RUN_ME, folder / "x.msg.md")
+        trusted(folder)  # the [code] cell runs in a real kernel
+        openai_server.reset()
+        openai_server.script(*REPLIES)
+        if name == "tce":
+            done = tce("exec", str(folder / "x.msg.md"), env=env)
+            assert done.returncode == 0, done.stderr
+            expected = (folder / "x.msg.md").read_text(encoding="utf-8")
+        else:
+            got = client(folder, env).read_text(encoding="utf-8")
+        sent[name] = [r.messages for r in openai_server.chat_requests]
+    # the model saw the same conversations: the code cell's output in the second, the note
+    # in neither, and the code cell never as a message
+    assert sent["client"] == sent["tce"] and len(sent["tce"]) == 2
+    assert "total 4" in json.dumps(sent["tce"][1]) and "never sent" not in json.dumps(sent)
+    nb = fmt.reads(expected)
+    code = nb["cells"][1]
+    assert code["execution_count"] == 1 and "stdout> total 4" in expected
+    # the same file: no runner metadata, no agent-kernel counts, the user's tags kept
+    assert _steady(got) == _steady(expected)
+    for runner in ("execution=", "papermill", "language_info", "ExecuteTime", "tags=[]"):
+        assert runner not in got
+    assert 'tags=["review"]' in got
+
+
+def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """nbclient sends only a cell's text: in two conversations that hold it (a copy edited
+    since), the kernel cannot tell which one runs, says so in one line, and asks no model."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME
+
+    data, env = kernel_home
+    text = RUN_ME.read_text(encoding="utf-8")
+    (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
+    edited = text.replace("Is the value above", "Is the number above")
+    (tmp_path / "copy.msg.md").write_text(edited, encoding="utf-8")
+    km = KernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]),
+    )
+    km.start_kernel(env=env, cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        msg_id = kc.execute("What is two plus two?")
+        reply = kc.get_shell_msg(timeout=60)
+        got = _iopub_until_idle(kc, msg_id)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "error"
+    line = reply["content"]["evalue"]
+    assert "2 conversations" in line and "copy.msg.md, x.msg.md" in line and "\n" not in line
+    assert [m["content"]["evalue"] for m in got if m["msg_type"] == "error"] == [line]
+    assert openai_server.chat_requests == []
+
+
+def test_the_kernel_finds_a_cell_in_twins_and_by_the_cells_run_before(tmp_path: Path) -> None:
+    from jupyter_percent_agent.kernel._finder import AmbiguousCell, find_conversation
+
+    text = RUN_ME.read_text(encoding="utf-8")
+    nb = fmt.reads(text)
+    (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
+    (tmp_path / "notes.md").write_text("What is two plus two?\n", encoding="utf-8")
+    (tmp_path / "x.msg.py").write_text(fmt.writes(nb, path="x.msg.py"), encoding="utf-8")
+    ask = "What is two plus two?"
+    # paired twins (and identical copies) are one conversation; a plain .md is none
+    assert find_conversation(tmp_path, ask) == tmp_path / "x.msg.md"
+    other = text.replace("Is the value above", "Is the number above")
+    (tmp_path / "other.msg.md").write_text(other, encoding="utf-8")
+    with pytest.raises(AmbiguousCell, match="2 conversations"):
+        find_conversation(tmp_path, ask)
+    # the cells run before in this session tell them apart
+    later = "Is the number above ten times the total?"
+    assert find_conversation(tmp_path, later, [ask]) == tmp_path / "other.msg.md"
+    assert find_conversation(tmp_path, ask, [later]) == tmp_path / "other.msg.md"
+    assert find_conversation(tmp_path, "not in any file") is None
+
+
+def test_jupytext_execute_on_a_script_message_file_saves_what_tce_exec_saves(
+    tmp_path: Path,
+    kernel_home: tuple[Path, dict[str, str]],
+    openai_server: OpenAIServer,
+    trusted,
+) -> None:
+    _data, env = kernel_home
+    saved = {}
+    for name in ("tce", "jupytext"):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(DATA / "clients" / "analysis.msg.py", folder / "analysis.msg.py")
+        trusted(folder)
+        openai_server.script("Three.")
+        if name == "tce":
+            done = tce("exec", str(folder / "analysis.msg.py"), env=env)
+            assert done.returncode == 0, done.stderr
+        else:
+            _run([str(BIN / "jupytext"), "--execute", "analysis.msg.py"], folder, env)
+        saved[name] = (folder / "analysis.msg.py").read_text(encoding="utf-8")
+    assert "# stdout> loaded 3" in saved["tce"] and "execution_count=1" in saved["tce"]
+    assert _steady(saved["jupytext"]) == _steady(saved["tce"])
+
+
+def test_executing_a_conversation_again_sends_this_runs_replies_not_the_saved_ones(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """nbclient runs every cell again and saves at the end: the second message's history has
+    the first message's new reply (as ``tce exec --all`` sends), not the one in the file."""
+    _data, env = kernel_home
+    shutil.copy(RUN_ME, tmp_path / "x.msg.md")  # untrusted: the code cell in the sandbox
+    openai_server.script("Four.", "First answer.")
+    _jupytext_execute(tmp_path, env)
+    openai_server.reset()
+    openai_server.script("Four, again.", "Second answer.")
+    saved = _jupytext_execute(tmp_path, env).read_text(encoding="utf-8")
+    second = json.dumps(openai_server.chat_requests[1].messages)
+    assert "Four, again." in second and "Four." not in second.replace("Four, again.", "")
+    assert "Four, again." in saved and "Second answer." in saved and "First answer." not in saved

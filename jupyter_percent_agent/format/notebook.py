@@ -29,6 +29,7 @@ from .attrs import NS, json_text
 from .errors import FormatError
 from .lines import fence_for, split_fenced
 from .rules import INPUT_TYPES
+from .runner import is_runner_cell_key
 from .safe_yaml import load_yaml
 
 __all__ = [
@@ -352,6 +353,8 @@ def input_cell(rec: tuple, index: int, ctx: Context) -> dict:
                         f"{', '.join(sorted(INPUT_TYPES))})", pos, footnote=True)
     if TRANSIENT in attrs:
         del attrs[TRANSIENT]
+    for key in [k for k, v in attrs.items() if is_runner_cell_key(k, v)]:
+        del attrs[key]  # a runner's, never kept (runner.py)
     ns: dict[str, Any] = {}
     over = ct = ec = attachments = None
     has_ec = False

@@ -50,6 +50,7 @@ from .notebook import (
     notebook_language,
 )
 from .rules import escape_body, structure
+from .runner import without_runner_cell_keys, without_runner_notebook_keys
 
 __all__ = ["record_text", "write_notebook", "write_parts"]
 
@@ -102,7 +103,7 @@ def write_parts(nb: Mapping, path: str | None = None, section: str | None = None
     before the first record, the records (each from its heading to a newline; joined with
     one), and whether the file is CRLF. A script message file writes them behind a comment
     prefix (``script.py``)."""
-    metadata = dict(nb.get("metadata") or {})
+    metadata = without_runner_notebook_keys(dict(nb.get("metadata") or {}))
     nbns = metadata.pop(NS, None) or {}
     cells = list(nb.get("cells") or [])
     kept: dict[str, Any] = {}
@@ -218,6 +219,7 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
     md = cell.get("metadata") or _EMPTY
     if TRANSIENT in md:
         md = {k: v for k, v in md.items() if k != TRANSIENT}
+    md = without_runner_cell_keys(md)  # nbclient's timings, papermill's status (runner.py)
     attrs, over = (md, None) if md.keys().isdisjoint(_IN_FLAT) else _attrs(md, _IN_FLAT)
     ns = md.get(NS)
     if ns and type(ns) is not dict:

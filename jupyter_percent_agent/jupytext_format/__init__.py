@@ -348,6 +348,11 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
         jupytext_module.drop_text_representation_metadata = _mark(
             drop_text_representation_metadata, original_drop)
 
+    from jupyter_percent_agent.jupytext_format.pairs import guard_message_writes
+
+    original = guard_message_writes(jupytext_module, FORMAT_NAME)  # a conversation is
+    if original is not None:  # never written over in another format
+        _rebind(original, jupytext_module.create_prefix_dir)
     # jupytext.jupytext imported guess_format by name; keep it in step with formats.
     formats = sys.modules.get("jupytext.formats")
     if formats is not None:

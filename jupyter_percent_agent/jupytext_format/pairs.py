@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
 _PATCHED = "__jupyter_percent_agent_pairs__"
 
@@ -121,3 +122,53 @@ def one_line_errors(command: Any) -> Any:
 
     setattr(jupytext, _PATCHED, True)
     return jupytext
+
+
+class MessageFileOverwrite(PercentAgentError):
+    """A conversation about to be written over in another format (``jupytext --to
+    py:percent analysis.msg.py``): refused, the file untouched."""
+
+    error_kind = Kind.USAGE
+
+
+def message_write_refusal(path: str, fmt: Any, format_name: str) -> str | None:
+    """Why writing a notebook to ``path`` in ``fmt`` is refused, or None: a message file
+    (``NAME.msg.md``, ``NAME.msg.py``...) is written only as a message file, whatever
+    format a command asks for; another format goes to another name."""
+    from jupyter_percent_agent.format import is_message_path, is_script_path
+
+    if not (is_message_path(path) or is_script_path(path)):
+        return None
+    name = (fmt or {}).get("format_name") if isinstance(fmt, dict) else None
+    if isinstance(fmt, str):
+        from jupytext.formats import long_form_one_format
+
+        name = long_form_one_format(fmt).get("format_name")
+    if not name or name == format_name:
+        return None
+    return (
+        f"{path} is a message file: writing it as {name} would replace the "
+        f"conversation and its outputs; write to another name (--output OTHER)"
+    )
+
+
+def guard_message_writes(jupytext_module: ModuleType, format_name: str) -> Any:
+    """jupytext's last step before it writes a file, ``create_prefix_dir(path, fmt, log)``
+    (both ``jupytext.write`` and the ``jupytext`` command's destination and pairs call
+    it), refusing to write a message file in another format; the original, to rebind
+    where jupytext imported it by name (None: already done)."""
+    original = jupytext_module.create_prefix_dir
+    if getattr(original, _PATCHED, False):
+        return None
+
+    @functools.wraps(original)
+    def create_prefix_dir(nb_file: Any, fmt: Any, log: Any) -> Any:
+        if isinstance(nb_file, str | os.PathLike):
+            reason = message_write_refusal(os.fspath(nb_file), fmt, format_name)
+            if reason is not None:
+                raise MessageFileOverwrite(reason)
+        return original(nb_file, fmt, log)
+
+    setattr(create_prefix_dir, _PATCHED, True)
+    jupytext_module.create_prefix_dir = create_prefix_dir
+    return original

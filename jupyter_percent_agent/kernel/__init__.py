@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jupyter_percent_agent.format import DEFAULT_KERNELSPEC
+from jupyter_percent_agent.format.runner import AGENT_LANGUAGE_INFO
 
 KERNEL_NAME: str = DEFAULT_KERNELSPEC["name"]
 DISPLAY_NAME: str = DEFAULT_KERNELSPEC["display_name"]
@@ -18,13 +19,7 @@ DISPLAY_NAME: str = DEFAULT_KERNELSPEC["display_name"]
 # notebook's ``metadata.language_info``. A message file does not keep it (the kernel says it on
 # every start); the contents manager hands it to JupyterLab with the notebook, equal to this, so
 # that the kernel's answer changes nothing and an unedited notebook is not marked modified.
-LANGUAGE_INFO: dict[str, str] = {
-    "name": "markdown",
-    "mimetype": "text/markdown",
-    "file_extension": ".md",
-    "pygments_lexer": "markdown",
-    "codemirror_mode": "markdown",
-}
+LANGUAGE_INFO: dict[str, str] = dict(AGENT_LANGUAGE_INFO)
 
 
 def kernelspec_dir() -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.format.notebook import is_json_mime, join_source
 
 EMPTY = ""
 
@@ -49,9 +50,25 @@ def read_notebook(path: Path | None) -> dict[str, Any]:
     text = fmt.read_text(path)  # a link out of its folder, a FIFO, a device: FormatError
     if not text.strip():
         return fmt.reads(EMPTY, path="untitled.msg.md")
-    if path.suffix == ".ipynb":
-        return json.loads(text)
+    if path.suffix == ".ipynb":  # sources and texts as lists of lines, as nbformat saves
+        return joined(json.loads(text))
     return fmt.reads(text, path=str(path))
+
+
+def joined(nb: dict[str, Any]) -> dict[str, Any]:
+    """``nb`` (an ``.ipynb`` as saved) with every cell's source and every output's text and
+    data as one string, as the format core holds them (changed in place)."""
+    for cell in nb.get("cells") or []:
+        if isinstance(cell, dict):
+            cell["source"] = join_source(cell.get("source") or "")
+            for out in cell.get("outputs") or []:
+                if isinstance(out, dict) and isinstance(out.get("text"), list):
+                    out["text"] = join_source(out["text"])
+                data = out.get("data") if isinstance(out, dict) else None
+                for mime, value in (data or {}).items():
+                    if isinstance(value, list) and not is_json_mime(mime):
+                        data[mime] = join_source(value)
+    return nb
 
 
 @dataclass
@@ -75,15 +92,17 @@ class KernelMemory:
         an earlier message must not put it after the ones below it)."""
         self.ran[nb_id] = _Ran(source, [dict(o) for o in outputs])
 
-    def prepare(self, nb: dict[str, Any], nb_id: str | None, source: str
-                ) -> tuple[dict[str, Any], str, str]:
+    def prepare(self, nb: dict[str, Any], nb_id: str | None, source: str, *,
+                rerun: bool = False) -> tuple[dict[str, Any], str, str]:
         """Lay the live state over ``nb`` (changed in place); returns it, the nbformat id of
         the running cell and its footnote id (what ``run_cell`` takes).
 
         - cells this kernel ran that the file lacks are appended, in the order they first ran
           (the running cell among them, if it ran before);
         - such a cell found in the file with its source unchanged and no outputs gets the
-          outputs this kernel gave it (it ran after the last save);
+          outputs this kernel gave it (it ran after the last save); with ``rerun`` (a client
+          that runs a saved file's cells again and saves them all at the end: nbclient), it
+          gets them whatever outputs the file has;
         - the running cell is found by id (a JupyterLab UUID by the short id a save gives it;
           with no nbformat id, by its text), given its live source and no outputs (the front
           end clears them; a ``[task]`` cell keeps its last ones), or appended when new.
@@ -109,7 +128,7 @@ class KernelMemory:
                 cell["outputs"] = [dict(o) for o in ran.outputs]
                 cells.append(cell)
                 by_id[rid] = cell
-            elif not cell.get("outputs") and fmt.message_text(cell) == ran.source:
+            elif (rerun or not cell.get("outputs")) and fmt.message_text(cell) == ran.source:
                 cell["outputs"] = [dict(o) for o in ran.outputs]
         cell = by_id.get(nb_id)
         if cell is None:
@@ -205,6 +224,7 @@ class LiveConversation:
                  source: str, live: Any = None) -> None:
         self.memory, self.path, self.nb_id, self.source = memory, path, nb_id, source
         self.live = live  # the notebook on screen (``lay_live_state``), when the front end sent it
+        self.rerun = False  # found by its text (nbclient): this session's outputs win
         self.kind = "message"
 
     def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
@@ -212,7 +232,8 @@ class LiveConversation:
         from jupyter_percent_agent.runtime.turn import find_cell, plan
 
         nb = lay_live_state(read_notebook(self.path), self.live)
-        nb, self.nb_id, footnote_id = self.memory.prepare(nb, self.nb_id, self.source)
+        nb, self.nb_id, footnote_id = self.memory.prepare(nb, self.nb_id, self.source,
+                                                          rerun=self.rerun)
         apply_summaries(nb, self.memory.summaries)
         self.kind = fmt.cell_kind(find_cell(nb, footnote_id)[1])
         return nb, plan(nb, footnote_id, options)

@@ -186,8 +186,10 @@ class _Display:
             if not self.live_streams:  # a code kernel's streams were shown as they came
                 self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
         elif ot == "execute_result":
+            count = out.get("execution_count")  # a [code] cell's: its kernel's count
             self._send("execute_result", {"data": out["data"], "metadata": out["metadata"],
-                                          "execution_count": self.kernel.execution_count})
+                                          "execution_count": count if isinstance(count, int)
+                                          else self.kernel.execution_count})
         elif ot == "error":
             self.errors.append(out)
             # a [code] cell's traceback comes from its kernel: shown whole, as Jupyter does
@@ -328,7 +330,11 @@ class AgentKernel(Kernel):
         from jupyter_percent_agent.runtime import RunOptions, send
 
         path = notebook_path()
+        by_text = path is None and cell_id is None  # nbclient: only the source, in its folder
+        if by_text:
+            path = self._conversation_of(code)
         conversation = LiveConversation(self._memory, path, cell_id, code, live)
+        conversation.rerun = by_text
         display = _Display(self, live=cell_id is not None)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
@@ -361,6 +367,8 @@ class AgentKernel(Kernel):
             raise _RunFailed(shown.ename, _one_line(shown.message))
         run = task.result()
         self._last_output = run.reply or run.error
+        if by_text and path is not None:
+            self._tell_count(run.execution_count)
         if run.status == "error":
             if display.errors:
                 err = display.errors[-1]
@@ -381,6 +389,30 @@ class AgentKernel(Kernel):
                               "cells": [{"code": code, "language": lang}
                                         for lang, code in run.proposed]}])
         return self._ok()
+
+    def _tell_count(self, count: int | None) -> None:
+        """Give a client that names no cell (nbclient) the cell's execution count as ``tce
+        exec`` writes it: a ``[code]`` cell's kernel's, none for a message, a task, a tool
+        call or a code cell the sandbox ran. nbclient takes the count of every iopub message
+        that carries one, and ignores the update of a display it never showed (as JupyterLab
+        does), so this changes no output; the agent kernel's own count, which
+        ``execute_input`` must carry, is not the cell's."""
+        import uuid
+
+        self.send_response(self.iopub_socket, "update_display_data", {
+            "data": {}, "metadata": {}, "transient": {"display_id": uuid.uuid4().hex},
+            "execution_count": count})
+
+    def _conversation_of(self, code: str) -> Path | None:
+        """The message file of the working folder this cell's text is in (``_finder``)."""
+        from jupyter_percent_agent.errors import PercentAgentError
+        from jupyter_percent_agent.kernel._finder import find_conversation
+
+        ran = [r.source for r in self._memory.ran.values()]
+        try:
+            return find_conversation(Path.cwd(), code, ran)
+        except PercentAgentError as exc:
+            raise _RunFailed(exc.ename, _one_line(str(exc))) from None
 
     def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         return {"status": "ok", "execution_count": self.execution_count,

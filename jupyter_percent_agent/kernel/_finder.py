@@ -1,0 +1,115 @@
+"""Which conversation a cell belongs to, when the client does not say (nbclient).
+
+JupyterLab names the notebook (``JPY_SESSION_NAME``). nbclient, and so ``jupytext
+--execute``, papermill and ``jupyter nbconvert --execute``, sends only a cell's source, with
+the kernel started in the notebook's folder. The kernel then looks for the cell by its text in
+the conversations of its working folder: message files (``NAME.msg.md``, ``NAME.msg.py``..., a
+``.md`` with messages), and, only when none has it, notebooks on the agent kernel (an
+``.ipynb`` converted from one, executed where its message file is not). A file must also hold
+every cell this session ran before (the cells of one run come from one notebook). One file
+(or paired twins, ``x.msg.md`` and ``x.msg.py``, with the same cells): that one. None: the
+cell is a conversation of its own (``jupyter console``). Several: one line saying so, and
+nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.errors import PercentAgentError
+from jupyter_percent_agent.kernel._notebook import joined
+
+MAX_BYTES = 20_000_000
+"""Files larger than this are not read while looking (no conversation is that large)."""
+
+
+class AmbiguousCell(PercentAgentError):
+    """The cell's text is in several conversations of the folder: the kernel cannot tell
+    which one is running (nothing runs)."""
+
+
+def _is_candidate_name(name: str) -> bool:
+    low = name.lower()
+    return low.endswith((".md", ".ipynb")) or fmt.is_script_path(name)
+
+
+_SEEN: dict[Path, tuple[tuple[int, int], list[dict[str, Any]] | None]] = {}
+"""What ``_cells`` found in a file, by its modification time and size: a folder is looked
+through for every cell nbclient runs, and its files seldom change meanwhile."""
+
+
+def _cells(path: Path) -> list[dict[str, Any]] | None:
+    """The input cells of ``path`` when it is a conversation, else None."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_size)
+    seen = _SEEN.get(path)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
+    cells = _read_cells(path, st.st_size)
+    _SEEN[path] = (stamp, cells)
+    return cells
+
+
+def _read_cells(path: Path, size: int) -> list[dict[str, Any]] | None:
+    try:
+        if not path.is_file() or size > MAX_BYTES:
+            return None
+        text = fmt.read_text(path)
+    except (OSError, PercentAgentError, UnicodeDecodeError):
+        return None
+    name = path.name
+    try:
+        if name.lower().endswith(".ipynb"):
+            nb = joined(json.loads(text))
+            spec = (nb.get("metadata") or {}).get("kernelspec") or {}
+            if not isinstance(spec, dict) or spec.get("name") != fmt.DEFAULT_KERNELSPEC["name"]:
+                return None
+        elif fmt.is_message_path(name) or fmt.is_script_path(name) or fmt.is_message_text(text):
+            nb = fmt.reads(text, path=str(path))
+        else:
+            return None
+    except (ValueError, PercentAgentError, RecursionError):
+        return None
+    cells = nb.get("cells")
+    return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else None
+
+
+def _texts(cells: list[dict[str, Any]]) -> set[str]:
+    return {fmt.message_text(c) for c in cells if c.get("cell_type") == "code"}
+
+
+def find_conversation(folder: Path, source: str, ran: Iterable[str] = ()) -> Path | None:
+    """The conversation of ``folder`` that holds a cell whose text is ``source`` (and every
+    text of ``ran``); None when none does. ``AmbiguousCell`` when several do."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if _is_candidate_name(n))
+    except OSError:
+        return None
+    wanted = {source, *ran}
+    found: list[Path] = []
+    forms: dict[tuple[tuple[Any, str], ...], Path] = {}  # twins (x.msg.md, x.msg.py): one
+    for name in names:
+        cells = _cells(folder / name)
+        if cells is not None and wanted <= _texts(cells):
+            form = tuple((c.get("id"), fmt.message_text(c)) for c in cells)
+            if name.lower().endswith(".ipynb"):
+                found.append(folder / name)
+            else:
+                forms.setdefault(form, folder / name)
+    found = list(forms.values()) or found  # a message file, not the .ipynb paired with it
+    if len(found) > 1:
+        shown = ", ".join(p.name for p in found[:4]) + (" ..." if len(found) > 4 else "")
+        raise AmbiguousCell(
+            f"this cell's text is in {len(found)} conversations of {folder} ({shown}): the "
+            f"kernel cannot tell which one runs; run the file with tce exec FILE, or keep one "
+            f"copy in the folder"
+        )
+    return found[0] if found else None
