@@ -5,6 +5,8 @@ client; nothing mocked at the protocol."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -535,3 +537,88 @@ def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
     assert "def git_log(repo_path: str, max_count: int = None" in first
     assert '"Ada": 2' in env.chat_requests[1].messages[-1]["content"]
     assert '"Linus": 1' in env.chat_requests[1].messages[-1]["content"]
+
+
+# -- images in results --------------------------------------------------------------------
+
+SNAPSHOT_STEP = (DATA / "snapshot_step.toml").read_text()
+
+
+def _camera_header(vision: bool) -> str:
+    return HEADER.replace("tools: [clock]", "tools: [camera]").replace(
+        "    system_prompt:", f"    vision: {str(vision).lower()}\n    system_prompt:"
+    )
+
+
+@pytest.fixture
+def camera(user_config_dir: Path) -> str:
+    """The user added a server made with the SDK whose tool returns a PNG."""
+    r = tce("mcp", "add", "camera", "--", sys.executable, str(DATA / "image_server.py"))
+    assert r.exit_code == 0, r.output
+    yield "camera"
+    mcptools.stop_all()
+
+
+def _image_parts(content: object) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    return [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+
+
+def test_an_image_a_server_returns_is_an_image_output_and_an_image_part_for_a_vision_model(
+    camera: str, env: OpenAIServer, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    env.script(SNAPSHOT_STEP, ANSWER)
+    path = tmp_path / "picture.msg.md"
+    path.write_text(_camera_header(vision=True))
+    r = tce("chat", str(path), "-m", "Take a picture.")
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    outs = cell["outputs"]
+    kinds = [fmt.output_kind(o) for o in outs]
+    assert kinds == ["reply", "tool_call", "tool_result", "tool_result", "reply"]
+    call_id = fmt.output_id(outs[1])
+    image = outs[3]
+    assert fmt.output_id(image) == f"{call_id}.2"  # an output of the call's record
+    assert fmt.output_attrs(image)["name"] == "camera.snapshot"
+    b64 = image["data"]["image/png"]
+    with Image.open(io.BytesIO(base64.b64decode(b64))) as picture:
+        assert picture.size == (8, 6)  # the image as the server sent it
+    assert image["data"]["text/plain"] == "[image 1: image/png, from camera.snapshot]"
+    # the model's code got a small value standing for it, not the bytes
+    value = json.loads(fmt.output_text(outs[2]).split("```json\n", 1)[1].split("\n```")[0])
+    assert value == {"type": "image", "mime_type": "image/png", "bytes": value["bytes"], "image": 1}
+    assert b64 not in fmt.output_text(outs[2])
+    # the next round: the result and the image, as an image part
+    sent = env.chat_requests[1].messages[-1]["content"]
+    assert isinstance(sent, list) and '"image": 1' in sent[0]["text"]
+    assert "[image 1: image/png, from camera.snapshot]" in sent[0]["text"]
+    assert _image_parts(sent) == [f"data:image/png;base64,{b64}"]
+    # a later message: the history read from the file sends the image again
+    env.script(ANSWER)
+    assert tce("chat", str(path), "-m", "What colour was it?").exit_code == 0
+    later = env.chat_requests[2].messages
+    with_image = [m for m in later if _image_parts(m["content"])]
+    assert len(with_image) == 1 and _image_parts(with_image[0]["content"]) == [
+        f"data:image/png;base64,{b64}"
+    ]
+    assert "[image 1: image/png, from camera.snapshot]" in with_image[0]["content"][0]["text"]
+
+
+def test_a_model_without_vision_gets_a_line_in_place_of_a_servers_image(
+    camera: str, env: OpenAIServer, tmp_path: Path
+) -> None:
+    env.script(SNAPSHOT_STEP, ANSWER)
+    path = tmp_path / "picture.msg.md"
+    path.write_text(_camera_header(vision=False))
+    r = tce("chat", str(path), "-m", "Take a picture.")
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    assert "image/png" in cell["outputs"][3]["data"]  # the file keeps the image
+    sent = env.chat_requests[1].messages[-1]["content"]
+    assert isinstance(sent, str)
+    assert "[image 1: image/png, from camera.snapshot]" in sent
+    assert "(The images are not shown: this model takes no images.)" in sent
+    assert cell["outputs"][3]["data"]["image/png"] not in sent

@@ -1,7 +1,9 @@
 """The ATTP loop: model step, sandbox run, results back to the model, until an answer.
 
 Every step is recorded as outputs of the message cell: the agent's step (``reasoning=1``),
-the tool call (``CELL.NONCE``), its result (``CELL.NONCE.1``), and the final reply. A reply
+the tool call (``CELL.NONCE``), its result (``CELL.NONCE.1``), the images its tools returned
+(``CELL.NONCE.2``...: image parts in the next round for a model that sees images), and the
+final reply. A reply
 that is not valid ATTP goes back once with the parser's error; after that, prose is taken
 as the final answer. The step limit comes from the caller (``trust.step_limit``).
 """
@@ -13,12 +15,14 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.code_history import sees_images, tool_image_output, with_images
 from jupyter_percent_agent.runtime.events import Chunk, Step
 from jupyter_percent_agent.runtime.models import CallResult
 from jupyter_percent_agent.runtime.reply import ask, fail_with, record_usage, reply_attrs
 from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.toolset import Toolset
 from jupyter_percent_agent.runtime.transport import Transport
+from jupyter_percent_agent.tools import ToolImage, collecting_images
 from jupyter_percent_agent.trust import Route
 
 SANDBOX_TIMEOUT = 30.0
@@ -107,10 +111,11 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             return
         _reply(run, agent, res, res.text, reasoning=1)
         call_id = fmt.tool_call_id(run.cell_id)
-        result = await sandbox.execute_async(
-            parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
-            timeout=SANDBOX_TIMEOUT,
-            on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
+        with collecting_images() as images:  # images a tool returned (an MCP server's)
+            result = await sandbox.execute_async(
+                parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
+                timeout=SANDBOX_TIMEOUT,
+                on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
         names = sorted({c.name for c in result.tool_calls}) or ["python"]
         run.emit(fmt.tool_call_output(",".join(names), parsed.code, out_id=call_id,
                                       attrs={"target": parsed.target} if parsed.target
@@ -120,11 +125,26 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             status="success" if result.status == "success" else "fail",
             attrs={"duration": round(result.duration, 3),
                    **({"error": str(result.error)} if result.error else {})}))
+        for n, image in enumerate(images, start=1):
+            run.emit(tool_image_output(image.mime, image.data, number=n, tool=image.tool,
+                                       out_id=f"{call_id}.{n + 1}"))
         messages += [{"role": "assistant", "content": res.text},
-                     {"role": "user", "content": result_message(result)}]
+                     {"role": "user", "content": _with_images(result_message(result), images,
+                                                              agent)}]
     run.fail("StepLimit", f"no final answer after {max_steps} steps")
     run.emit(fmt.error_output("StepLimit", run.error or "", [], out_id=run.next_output_id(),
                               attrs={"agent": agent.name}))
+
+
+def _with_images(text: str, images: list[ToolImage], agent: Agent) -> str | list[dict[str, Any]]:
+    """The result turn with the tools' images: image parts for a model that sees images,
+    else a line saying they are not shown (as for a code cell's plots)."""
+    if not images:
+        return text
+    text += "\n\n" + "\n".join(f"[image {n}: {i.mime}, from {i.tool}]"
+                                for n, i in enumerate(images, start=1))
+    return with_images(text, [(i.mime, i.data) for i in images],
+                       vision=sees_images(agent.vision, agent.models[0]))
 
 
 def _reply(run: Run, agent: Agent, res: CallResult, text: str, **attrs: Any) -> None:
