@@ -609,3 +609,25 @@ def test_a_model_without_vision_gets_a_line_in_place_of_a_servers_image(
     assert "[image 1: image/png, from camera.snapshot]" in sent
     assert "(The images are not shown: this model takes no images.)" in sent
     assert cell["outputs"][3]["data"]["image/png"] not in sent
+
+
+def test_images_past_the_users_output_cap_are_a_line_neither_saved_nor_sent(
+    camera: str, local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    (user_config_dir / "config.toml").write_text("code_output_bytes = 2000\n")
+    local_model.script((DATA / "two_pictures_step.toml").read_text(), ANSWER)
+    path = tmp_path / "pictures.msg.md"
+    path.write_text(_camera_header(vision=True))
+    r = tce("chat", str(path), "-m", "Take two pictures.")
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    outs = cell["outputs"]
+    small, large = outs[3], outs[4]
+    assert "image/png" in small["data"]
+    assert "image/png" not in large["data"]
+    said = fmt.output_text(large)
+    assert said.startswith("[image 2: image/png, from camera.noise: not kept, ")
+    assert "past the cap of 2000 bytes (code_output_bytes in your config)]" in said
+    sent = local_model.chat_requests[1].messages[-1]["content"]
+    assert _image_parts(sent) == [f"data:image/png;base64,{small['data']['image/png']}"]
+    assert '"image": 2' in sent[0]["text"]  # the code's value still names it

@@ -77,8 +77,9 @@ def result_text(res: Any) -> str:
 
 async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dict[str, Any]], *,
                     route: Route, transport: Transport, extra: dict[str, Any],
-                    max_steps: int) -> None:
-    """Run the ATTP loop for one message; its outputs go to ``run``."""
+                    max_steps: int, image_cap: int | None = None) -> None:
+    """Run the ATTP loop for one message; its outputs go to ``run``. ``image_cap``: the
+    bytes of images one tool run may save (the user's ``code_output_bytes``; None: all)."""
     from jupyter_percent_agent import attp, sandbox
 
     messages = list(messages)
@@ -125,25 +126,45 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             status="success" if result.status == "success" else "fail",
             attrs={"duration": round(result.duration, 3),
                    **({"error": str(result.error)} if result.error else {})}))
-        for n, image in enumerate(images, start=1):
-            run.emit(tool_image_output(image.mime, image.data, number=n, tool=image.tool,
-                                       out_id=f"{call_id}.{n + 1}"))
+        kept = _emit_images(run, images, call_id, image_cap)
         messages += [{"role": "assistant", "content": res.text},
-                     {"role": "user", "content": _with_images(result_message(result), images,
+                     {"role": "user", "content": _with_images(result_message(result), kept,
                                                               agent)}]
     run.fail("StepLimit", f"no final answer after {max_steps} steps")
     run.emit(fmt.error_output("StepLimit", run.error or "", [], out_id=run.next_output_id(),
                               attrs={"agent": agent.name}))
 
 
-def _with_images(text: str, images: list[ToolImage], agent: Agent) -> str | list[dict[str, Any]]:
+def _emit_images(run: Run, images: list[ToolImage], call_id: str, cap: int | None
+                 ) -> list[tuple[int, ToolImage]]:
+    """The tools' images as outputs of the call's record (``CALL.2``...), within ``cap``
+    bytes: one past it is a line saying so, neither saved nor sent. (number, image) kept."""
+    kept: list[tuple[int, ToolImage]] = []
+    room = cap
+    for n, image in enumerate(images, start=1):
+        out_id = f"{call_id}.{n + 1}"
+        size = len(image.data)
+        if room is not None and size > room:
+            run.emit(fmt.tool_result_output(
+                f"[image {n}: {image.mime}, from {image.tool}: not kept, {size} bytes past "
+                f"the cap of {cap} bytes (code_output_bytes in your config)]",
+                out_id=out_id, status="success", attrs={"name": image.tool, "truncated": size}))
+            continue
+        room = None if room is None else room - size
+        run.emit(tool_image_output(image.mime, image.data, number=n, tool=image.tool,
+                                   out_id=out_id))
+        kept.append((n, image))
+    return kept
+
+
+def _with_images(text: str, images: list[tuple[int, ToolImage]], agent: Agent
+                 ) -> str | list[dict[str, Any]]:
     """The result turn with the tools' images: image parts for a model that sees images,
     else a line saying they are not shown (as for a code cell's plots)."""
     if not images:
         return text
-    text += "\n\n" + "\n".join(f"[image {n}: {i.mime}, from {i.tool}]"
-                                for n, i in enumerate(images, start=1))
-    return with_images(text, [(i.mime, i.data) for i in images],
+    text += "\n\n" + "\n".join(f"[image {n}: {i.mime}, from {i.tool}]" for n, i in images)
+    return with_images(text, [(i.mime, i.data) for _, i in images],
                        vision=sees_images(agent.vision, agent.models[0]))
 
 
