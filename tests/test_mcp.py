@@ -631,3 +631,13 @@ def test_images_past_the_users_output_cap_are_a_line_neither_saved_nor_sent(
     sent = local_model.chat_requests[1].messages[-1]["content"]
     assert _image_parts(sent) == [f"data:image/png;base64,{small['data']['image/png']}"]
     assert '"image": 2' in sent[0]["text"]  # the code's value still names it
+
+
+def test_outside_a_run_an_image_is_only_described(camera: str) -> None:
+    """A call no ATTP run collects (``tce tools call``) gets the image's description; the
+    bytes never reach the value."""
+    spec = mcptools.load_servers()["camera"]
+    tools = {t.name: t for t in mcptools.server_tools([spec], None)}
+    value = tools["snapshot"].run({"width": 8, "height": 6})["data"]
+    assert value == {"type": "image", "mime_type": "image/png", "bytes": value["bytes"]}
+    assert 50 < value["bytes"] < 500
