@@ -46,11 +46,16 @@ def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.fixture
 def local_model(openai_server, monkeypatch: pytest.MonkeyPatch):
-    """The local model server as the environment's model (``test-model``, no retries, no key
-    of ours): set ``.responder`` to script it."""
-    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
-    monkeypatch.setenv("PERCENT_AGENT_MODEL", "test-model")
-    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
+    """The local model server as the environment's model (``test-model``, no retries, no
+    waiting between them, no warm helper, a call that hangs fails in 10 s, no key of ours),
+    for this process and the processes it starts (``dict(os.environ)``): set ``.responder``
+    or call ``.script`` to script it."""
+    for name, value in {"PERCENT_AGENT_API_BASE": openai_server.url,
+                        "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_RETRIES": "0",
+                        "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
+                        "PERCENT_AGENT_TIMEOUT": "10",
+                        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
     return openai_server
 

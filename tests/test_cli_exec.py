@@ -26,17 +26,9 @@ TIMEOUT = 180
 
 
 @pytest.fixture
-def env(openai_server: OpenAIServer) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PERCENT_AGENT_API_BASE": openai_server.url,
-        "PERCENT_AGENT_MODEL": "test-model",
-        "PERCENT_AGENT_BACKOFF": "0",
-        "PERCENT_AGENT_WARM": "0",
-        "PERCENT_AGENT_TIMEOUT": "10",
-        "PERCENT_AGENT_RETRIES": "0",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+def env(local_model: OpenAIServer) -> dict[str, str]:
+    """The environment of the tce processes: the local model server's (``local_model``)."""
+    return dict(os.environ)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ client; nothing mocked at the protocol."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -43,20 +45,6 @@ def clock(user_config_dir: Path) -> str:
     assert r.exit_code == 0, r.output
     yield "clock"
     mcptools.stop_all()
-
-
-@pytest.fixture
-def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:
-    for k, v in {
-        "PERCENT_AGENT_API_BASE": openai_server.url,
-        "PERCENT_AGENT_MODEL": "test-model",
-        "PERCENT_AGENT_BACKOFF": "0",
-        "PERCENT_AGENT_WARM": "0",
-        "PERCENT_AGENT_TIMEOUT": "10",
-        "PERCENT_AGENT_RETRIES": "0",
-    }.items():
-        monkeypatch.setenv(k, v)
-    return openai_server
 
 
 def _servers_in(folder: Path) -> set[int]:
@@ -164,18 +152,18 @@ def test_tools_list_m_shows_a_servers_tools_with_signatures(clock: str) -> None:
 
 
 def test_the_models_code_asks_a_real_time_server_the_time_in_tokyo(
-    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+    clock: str, local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:
     """The "done when": in a folder nobody trusted, the model's code calls
     get_current_time, the result reaches the model, and everything is in the file."""
-    env.script(STEP, ANSWER)
+    local_model.script(STEP, ANSWER)
     path = tmp_path / "time.msg.md"
     path.write_text(HEADER)
     r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
     assert r.exit_code == 0, r.output
-    first = env.chat_requests[0].messages[0]["content"]
+    first = local_model.chat_requests[0].messages[0]["content"]
     assert "def get_current_time(timezone: str):" in first  # described in the ATTP prompt
-    second = env.chat_requests[1].messages[-1]["content"]
+    second = local_model.chat_requests[1].messages[-1]["content"]
     assert "Asia/Tokyo 20" in second and "+09:00" in second  # the result reached the model
     (cell,) = hist.conversation_cells(fmt.read(path))
     outs = cell["outputs"]
@@ -187,7 +175,7 @@ def test_the_models_code_asks_a_real_time_server_the_time_in_tokyo(
 
 
 def test_a_server_that_writes_garbage_is_one_error_naming_it_and_the_file_goes_on(
-    env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:
     r = tce("mcp", "add", "clock", "--", "/bin/sh", "-c", "echo garbage; echo broke >&2; sleep 60")
     assert r.exit_code == 0, r.output
@@ -197,7 +185,7 @@ def test_a_server_that_writes_garbage_is_one_error_naming_it_and_the_file_goes_o
     r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
     assert time.monotonic() - started < 20  # no waiting out a timeout, no retry loop
     assert r.exit_code == 4  # tools
-    assert env.chat_requests == []
+    assert local_model.chat_requests == []
     (cell,) = hist.conversation_cells(fmt.read(path))
     (out,) = cell["outputs"]
     assert fmt.output_kind(out) == "error"
@@ -209,14 +197,14 @@ def test_a_server_that_writes_garbage_is_one_error_naming_it_and_the_file_goes_o
     assert _servers_in(user_config_dir) == set()
     # the conversation goes on: the next message is answered once the server is fixed
     assert tce("mcp", "add", "clock", "--replace", "--", TIME_SERVER).exit_code == 0
-    env.script(STEP, ANSWER)
+    local_model.script(STEP, ANSWER)
     r = tce("chat", str(path), "-m", "And now?")
     assert r.exit_code == 0, r.output
     mcptools.stop_all()
 
 
 def test_a_name_that_is_both_a_tool_module_and_a_server_is_refused(
-    clock: str, env: OpenAIServer, tmp_path: Path, trusted
+    clock: str, local_model: OpenAIServer, tmp_path: Path, trusted
 ) -> None:
     trusted(tmp_path)
     (tmp_path / "toolbox").mkdir()
@@ -228,7 +216,7 @@ def test_a_name_that_is_both_a_tool_module_and_a_server_is_refused(
     r = tce("chat", str(path), "-m", "What time is it?")
     assert r.exit_code == 2
     assert "'clock' is both a tool module and an MCP server: rename one" in r.output
-    assert env.chat_requests == []
+    assert local_model.chat_requests == []
 
 
 # -- trust: servers a file or its folder defines --------------------------------------------
@@ -241,7 +229,7 @@ def _marker_server(tmp_path: Path) -> tuple[dict, Path]:
 
 @pytest.mark.parametrize("where", ["folder", "file"])
 def test_servers_a_cloned_folder_defines_start_nothing_and_the_run_is_refused(
-    where: str, env: OpenAIServer, tmp_path: Path
+    where: str, local_model: OpenAIServer, tmp_path: Path
 ) -> None:
     entry, marker = _marker_server(tmp_path)
     path = tmp_path / "time.msg.md"
@@ -258,32 +246,33 @@ def test_servers_a_cloned_folder_defines_start_nothing_and_the_run_is_refused(
     assert r.exit_code == 6, r.output
     assert "would start MCP server processes" in r.output and f"tce trust {tmp_path}" in r.output
     assert len(r.output.strip().splitlines()) == 1
-    assert env.chat_requests == []  # no model called
+    assert local_model.chat_requests == []  # no model called
     assert not marker.exists()  # no process started
 
 
 def test_servers_a_trusted_folder_defines_are_started(
-    env: OpenAIServer, tmp_path: Path, trusted
+    local_model: OpenAIServer, tmp_path: Path, trusted
 ) -> None:
     entry, marker = _marker_server(tmp_path)
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"clock": entry}}))
     trusted(tmp_path)
     path = tmp_path / "time.msg.md"
     path.write_text(HEADER)
-    env.script(STEP, ANSWER)
+    local_model.script(STEP, ANSWER)
     r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
     assert r.exit_code == 0, r.output
     assert marker.exists()
-    assert "+09:00" in env.chat_requests[1].messages[-1]["content"]
+    assert "+09:00" in local_model.chat_requests[1].messages[-1]["content"]
 
 
 def test_no_server_outlives_a_killed_tce_chat(
-    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+    clock: str, local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:
     """A crash leaves no orphan: the server's stdin closes with us, and it ends."""
     from jupyter_percent_agent.testing.openai_server import Reply
 
-    env.script(Reply(STEP, delay=30))  # the model answers too late: tce chat is killed first
+    # the model answers too late: tce chat is killed first
+    local_model.script(Reply(STEP, delay=30))
     path = tmp_path / "time.msg.md"
     path.write_text(HEADER)
     proc = subprocess.Popen(
@@ -323,25 +312,25 @@ def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
 
 
 def test_with_more_tools_than_the_limit_the_model_searches_for_the_others(
-    clock: str, env: OpenAIServer, tmp_path: Path
+    clock: str, local_model: OpenAIServer, tmp_path: Path
 ) -> None:
     """Only ``tool_limit`` tools are described (those that fit the message); search_tools
     (words) finds the others, which the model's code can call."""
-    env.script((DATA / "search_step.toml").read_text(), STEP, ANSWER)
+    local_model.script((DATA / "search_step.toml").read_text(), STEP, ANSWER)
     path = tmp_path / "time.msg.md"
     path.write_text(
         HEADER.replace("    tools: [clock]\n", "    tools: [clock]\n    tool_limit: 1\n")
     )
     r = tce("chat", str(path), "-m", "Convert 12:00 from Paris time to Tokyo time")
     assert r.exit_code == 0, r.output
-    first = env.chat_requests[0].messages[0]["content"]
+    first = local_model.chat_requests[0].messages[0]["content"]
     assert "def convert_time(source_timezone: str, time: str, target_timezone: str):" in first
     assert "def get_current_time" not in first
     assert "def search_tools(words: str, limit: int = 5) -> list[str]:" in first
     assert "1 more tools can be" in first
-    found = env.chat_requests[1].messages[-1]["content"]
+    found = local_model.chat_requests[1].messages[-1]["content"]
     assert "def get_current_time(timezone: str):" in found
-    called = env.chat_requests[2].messages[-1]["content"]
+    called = local_model.chat_requests[2].messages[-1]["content"]
     assert "Asia/Tokyo" in called and "+09:00" in called
 
 
@@ -402,7 +391,7 @@ def test_signatures_are_made_from_input_schemas() -> None:
 
 
 def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
-    clock: str, env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+    clock: str, local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:
     """In the Agent kernel (real, over the Jupyter protocol): two messages use one server
     process; restarting the kernel stops it."""
@@ -428,11 +417,11 @@ def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
         kc.wait_for_ready(timeout=60)
         seen = []
         for _ in range(2):
-            env.script(STEP, ANSWER)
+            local_model.script(STEP, ANSWER)
             reply = kc.execute_interactive("What time is it in Tokyo?", timeout=120)
             assert reply["content"]["status"] == "ok", reply["content"]
             seen.append(_servers_in(user_config_dir))
-        assert "+09:00" in env.chat_requests[-1].messages[-1]["content"]
+        assert "+09:00" in local_model.chat_requests[-1].messages[-1]["content"]
         assert len(seen[0]) == 1 and seen[0] == seen[1]  # one process, started once
         km.restart_kernel(now=False)
         kc.wait_for_ready(timeout=60)
@@ -500,7 +489,7 @@ def test_a_call_that_times_out_or_kills_the_server_is_one_error_naming_it(
 
 
 def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
-    env: OpenAIServer, tmp_path: Path, user_config_dir: Path
+    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -523,7 +512,7 @@ def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
         git("commit", "-q", "-m", f"change {i}", author=author)
     assert tce("mcp", "add", "git", "--", str(BIN / "mcp-server-git")).exit_code == 0
     step = (DATA / "authors_step.toml").read_text().replace("REPO", json.dumps(str(repo)))
-    env.script(step, ANSWER)
+    local_model.script(step, ANSWER)
     path = tmp_path / "log.msg.md"
     path.write_text(HEADER.replace("tools: [clock]", "tools: [git]"))
     try:
@@ -531,7 +520,124 @@ def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
     finally:
         mcptools.stop_all()
     assert r.exit_code == 0, r.output
-    first = env.chat_requests[0].messages[0]["content"]
+    first = local_model.chat_requests[0].messages[0]["content"]
     assert "def git_log(repo_path: str, max_count: int = None" in first
-    assert '"Ada": 2' in env.chat_requests[1].messages[-1]["content"]
-    assert '"Linus": 1' in env.chat_requests[1].messages[-1]["content"]
+    assert '"Ada": 2' in local_model.chat_requests[1].messages[-1]["content"]
+    assert '"Linus": 1' in local_model.chat_requests[1].messages[-1]["content"]
+
+
+# -- images in results --------------------------------------------------------------------
+
+SNAPSHOT_STEP = (DATA / "snapshot_step.toml").read_text()
+
+
+def _camera_header(vision: bool) -> str:
+    return HEADER.replace("tools: [clock]", "tools: [camera]").replace(
+        "    system_prompt:", f"    vision: {str(vision).lower()}\n    system_prompt:"
+    )
+
+
+@pytest.fixture
+def camera(user_config_dir: Path) -> str:
+    """The user added a server made with the SDK whose tool returns a PNG."""
+    r = tce("mcp", "add", "camera", "--", sys.executable, str(DATA / "image_server.py"))
+    assert r.exit_code == 0, r.output
+    yield "camera"
+    mcptools.stop_all()
+
+
+def _image_parts(content: object) -> list[str]:
+    if not isinstance(content, list):
+        return []
+    return [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+
+
+def test_an_image_a_server_returns_is_an_image_output_and_an_image_part_for_a_vision_model(
+    camera: str, local_model: OpenAIServer, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    local_model.script(SNAPSHOT_STEP, ANSWER)
+    path = tmp_path / "picture.msg.md"
+    path.write_text(_camera_header(vision=True))
+    r = tce("chat", str(path), "-m", "Take a picture.")
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    outs = cell["outputs"]
+    kinds = [fmt.output_kind(o) for o in outs]
+    assert kinds == ["reply", "tool_call", "tool_result", "tool_result", "reply"]
+    call_id = fmt.output_id(outs[1])
+    image = outs[3]
+    assert fmt.output_id(image) == f"{call_id}.2"  # an output of the call's record
+    assert fmt.output_attrs(image)["name"] == "camera.snapshot"
+    b64 = image["data"]["image/png"]
+    with Image.open(io.BytesIO(base64.b64decode(b64))) as picture:
+        assert picture.size == (8, 6)  # the image as the server sent it
+    assert image["data"]["text/plain"] == "[image 1: image/png, from camera.snapshot]"
+    # the model's code got a small value standing for it, not the bytes
+    value = json.loads(fmt.output_text(outs[2]).split("```json\n", 1)[1].split("\n```")[0])
+    assert value == {"type": "image", "mime_type": "image/png", "bytes": value["bytes"], "image": 1}
+    assert b64 not in fmt.output_text(outs[2])
+    # the next round: the result and the image, as an image part
+    sent = local_model.chat_requests[1].messages[-1]["content"]
+    assert isinstance(sent, list) and '"image": 1' in sent[0]["text"]
+    assert "[image 1: image/png, from camera.snapshot]" in sent[0]["text"]
+    assert _image_parts(sent) == [f"data:image/png;base64,{b64}"]
+    # a later message: the history read from the file sends the image again
+    local_model.script(ANSWER)
+    assert tce("chat", str(path), "-m", "What colour was it?").exit_code == 0
+    later = local_model.chat_requests[2].messages
+    with_image = [m for m in later if _image_parts(m["content"])]
+    assert len(with_image) == 1 and _image_parts(with_image[0]["content"]) == [
+        f"data:image/png;base64,{b64}"
+    ]
+    assert "[image 1: image/png, from camera.snapshot]" in with_image[0]["content"][0]["text"]
+
+
+def test_a_model_without_vision_gets_a_line_in_place_of_a_servers_image(
+    camera: str, local_model: OpenAIServer, tmp_path: Path
+) -> None:
+    local_model.script(SNAPSHOT_STEP, ANSWER)
+    path = tmp_path / "picture.msg.md"
+    path.write_text(_camera_header(vision=False))
+    r = tce("chat", str(path), "-m", "Take a picture.")
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    assert "image/png" in cell["outputs"][3]["data"]  # the file keeps the image
+    sent = local_model.chat_requests[1].messages[-1]["content"]
+    assert isinstance(sent, str)
+    assert "[image 1: image/png, from camera.snapshot]" in sent
+    assert "(The images are not shown: this model takes no images.)" in sent
+    assert cell["outputs"][3]["data"]["image/png"] not in sent
+
+
+def test_images_past_the_users_output_cap_are_a_line_neither_saved_nor_sent(
+    camera: str, local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    (user_config_dir / "config.toml").write_text("code_output_bytes = 2000\n")
+    local_model.script((DATA / "two_pictures_step.toml").read_text(), ANSWER)
+    path = tmp_path / "pictures.msg.md"
+    path.write_text(_camera_header(vision=True))
+    r = tce("chat", str(path), "-m", "Take two pictures.")
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    outs = cell["outputs"]
+    small, large = outs[3], outs[4]
+    assert "image/png" in small["data"]
+    assert "image/png" not in large["data"]
+    said = fmt.output_text(large)
+    assert said.startswith("[image 2: image/png, from camera.noise: not kept, ")
+    assert "past the cap of 2000 bytes (code_output_bytes in your config)]" in said
+    sent = local_model.chat_requests[1].messages[-1]["content"]
+    assert _image_parts(sent) == [f"data:image/png;base64,{small['data']['image/png']}"]
+    assert '"image": 2' in sent[0]["text"]  # the code's value still names it
+
+
+def test_outside_a_run_an_image_is_only_described(camera: str) -> None:
+    """A call no ATTP run collects (``tce tools call``) gets the image's description; the
+    bytes never reach the value."""
+    spec = mcptools.load_servers()["camera"]
+    tools = {t.name: t for t in mcptools.server_tools([spec], None)}
+    value = tools["snapshot"].run({"width": 8, "height": 6})["data"]
+    assert value == {"type": "image", "mime_type": "image/png", "bytes": value["bytes"]}
+    assert 50 < value["bytes"] < 500

@@ -221,11 +221,110 @@ def test_another_agent_runs_a_task_document_and_searches_the_sops(
 def test_the_users_saved_token_is_used(user_config_dir: Path) -> None:
     from jupyter_percent_agent import mcpserve
 
-    token, new = mcpserve.serve_token()
-    assert new and len(token) > 30
-    (user_config_dir / mcpserve.TOKEN_NAME).write_text("my-own-token\n")
-    assert mcpserve.serve_token() == ("my-own-token", False)
+    token, source = mcpserve.serve_token(env={})
+    assert source is None and len(token) > 30
+    saved = user_config_dir / mcpserve.TOKEN_NAME
+    saved.write_text("my-own-token\n")
+    assert mcpserve.serve_token() == ("my-own-token", str(saved))
     assert json.dumps(token)  # printable as is
+
+
+def test_a_token_file_comes_first_then_the_environment_then_the_saved_token(
+    user_config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_percent_agent import mcpserve
+
+    (user_config_dir / mcpserve.TOKEN_NAME).write_text("saved-token\n")
+    monkeypatch.setenv("PERCENT_AGENT_MCP_TOKEN", "env-token")
+    assert mcpserve.serve_token() == ("env-token", "PERCENT_AGENT_MCP_TOKEN")
+    given = tmp_path / "token"
+    given.write_text("  file-token+/==\n")
+    assert mcpserve.serve_token(token_file=given) == ("file-token+/==", str(given))
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "cannot read the token"),
+        ("", "no token (it is empty)"),
+        ("two words\n", "not a bearer token"),
+        ("one\nline\n", "not a bearer token"),
+    ],
+)
+def test_a_token_file_without_a_bearer_token_is_one_line_and_usage(
+    user_config_dir: Path, tmp_path: Path, content: str | None, says: str
+) -> None:
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent.cli import main
+
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    r = CliRunner().invoke(main, ["mcp", "serve", "--http", "--token-file", str(path)])
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tce: {path}: ") and says in lines[0]
+    assert not content or content.strip() not in r.output  # what the file holds is not shown
+
+
+def test_token_file_is_refused_without_http(user_config_dir: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent.cli import main
+
+    (tmp_path / "token").write_text("a-token\n")
+    r = CliRunner().invoke(main, ["mcp", "serve", "--token-file", str(tmp_path / "token")])
+    assert r.exit_code == 2 and "--token-file is for --http" in r.output
+
+
+def test_the_http_server_takes_the_users_token_from_a_file_and_never_prints_it(
+    served: Path, openai_server: OpenAIServer, user_config_dir: Path, free_port, tmp_path: Path
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    token = "users-own-token-0123456789abcdef"
+    token_file = tmp_path / "token"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
+    port = free_port()
+    args = ["mcp", "serve", "--http", "--port", str(port), "--token-file", str(token_file)]
+    proc = subprocess.Popen(
+        [str(BIN / "tce"), *args, str(served)],
+        env={**os.environ, **_env(openai_server, user_config_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        assert f"bearer token from {token_file}" in line and token not in line
+        assert token not in Path(f"/proc/{proc.pid}/cmdline").read_text()
+        url = f"http://127.0.0.1:{port}/mcp"
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        headers = {"accept": "application/json, text/event-stream"}
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert httpx.post(url, json=body, headers=headers, timeout=1).status_code == 401
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+
+        async def tools() -> list[str]:
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+                async with Client(
+                    streamable_http_client(url, http_client=http), read_timeout_seconds=60
+                ) as client:
+                    return [t.name for t in (await client.list_tools()).tools]
+
+        assert "read_conversation" in asyncio.run(tools())
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_a_url_server_the_user_added_is_reached_over_http_with_its_headers(

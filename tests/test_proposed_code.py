@@ -21,17 +21,7 @@ HEADER = "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather
 
 
 @pytest.fixture
-def folder(
-    tmp_path: Path, trusted, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    for k, v in {
-        "PERCENT_AGENT_API_BASE": openai_server.url,
-        "PERCENT_AGENT_MODEL": "test-model",
-        "PERCENT_AGENT_BACKOFF": "0",
-        "PERCENT_AGENT_WARM": "0",
-        "PERCENT_AGENT_TIMEOUT": "10",
-    }.items():
-        monkeypatch.setenv(k, v)
+def folder(tmp_path: Path, trusted, local_model: OpenAIServer) -> Path:
     trusted(tmp_path)
     (tmp_path / "toolbox").mkdir()
     shutil.copy(DATA / "toolbox" / "weather.py", tmp_path / "toolbox" / "weather.py")

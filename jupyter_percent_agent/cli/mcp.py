@@ -166,23 +166,39 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
     metavar="ORIGIN",
     help="A web page origin that may call the HTTP server (none by default).",
 )
-def serve(dirs: tuple[Path, ...], http: bool, port: int, origins: tuple[str, ...]) -> None:
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    help="Read the bearer token from this file (- : standard input) instead of "
+    "PERCENT_AGENT_MCP_TOKEN or mcp-serve-token in your config folder; else a new one is printed.",
+)
+def serve(
+    dirs: tuple[Path, ...],
+    http: bool,
+    port: int,
+    origins: tuple[str, ...],
+    token_file: Path | None,
+) -> None:
     """Offer the message files and task documents under DIRS (default: .) to other agents
     over MCP: list, read and continue conversations, run task documents, search SOPs."""
     from jupyter_percent_agent import mcpserve
 
     folders = list(dirs) or [Path(".")]
+    if token_file is not None and not http:
+        fail("--token-file is for --http (a stdio server needs no token)", EXIT_USAGE)
     try:
         if not http:
             mcpserve.build_server(folders).run("stdio")
             return
-        token, new = mcpserve.serve_token()
+        token, source = mcpserve.serve_token(token_file=token_file)
         app = mcpserve.http_app(folders, token, port, origins)
     except PercentAgentError as exc:
         fail_for(exc)
     import uvicorn
 
     where = f"http://127.0.0.1:{port}/mcp"
-    saved = "" if new else f" (from {mcpserve.TOKEN_NAME} in your config folder)"
-    click.echo(f"tce mcp serve: {where}  bearer token: {token}{saved}", err=True)
+    # A token the user gave is theirs already: not printed, so no log keeps it.
+    told = f"bearer token: {token}" if source is None else f"bearer token from {source}"
+    click.echo(f"tce mcp serve: {where}  {told}", err=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

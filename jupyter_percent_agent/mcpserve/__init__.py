@@ -8,8 +8,9 @@ inside them; the trust rules are those of ``tce`` (a file in an untrusted folder
 toolbox, no endpoint of its own, no MCP servers of its own).
 
 The SDK's ``MCPServer`` speaks the protocol, over stdio or streamable HTTP. Over HTTP it
-listens on 127.0.0.1 only, answers only requests bearing the token (printed at start, or
-the user's own from ``<config>/mcp-serve-token``), and the SDK's transport security
+listens on 127.0.0.1 only, answers only requests bearing the token (the user's own, from
+``--token-file``, ``PERCENT_AGENT_MCP_TOKEN`` or ``<config>/mcp-serve-token``, else a new one
+printed at start), and the SDK's transport security
 refuses other Hosts and any browser Origin not allowed by name: no other local process or
 web page may spend the user's keys.
 """
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import secrets
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,8 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.errors import Kind, PercentAgentError, report
 
 TOKEN_NAME = "mcp-serve-token"
+TOKEN_ENV = "PERCENT_AGENT_MCP_TOKEN"
+BEARER = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 SKIP_DIRS = {".git", ".ipynb_checkpoints", "node_modules", "__pycache__", ".venv"}
 
 
@@ -216,17 +221,46 @@ def build_server(dirs: Sequence[Path]) -> Any:
     return server
 
 
-def serve_token(env: Any = None) -> tuple[str, bool]:
-    """The bearer token: the user's own (``<config>/mcp-serve-token``), else a new one.
-    (token, whether it is new)."""
+def serve_token(env: Any = None, token_file: Path | None = None) -> tuple[str, str | None]:
+    """The bearer token, and where it came from (None: made now; print it so a client can
+    use it): ``token_file`` (``-``: standard input), else ``PERCENT_AGENT_MCP_TOKEN``, else
+    the user's own (``<config>/mcp-serve-token``), else a new one. Never from the command
+    line, where other local users' process lists show it. ``ServeError`` for a source that
+    holds no bearer token."""
+    env = os.environ if env is None else env
+    if token_file is not None:
+        where = "standard input" if str(token_file) == "-" else str(token_file)
+        try:
+            text = sys.stdin.read() if str(token_file) == "-" else token_file.read_text("utf-8")
+        except OSError as exc:
+            raise ServeError(f"{where}: cannot read the token ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise ServeError(f"{where}: the token is not UTF-8 text") from None
+        return _bearer(text, where), where
+    if env.get(TOKEN_ENV, "").strip():
+        return _bearer(env[TOKEN_ENV], TOKEN_ENV), TOKEN_ENV
     path = trust.config_dir(env) / TOKEN_NAME
     try:
         saved = path.read_text(encoding="utf-8").strip()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         saved = ""
     if saved:
-        return saved, False
-    return secrets.token_urlsafe(32), True
+        return _bearer(saved, str(path)), str(path)
+    return secrets.token_urlsafe(32), None
+
+
+def _bearer(text: str, where: str) -> str:
+    """The token ``text`` holds (surrounding blank space ignored), checked to be one an HTTP
+    ``Authorization: Bearer`` header can carry (RFC 6750)."""
+    token = text.strip()
+    if not token:
+        raise ServeError(f"{where}: no token (it is empty)")
+    if not BEARER.fullmatch(token):
+        raise ServeError(
+            f"{where}: not a bearer token (one line of letters, digits and -._~+/, "
+            "then any = padding)"
+        )
+    return token
 
 
 def bearer_only(app: Any, token: str) -> Any:

@@ -4,7 +4,9 @@ and their tools as ``tools.Tool`` objects the sandbox's bridge calls like any ot
 
 An agent selects servers by name in its ``tools`` list; :func:`server_tools` starts the ones
 not running yet (once per process and conversation folder), lists their tools and makes each
-a tool whose call goes to the server through the SDK's client session. Importing this
+a tool whose call goes to the server through the SDK's client session. An image in a
+result is shown by the run that called the tool (``tools.show_image``): an image output of
+the call's record, the model's code getting a small dict naming it. Importing this
 package is cheap: the SDK is imported when a server is first started.
 """
 
@@ -32,7 +34,8 @@ from jupyter_percent_agent.mcptools.host import (
     McpToolError,
     log_path,
 )
-from jupyter_percent_agent.mcptools.schema import make_tool, python_name, tool_names
+from jupyter_percent_agent.mcptools.schema import make_tool, python_name, result_value, tool_names
+from jupyter_percent_agent.tools import show_image
 
 __all__ = [
     "HOST",
@@ -92,7 +95,10 @@ def server_tools(
 
 def _caller(conn: Any) -> Any:
     async def call(name: str, arguments: dict[str, Any]) -> Any:
-        return await HOST.acall(conn, name, arguments)
+        result, output_schema = await HOST.acall(conn, name, arguments)
+        # Here, in the caller's task: an image goes to the run that called the tool.
+        tool = f"{conn.spec.name}.{name}"
+        return result_value(result, output_schema, lambda mime, data: show_image(mime, data, tool))
 
     return call
 

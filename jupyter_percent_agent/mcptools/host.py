@@ -33,7 +33,7 @@ from typing import Any
 
 from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.mcptools.config import ServerSpec
-from jupyter_percent_agent.mcptools.schema import error_text, result_value
+from jupyter_percent_agent.mcptools.schema import error_text
 from jupyter_percent_agent.trust import config_dir
 
 START_TIMEOUT = 30.0  # seconds for a server to start and list its tools
@@ -201,7 +201,9 @@ class Connection:
                 break
         return out
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[Any, Any]:
+        """The SDK's result of a successful call, and the tool's output schema (the caller
+        makes the value: an image it shows must reach the caller's run)."""
         if not self.alive:
             raise self._fail(f"is not running ({self.error or 'stopped'})")
         timeout = self.spec.timeout or CALL_TIMEOUT
@@ -227,7 +229,7 @@ class Connection:
         if getattr(result, "is_error", False):
             raise McpToolError(f"{name} (MCP server {self.spec.name!r}): {error_text(result)}")
         listed = next((t for t in self.tools if t.name == name), None)
-        return result_value(result, listed.output_schema if listed else None)
+        return result, listed.output_schema if listed else None
 
     async def stop(self) -> None:
         """Close the connection: the SDK closes the server's stdin, then ends its process
@@ -298,8 +300,11 @@ class Host:
                 f"MCP server {spec.name!r} did not start within {START_TIMEOUT:g} s"
             ) from None
 
-    async def acall(self, conn: Connection, name: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool from any event loop: the call runs in the host's."""
+    async def acall(
+        self, conn: Connection, name: str, arguments: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        """Call a tool from any event loop: the call runs in the host's. The SDK's result
+        and the tool's output schema."""
         return await asyncio.wrap_future(self.submit(conn.call(name, arguments)))
 
     def stop_all(self) -> None:

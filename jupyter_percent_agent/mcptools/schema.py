@@ -3,7 +3,8 @@ and its results as Python values.
 
 The model sees an MCP tool as it sees any tool (``def get_current_time(timezone: str):`` and
 a Google-style docstring); its code calls it with positional or keyword arguments and gets
-structured content as dicts and lists, text as ``str``. The server's name and description
+structured content as dicts and lists, text as ``str``, an image as a small dict whose
+bytes are shown as an image output (``keep_image``). The server's name and description
 are model input and shown as text; nothing here reads them as anything else. No SDK import:
 this works on the listing's plain fields, so it is cheap and testable alone.
 """
@@ -180,19 +181,27 @@ def tool_names(
     return out
 
 
-def content_value(item: Any) -> Any:
+ImageKeeper = Callable[[str, str], int | None]
+"""Takes an image's (MIME type, base64) out of a result; its number among the images the run
+shows (None: nobody shows it)."""
+
+
+def content_value(item: Any, keep_image: ImageKeeper | None = None) -> Any:
     """One content block of a result as a Python value: text as ``str``, others as a dict
-    saying what they are (an image's bytes stay out of the model's code)."""
+    saying what they are. An image's bytes stay out of the model's code: ``keep_image``
+    takes them (to show them as an image output) and its number is the dict's ``image``."""
     kind = getattr(item, "type", None)
     if kind == "text":
         return str(getattr(item, "text", ""))
     if kind in ("image", "audio"):
         data = str(getattr(item, "data", "") or "")
-        return {
-            "type": kind,
-            "mime_type": getattr(item, "mime_type", None),
-            "bytes": len(data) * 3 // 4,
-        }
+        mime = getattr(item, "mime_type", None)
+        value: dict[str, Any] = {"type": kind, "mime_type": mime, "bytes": len(data) * 3 // 4}
+        if kind == "image" and keep_image is not None and isinstance(mime, str) and data:
+            number = keep_image(mime, data)
+            if number is not None:
+                value["image"] = number
+        return value
     if kind == "resource":
         res = getattr(item, "resource", None)
         text = getattr(res, "text", None)
@@ -217,11 +226,14 @@ def wraps_result(output_schema: Any) -> bool:
     return isinstance(props, Mapping) and list(props) == ["result"]
 
 
-def result_value(result: Any, output_schema: Any = None) -> Any:
+def result_value(
+    result: Any, output_schema: Any = None, keep_image: ImageKeeper | None = None
+) -> Any:
     """A tool's successful result for the model's code: its structured content if it has
     some (unwrapped from ``{"result": ...}``), else its one text (``str``), else the list of
-    its parts."""
+    its parts. Its images go to ``keep_image`` whatever the value is."""
     structured = getattr(result, "structured_content", None)
+    parts = [content_value(c, keep_image) for c in getattr(result, "content", None) or []]
     if structured is not None:
         if (
             wraps_result(output_schema)
@@ -230,7 +242,6 @@ def result_value(result: Any, output_schema: Any = None) -> Any:
         ):
             return structured["result"]
         return structured
-    parts = [content_value(c) for c in getattr(result, "content", None) or []]
     if len(parts) == 1:
         return parts[0]
     return parts or None

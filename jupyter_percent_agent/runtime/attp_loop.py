@@ -1,7 +1,9 @@
 """The ATTP loop: model step, sandbox run, results back to the model, until an answer.
 
 Every step is recorded as outputs of the message cell: the agent's step (``reasoning=1``),
-the tool call (``CELL.NONCE``), its result (``CELL.NONCE.1``), and the final reply. A reply
+the tool call (``CELL.NONCE``), its result (``CELL.NONCE.1``), the images its tools returned
+(``CELL.NONCE.2``...: image parts in the next round for a model that sees images), and the
+final reply. A reply
 that is not valid ATTP goes back once with the parser's error; after that, prose is taken
 as the final answer. The step limit comes from the caller (``trust.step_limit``).
 """
@@ -13,12 +15,14 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.code_history import sees_images, tool_image_output, with_images
 from jupyter_percent_agent.runtime.events import Chunk, Step
 from jupyter_percent_agent.runtime.models import CallResult
 from jupyter_percent_agent.runtime.reply import ask, fail_with, record_usage, reply_attrs
 from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.toolset import Toolset
 from jupyter_percent_agent.runtime.transport import Transport
+from jupyter_percent_agent.tools import ToolImage, collecting_images
 from jupyter_percent_agent.trust import Route
 
 SANDBOX_TIMEOUT = 30.0
@@ -73,8 +77,9 @@ def result_text(res: Any) -> str:
 
 async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dict[str, Any]], *,
                     route: Route, transport: Transport, extra: dict[str, Any],
-                    max_steps: int) -> None:
-    """Run the ATTP loop for one message; its outputs go to ``run``."""
+                    max_steps: int, image_cap: int | None = None) -> None:
+    """Run the ATTP loop for one message; its outputs go to ``run``. ``image_cap``: the
+    bytes of images one tool run may save (the user's ``code_output_bytes``; None: all)."""
     from jupyter_percent_agent import attp, sandbox
 
     messages = list(messages)
@@ -107,10 +112,11 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             return
         _reply(run, agent, res, res.text, reasoning=1)
         call_id = fmt.tool_call_id(run.cell_id)
-        result = await sandbox.execute_async(
-            parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
-            timeout=SANDBOX_TIMEOUT,
-            on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
+        with collecting_images() as images:  # images a tool returned (an MCP server's)
+            result = await sandbox.execute_async(
+                parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
+                timeout=SANDBOX_TIMEOUT,
+                on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
         names = sorted({c.name for c in result.tool_calls}) or ["python"]
         run.emit(fmt.tool_call_output(",".join(names), parsed.code, out_id=call_id,
                                       attrs={"target": parsed.target} if parsed.target
@@ -120,11 +126,46 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
             status="success" if result.status == "success" else "fail",
             attrs={"duration": round(result.duration, 3),
                    **({"error": str(result.error)} if result.error else {})}))
+        kept = _emit_images(run, images, call_id, image_cap)
         messages += [{"role": "assistant", "content": res.text},
-                     {"role": "user", "content": result_message(result)}]
+                     {"role": "user", "content": _with_images(result_message(result), kept,
+                                                              agent)}]
     run.fail("StepLimit", f"no final answer after {max_steps} steps")
     run.emit(fmt.error_output("StepLimit", run.error or "", [], out_id=run.next_output_id(),
                               attrs={"agent": agent.name}))
+
+
+def _emit_images(run: Run, images: list[ToolImage], call_id: str, cap: int | None
+                 ) -> list[tuple[int, ToolImage]]:
+    """The tools' images as outputs of the call's record (``CALL.2``...), within ``cap``
+    bytes: one past it is a line saying so, neither saved nor sent. (number, image) kept."""
+    kept: list[tuple[int, ToolImage]] = []
+    room = cap
+    for n, image in enumerate(images, start=1):
+        out_id = f"{call_id}.{n + 1}"
+        size = len(image.data)
+        if room is not None and size > room:
+            run.emit(fmt.tool_result_output(
+                f"[image {n}: {image.mime}, from {image.tool}: not kept, {size} bytes past "
+                f"the cap of {cap} bytes (code_output_bytes in your config)]",
+                out_id=out_id, status="success", attrs={"name": image.tool, "truncated": size}))
+            continue
+        room = None if room is None else room - size
+        run.emit(tool_image_output(image.mime, image.data, number=n, tool=image.tool,
+                                   out_id=out_id))
+        kept.append((n, image))
+    return kept
+
+
+def _with_images(text: str, images: list[tuple[int, ToolImage]], agent: Agent
+                 ) -> str | list[dict[str, Any]]:
+    """The result turn with the tools' images: image parts for a model that sees images,
+    else a line saying they are not shown (as for a code cell's plots)."""
+    if not images:
+        return text
+    text += "\n\n" + "\n".join(f"[image {n}: {i.mime}, from {i.tool}]" for n, i in images)
+    return with_images(text, [(i.mime, i.data) for _, i in images],
+                       vision=sees_images(agent.vision, agent.models[0]))
 
 
 def _reply(run: Run, agent: Agent, res: CallResult, text: str, **attrs: Any) -> None:

@@ -1,6 +1,9 @@
-"""A ``[code]`` cell in a model's history: its code and outputs framed as data, never as
-instructions; text within a budget with what was cut marked; errors with their traceback; a
-rich result by its ``text/plain`` form (a DataFrame's table, not its HTML); images as image
+"""Outputs with images, and ``[code]`` cells, in a model's history.
+
+A code cell: its code and outputs framed as data, never as instructions; text within a
+budget with what was cut marked; errors with their traceback; a rich result by its
+``text/plain`` form (a DataFrame's table, not its HTML). Images (a code cell's plots, the
+images a tool returned to an ATTP run, kept as image outputs of the call's record): image
 parts for a model that sees images (scaled down to its image budget, the file keeps the
 original), and a short text stand-in for one that does not.
 """
@@ -52,6 +55,32 @@ def _plain(value: Any) -> str:
     )
 
 
+def output_images(out: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The images of one output (a code cell's plot, a tool's image) as (MIME type,
+    base64), in the order of its MIME bundle."""
+    data = out.get("data") or {}
+    if not isinstance(data, Mapping):
+        return []
+    return [
+        (mime, "".join(value).replace("\n", ""))
+        for mime, value in data.items()
+        if mime in IMAGE_TYPES and isinstance(value, str | list)
+    ]
+
+
+def tool_image_output(
+    mime: str, b64: str, *, number: int, tool: str, out_id: str
+) -> dict[str, Any]:
+    """An image a tool returned, as an output of the call's record (id ``CELL.NONCE.n``):
+    the image as sent, and a ``text/plain`` line naming it as the model's code knows it."""
+    return fmt.code_data_output(
+        {mime: b64, "text/plain": f"[image {number}: {mime}, from {tool}]"},
+        out_id=out_id,
+        language="tool",
+        attrs={"status": "success", "name": tool},
+    )
+
+
 def code_turn_parts(
     cell: Mapping[str, Any], lang: str, outputs: Sequence[Mapping[str, Any]] | None = None
 ) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -77,10 +106,9 @@ def code_turn_parts(
             )
         elif kind == "data":
             data = out.get("data") or {}
-            for mime in data:
-                if mime in IMAGE_TYPES and isinstance(data[mime], str | list):
-                    images.append((mime, "".join(data[mime]).replace("\n", "")))
-                    pieces.append(f"[image {len(images)}: {mime}]\n")
+            for image in output_images(out):
+                images.append(image)
+                pieces.append(f"[image {len(images)}: {image[0]}]\n")
             if "text/plain" in data:
                 pieces.append(_plain(data["text/plain"]).rstrip("\n") + "\n")
             elif not any(m in IMAGE_TYPES for m in data):

@@ -33,7 +33,7 @@ class Turn:
     content: str
     group: str
     joins_next: bool = False  # a failed message: sent joined to the next user turn
-    images: tuple[tuple[str, str], ...] = ()  # a code cell's images: (MIME type, base64)
+    images: tuple[tuple[str, str], ...] = ()  # a code cell's or tool's images: (MIME, base64)
 
     def message(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
@@ -136,12 +136,28 @@ def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]
             if text.strip():  # an empty reply (a call that failed) is no turn at all
                 turns.append(Turn("assistant", text, group))
         elif kind == "tool_result":
-            turns.append(Turn("user", "Tool result:\n" + fmt.output_text(out), group))
+            images = _images(out)
+            if images and turns and turns[-1].role == "user" and turns[-1].group == group:
+                last = turns[-1]  # a tool's image joins the result of its call
+                last.content += "\n" + fmt.output_text(out)
+                last.images += images
+            else:
+                turns.append(Turn("user", "Tool result:\n" + fmt.output_text(out), group,
+                                  images=images))
         elif kind in ("stream", "data"):
             streams.append(fmt.output_text(out))
     if streams:
         turns.append(Turn("user", "Output:\n" + _fence("".join(streams)), group))
     return turns
+
+
+def _images(out: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    data = out.get("data")
+    if not isinstance(data, Mapping) or not any(str(k).startswith("image/") for k in data):
+        return ()
+    from jupyter_percent_agent.runtime.code_history import output_images
+
+    return tuple(output_images(out))
 
 
 def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = None,

@@ -191,9 +191,11 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
                           extra=extra)
     else:
         from jupyter_percent_agent.runtime.attp_loop import attp_loop
+        from jupyter_percent_agent.runtime.code import output_cap
 
         await attp_loop(run, agent, toolset, messages, route=route,
-                        transport=transport, extra=extra, max_steps=step_limit(options, agent))
+                        transport=transport, extra=extra, max_steps=step_limit(options, agent),
+                        image_cap=output_cap(options.folder))
     if decided.kind == "async" and run.ok:
         land(cell, run, options.folder)
 

@@ -24,7 +24,15 @@ from ._tool import (
     call_tool,
     check_docstring,
 )
-from .results import STREAM_CHUNK, ToolResult, normalize_result, to_json
+from .results import (
+    STREAM_CHUNK,
+    ToolImage,
+    ToolResult,
+    collecting_images,
+    normalize_result,
+    show_image,
+    to_json,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -38,6 +46,7 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolCallError",
+    "ToolImage",
     "ToolLoadError",
     "ToolResult",
     "acall_tool",
@@ -45,6 +54,7 @@ __all__ = [
     "as_tool",
     "call_tool",
     "check_docstring",
+    "collecting_images",
     "describe_defined_tool",
     "describe_source",
     "import_file",
@@ -54,6 +64,7 @@ __all__ = [
     "render_tool",
     "render_tools",
     "schema_problem",
+    "show_image",
     "to_json",
     "tools_of_module",
 ]

@@ -1,9 +1,13 @@
-"""Tool results: the Jarvis ``{"data": ..., "instruction": ...}`` form and plain JSON values."""
+"""Tool results: the Jarvis ``{"data": ..., "instruction": ...}`` form and plain JSON values,
+and the images a tool shows beside its value (``show_image``)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 STREAM_CHUNK = "stream_chunk"
@@ -80,3 +84,41 @@ def _split_data(data: Any) -> tuple[Any, Any, bool]:
 
 def _is_jarvis(value: Any) -> bool:
     return isinstance(value, Mapping) and "data" in value and set(value) <= _JARVIS_KEYS
+
+
+# -- images a tool shows ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolImage:
+    """An image a tool returned: it becomes an image output of the call's record (and an
+    image part for a model that sees images); the calling code gets a small value instead."""
+
+    mime: str
+    data: str  # base64
+    tool: str
+
+
+_IMAGES: ContextVar[list[ToolImage] | None] = ContextVar("tool_images", default=None)
+
+
+def show_image(mime: str, data: str, tool: str) -> int | None:
+    """Hand an image to the run that called the tool: its number (from 1) among the run's
+    images, or None when no run collects them (the image is then only described)."""
+    images = _IMAGES.get()
+    if images is None:
+        return None
+    images.append(ToolImage(mime, data, tool))
+    return len(images)
+
+
+@contextmanager
+def collecting_images() -> Iterator[list[ToolImage]]:
+    """The images the tools called within this block (this task and the tasks it starts)
+    show with :func:`show_image`, in order."""
+    images: list[ToolImage] = []
+    token = _IMAGES.set(images)
+    try:
+        yield images
+    finally:
+        _IMAGES.reset(token)

@@ -120,3 +120,27 @@ def test_a_code_block_in_a_reply_has_jupyterlabs_markdown_margins(page, lab_serv
     block = cell_with(notebook, "Tell me a long story.").locator(".jp-PercentAgent-replyBody > pre")
     expect(block).to_have_css("margin-left", re.compile(r"^[1-9]"))
     expect(block).to_have_css("margin-top", re.compile(r"^[1-9]"))
+
+
+def test_an_image_a_tool_returned_shows_under_its_result(page, lab_server) -> None:
+    """An MCP tool's image is an output of the call's record (``[tool] mime_type=
+    ["image/png","text/plain"]``): JupyterLab shows the picture under the result's block,
+    not its text stand-in."""
+    name = "tool_image.msg.md"
+    (lab_server.root / name).write_text((DATA.parent / name).read_text())
+    notebook = open_notebook(page, lab_server, name)
+    cell = cell_with(notebook, "Take a picture of the whiteboard.")
+    outputs = cell.locator(".jp-OutputArea")
+    expect(outputs.locator("details.jp-PercentAgent-toolResult")).to_have_count(1)
+    image = outputs.locator('.jp-OutputArea-output[data-mime-type="image/png"] img')
+    expect(image).to_have_count(1)
+    expect(image).to_be_visible()
+    expect(image).to_have_attribute("src", re.compile(r"^data:image/png;base64,iVBOR"))
+    assert image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [40, 20]
+    expect(outputs).not_to_contain_text("[image 1: image/png")
+    # in order: the call, its result, its image, then the answer
+    order = outputs.locator(".jp-OutputArea-output").evaluate_all(
+        "nodes => nodes.map(n => n.dataset.agentKind || n.dataset.mimeType)"
+    )
+    assert order[1:4] == ["tool_call", "tool_result", "image/png"], order
+    page.screenshot(path=str(lab_server.root.parent / "tool_image.png"))
