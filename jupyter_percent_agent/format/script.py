@@ -95,11 +95,10 @@ class _Rules(NamedTuple):
     strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
     level_one: re.Pattern[str]  # a level-1 heading that lost its '#' with the prefix
     unescape: re.Pattern[str]  # the backslash a '%%' line took behind the marker
-    lines: re.Pattern[str]  # a plain line, or a comment line _strip_fast does not take
+    slow: re.Pattern[str]  # a line _strip_fast does not take
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
     footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
     code_type: re.Pattern[str]  # a [code] footnote
-    prefix: re.Pattern[str]  # the start of a non-blank md line, to comment
     escape: re.Pattern[str]  # a md line that would read as a heading behind the marker
     front: re.Pattern[str]  # a commented front matter at the top of the text
 
@@ -116,15 +115,14 @@ def _rules(comment: str) -> _Rules:
         ),
         plain=re.compile(rf"\n(?!{c})(?=[ \t]*[^\s])"),
         strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c}(?: (?:\\(?={_PCT_LINE}))?|(?=\n|$))"),
-        level_one=re.compile(r"\n(?=%%%?(?:[ \t\[]|\n|$))"),
+        level_one=re.compile(r"\n%%(?=%?(?:[ \t\[]|\n|$))"),
         unescape=re.compile(rf"\n\\(?={_PCT_LINE})"),
-        lines=re.compile(rf"\n(?:(?P<plain>(?!{c})(?=[ \t]*[^\s]))|(?P<mark>{c}(?=\n|$| \\)))"),
+        slow=re.compile(rf"\n(?:(?!{c})[%\\]|{c}(?=\n|$| \\))"),
         head_fix=None if comment == "#" else head,
         footnote=re.compile(
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
         ),
         code_type=re.compile(rf"\n{c} ?\[\^[^\]\s]+\]:[ \t]?\[code\]"),
-        prefix=re.compile(r"\n(?=[^\n\x00])"),  # a line neither blank nor a heading
         escape=re.compile(rf"\n(?={_PCT_LINE})"),
         front=re.compile(rf"\n{c} ---[ \t]*\n(?:[^\n]*\n)*?{c} (?:---|\.\.\.)[ \t]*(?=\n|$)"),
     )
@@ -156,7 +154,10 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
         pieces.append(f"\n{fence}{script.language}\n{code}\n{fence}")
         at = end
     pieces.append(strip(src[at:], rules))
-    return "".join(pieces)[1:], _fence_lines(src, spans)
+    # not the newline before the first line (copied off the first piece, not the whole)
+    first = 0 if head else 1
+    pieces[first] = pieces[first][1:]
+    return "".join(pieces), _fence_lines(src, spans)
 
 
 def _fence_lines(src: str, spans: list[tuple[int, int]]) -> list[int]:
@@ -208,7 +209,7 @@ def _strip_fast(chunk: str, rules: _Rules) -> str:
     and a level-1 heading, whose ``#`` is the marker, gets its ``#`` back."""
     c = rules.comment
     out = chunk.replace("\n" + c + " ", "\n")
-    out = rules.level_one.sub("\n# ", out)
+    out = rules.level_one.sub("\n# %%", out)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
     return out
@@ -216,52 +217,35 @@ def _strip_fast(chunk: str, rules: _Rules) -> str:
 
 def _code_spans(src: str, at: int, rules: _Rules) -> tuple[list[tuple[int, int]], bool]:
     """The code of every ``[code]`` input cell after ``at`` (see :func:`_code_span`), and
-    whether a line asks for the prefix rule's regular expression (``_Rules.lines``): one scan
-    of the lines that are not comments, and of the comment lines that are the marker alone
-    or hold a backslash after it."""
+    whether a line asks for the prefix rule's regular expression (``_Rules.slow``): a line
+    that is not a comment and starts with ``%`` or a backslash, or a comment line that is the
+    marker alone or holds a backslash after it. A ``[code]`` cell is found by its footnote
+    (``_Rules.code_type``) on the line under its heading, or under the one blank line there."""
     spans: list[tuple[int, int]] = []
-    slow = False
-    done = -1  # the end of the last cell looked at
-    for m in rules.lines.finditer(src, at):
-        pos = m.start()
-        if m.lastgroup == "mark":
-            slow = True
+    slow = rules.slow.search(src, at) is not None
+    line = -1  # the footnote line looked at last
+    i = src.find("[code]", at)
+    while i >= 0:
+        q = src.rfind("\n", at, i)  # the newline before the line holding [code]
+        i = src.find("[code]", i + 6)
+        if q == line or q < 0 or rules.code_type.match(src, q) is None:
             continue
-        if src[pos + 1] in "%\\":
-            slow = True
-        if pos < done:
-            continue  # in a cell already looked at
-        nxt = rules.head.search(src, pos)
-        done = end = nxt.start() if nxt is not None else len(src)
-        start = _heading_before(src, pos, at, rules)
-        head_end = src.find("\n", start + 1)
-        if (
-            start >= 0
-            and head_end >= 0
-            and not src.startswith("%%%", src.find("%", start, head_end))
-            and (
-                rules.code_type.match(src, head_end)
-                or (src.startswith("\n", head_end + 1) and rules.code_type.match(src, head_end + 1))
-            )
-        ):
-            span = _code_span(src, head_end, end, rules)
-            if span is not None:
-                spans.append(span)
+        line = head_end = q
+        start = src.rfind("\n", 0, head_end)
+        if start < at or not rules.head.match(src, start):
+            if src[q - 1] != "\n":  # not one blank line between: no heading above it
+                continue
+            head_end = q - 1
+            start = src.rfind("\n", 0, head_end)
+            if start < at or not rules.head.match(src, start):
+                continue
+        if src.startswith("%%%", src.find("%", start, head_end)):
+            continue  # an output's footnote
+        nxt = rules.head.search(src, q)
+        span = _code_span(src, head_end, nxt.start() if nxt is not None else len(src), rules)
+        if span is not None:
+            spans.append(span)
     return spans, slow
-
-
-def _heading_before(src: str, pos: int, at: int, rules: _Rules) -> int:
-    """The newline before the heading of the cell that holds ``pos`` (``at``: the first)."""
-    i = pos
-    while i > at:
-        j = src.rfind("%%", at, i)
-        if j < 0:
-            return at
-        line = src.rfind("\n", 0, j)
-        if rules.head.match(src, line):
-            return line
-        i = line
-    return at
 
 
 def _code_span(src: str, head_end: int, end: int, rules: _Rules) -> tuple[int, int] | None:
@@ -337,7 +321,7 @@ def _commented(text: str, rules: _Rules, comment: str) -> str:
     src = "\n" + text
     if "%%" in src:
         src = rules.escape.sub("\n\\\\", src)
-    return rules.prefix.sub("\n" + comment + " ", src)[1:]
+    return _prefixed(src, comment)[1:]
 
 
 def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
@@ -351,9 +335,25 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     if rules.escape.search(src) is not None:
         src = rules.escape.sub("\n\\\\", src)
     # one pass puts the prefix on every line but a blank one and a heading (after a NUL)
-    src = rules.prefix.sub("\n" + comment + " ", src)
+    src = _prefixed(src, comment)
     src = src.replace("\x00", "") if comment == "#" else src.replace("\x00#", comment)
     return src[1:]
+
+
+def _prefixed(src: str, comment: str) -> str:
+    """``src`` (starting at a newline) with the marker and a space before every line but a
+    blank one and one that starts with a NUL (a heading). Every line takes it, then the blank
+    lines and the NUL lines give it back: ``str.replace`` passes, much faster than a regular
+    expression's substitution at each line. Every newline is followed by the prefix, so
+    ``NL PREFIX NL`` is a blank line; two such lines in a row overlap, and the second pass
+    takes the ones the first skipped."""
+    prefix = comment + " "
+    out = src.replace("\n", "\n" + prefix)
+    blank = "\n" + prefix + "\n"
+    out = out.replace(blank, "\n\n").replace(blank, "\n\n")
+    if "\x00" in src:
+        out = out.replace("\n" + prefix + "\x00", "\n\x00")
+    return out[: -len(prefix)] if out.endswith("\n" + prefix) else out
 
 
 def _comment_record(rec: str, comment: str) -> str:
