@@ -26,7 +26,8 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from typing import Final, NamedTuple
 
 from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_for, split_fenced
@@ -107,6 +108,9 @@ class _Rules(NamedTuple):
 def _rules(comment: str) -> _Rules:
     c = re.escape(comment)
     head = re.compile(rf"\n{c}(?={_HEAD_REST})")
+    # a line that is not a comment: (?!MARKER), needed only when the marker starts with '%'
+    # or a backslash (a lookahead at every line costs)
+    not_c = f"(?!{c})" if comment[0] in "%\\" else ""
     return _Rules(
         comment=comment,
         head=head,
@@ -117,7 +121,7 @@ def _rules(comment: str) -> _Rules:
         strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c}(?: (?:\\(?={_PCT_LINE}))?|(?=\n|$))"),
         level_one=re.compile(r"\n%%(?=%?(?:[ \t\[]|\n|$))"),
         unescape=re.compile(rf"\n\\(?={_PCT_LINE})"),
-        slow=re.compile(rf"\n(?:(?!{c})[%\\]|{c}(?=\n|$| \\))"),
+        slow=re.compile(rf"\n(?:{not_c}[%\\]|{c}(?=\n|$| \\))"),
         head_fix=None if comment == "#" else head,
         footnote=re.compile(
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
@@ -131,15 +135,16 @@ def _rules(comment: str) -> _Rules:
 # --------------------------------------------------------------------------------- reading
 
 
-def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
-    """The ``.msg.md`` text a script message file means, and the lines of it that are not in
-    the script (the fences put around the code of ``[code]`` cells: 1-based, ascending) so
-    that an error's line can be given in the script's numbering (:func:`script_line`)."""
+def to_markdown(text: str, script: Script) -> tuple[str, Callable[[], list[int]]]:
+    """The ``.msg.md`` text a script message file means, and a function that tells the lines
+    of it that are not in the script (the fences put around the code of ``[code]`` cells:
+    1-based, ascending) so that an error's line can be given in the script's numbering
+    (:func:`script_line`); it counts lines, so it is called only when there is an error."""
     rules = _rules(script.comment)
     src = "\n" + text
     first = _first_heading(src, rules)
     if first is None:  # no cell: the front matter, then the preamble as it is
-        return _head(src, len(src), rules)[1:], []
+        return _head(src, len(src), rules)[1:], list
     at = first.start()
     head = _head(src, at, rules)
     spans, slow = _code_spans(src, at, rules)
@@ -157,7 +162,7 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
     # not the newline before the first line (copied off the first piece, not the whole)
     first = 0 if head else 1
     pieces[first] = pieces[first][1:]
-    return "".join(pieces), _fence_lines(src, spans)
+    return "".join(pieces), partial(_fence_lines, src, spans)
 
 
 def _fence_lines(src: str, spans: list[tuple[int, int]]) -> list[int]:
