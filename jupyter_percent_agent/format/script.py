@@ -100,6 +100,7 @@ class _Rules(NamedTuple):
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
     footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
     code_type: re.Pattern[str]  # a [code] footnote
+    prefix: re.Pattern[str]  # the start of a non-blank md line, to comment
     escape: re.Pattern[str]  # a md line that would read as a heading behind the marker
     front: re.Pattern[str]  # a commented front matter at the top of the text
 
@@ -127,6 +128,7 @@ def _rules(comment: str) -> _Rules:
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
         ),
         code_type=re.compile(rf"\n{c} ?\[\^[^\]\s]+\]:[ \t]?\[code\]"),
+        prefix=re.compile(r"\n(?=[^\n\x00])"),  # a line neither blank nor a heading
         escape=re.compile(rf"\n(?={_PCT_LINE})"),
         front=re.compile(rf"\n{c} ---[ \t]*\n(?:[^\n]*\n)*?{c} (?:---|\.\.\.)[ \t]*(?=\n|$)"),
     )
@@ -210,7 +212,7 @@ def _strip(chunk: str, rules: _Rules) -> str:
 
 def _strip_fast(chunk: str, rules: _Rules) -> str:
     """:func:`_strip` when no line of ``chunk`` starts with ``%`` or a backslash (behind the
-    marker or not) or is the marker alone (``_Rules.lines``): the prefix comes off every line,
+    marker or not) or is the marker alone (``_Rules.slow``): the prefix comes off every line,
     and a level-1 heading, whose ``#`` is the marker, gets its ``#`` back."""
     c = rules.comment
     out = chunk.replace("\n" + c + " ", "\n")
@@ -326,7 +328,7 @@ def _commented(text: str, rules: _Rules, comment: str) -> str:
     src = "\n" + text
     if "%%" in src:
         src = rules.escape.sub("\n\\\\", src)
-    return _prefixed(src, comment)[1:]
+    return rules.prefix.sub("\n" + comment + " ", src)[1:]
 
 
 def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
@@ -340,25 +342,9 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     if rules.escape.search(src) is not None:
         src = rules.escape.sub("\n\\\\", src)
     # one pass puts the prefix on every line but a blank one and a heading (after a NUL)
-    src = _prefixed(src, comment)
+    src = rules.prefix.sub("\n" + comment + " ", src)
     src = src.replace("\x00", "") if comment == "#" else src.replace("\x00#", comment)
     return src[1:]
-
-
-def _prefixed(src: str, comment: str) -> str:
-    """``src`` (starting at a newline) with the marker and a space before every line but a
-    blank one and one that starts with a NUL (a heading). Every line takes it, then the blank
-    lines and the NUL lines give it back: ``str.replace`` passes, much faster than a regular
-    expression's substitution at each line. Every newline is followed by the prefix, so
-    ``NL PREFIX NL`` is a blank line; two such lines in a row overlap, and the second pass
-    takes the ones the first skipped."""
-    prefix = comment + " "
-    out = src.replace("\n", "\n" + prefix)
-    blank = "\n" + prefix + "\n"
-    out = out.replace(blank, "\n\n").replace(blank, "\n\n")
-    if "\x00" in src:
-        out = out.replace("\n" + prefix + "\x00", "\n\x00")
-    return out[: -len(prefix)] if out.endswith("\n" + prefix) else out
 
 
 def _comment_record(rec: str, comment: str) -> str:
