@@ -169,7 +169,8 @@ def reads(text: str | bytes, *, path: str | None = None) -> dict:
         with _no_cyclic_gc():
             if script is None:
                 return read_notebook(text, path)
-            crlf = text.find("\r\n") == text.find("\n") - 1 >= 0
+            # "\r" first: one character is found by memchr, "\r\n" by a slower search
+            crlf = "\r" in text and text.find("\r\n") == text.find("\n") - 1 >= 0
             text, added = to_markdown(text.replace("\r\n", "\n") if crlf else text, script)
             return read_notebook(text.replace("\n", "\r\n") if crlf else text, path)
     except FormatError as err:
