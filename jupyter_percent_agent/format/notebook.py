@@ -352,7 +352,8 @@ def input_cell(pos: int, level: int, title: str, ref: str | None, typ: str | Non
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
                         f"{', '.join(sorted(INPUT_TYPES))})", pos, footnote=True)
-    attrs.pop(TRANSIENT, None)
+    if TRANSIENT in attrs:  # a test first: a call to pop for every cell costs
+        attrs.pop(TRANSIENT)
     ns: dict[str, Any] = {}
     over = ct = ec = attachments = None
     has_ec = False
