@@ -1,11 +1,11 @@
 """The notebook mapping: what each cell of the text means as an nbformat 4.5 cell or output
 (docs/format.md, "The notebook"), and the facts of that mapping the writer shares. No text
 is scanned or written here: the reader (``reader.py``) hands each cell of the text over as a
-record; the writer (``writer.py``) reads the same table from right to left.
+cell read; the writer (``writer.py``) reads the same table from right to left.
 
-A record read is a tuple ``(pos, out, level, title, ref, type, sub, link, attrs, body)``:
-where its heading starts in the reader's text, ``%%%`` or not, heading level, title, footnote
-id, ``[TYPE:SUB](LINK)``, the ``key=value`` attributes and the body.
+A cell read comes as ``pos, level, title, ref, type, sub, link, attrs, body``: where its
+heading starts in the reader's text, heading level, title, footnote id, ``[TYPE:SUB](LINK)``,
+the ``key=value`` attributes and the body.
 
 Mapping, in short (docs/format.md has the table):
 
@@ -344,15 +344,17 @@ def _drop_last_line(body: str) -> str:
     return body[:cut] if cut >= 0 else ""
 
 
-def input_cell(rec: tuple, index: int, ctx: Context) -> dict:
-    """The cell of an input (``%%``) record; ``index``: the number of cells before it."""
-    pos, _out, level, title, ref, typ, sub, link, attrs, body = rec
+def input_cell(pos: int, level: int, title: str, ref: str | None, typ: str | None,
+               sub: str | None, link: str | None, attrs: dict, body: str, index: int,
+               ctx: Context) -> dict:
+    """The cell of an input (``%%``) cell read (see the module's docstring); ``index``: the
+    number of cells before it."""
     t = typ or "markdown"
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
                         f"{', '.join(sorted(INPUT_TYPES))})", pos, footnote=True)
-    if TRANSIENT in attrs:
-        del attrs[TRANSIENT]
+    if TRANSIENT in attrs:  # a test first: a call to pop for every cell costs
+        attrs.pop(TRANSIENT)
     for key in [k for k, v in attrs.items() if is_runner_cell_key(k, v)]:
         del attrs[key]  # a runner's, never kept (runner.py)
     ns: dict[str, Any] = {}
@@ -436,11 +438,11 @@ def _read_code(body: str, ns: dict, ctx: Context) -> str:
     return code
 
 
-def add_output(rec: tuple, cell: dict, index: int, ctx: Context, parent: str,
-               out_level: int) -> None:
-    """Append the outputs of an output (``%%%``) record to ``cell``: the ``index``-th block
-    under it, whose default id is ``PARENT.index`` and default level ``out_level``."""
-    pos, _out, level, title, ref, typ, sub, link, attrs, body = rec
+def add_output(pos: int, level: int, title: str, ref: str | None, typ: str | None,
+               sub: str | None, link: str | None, attrs: dict, body: str, cell: dict,
+               index: int, ctx: Context, parent: str, out_level: int) -> None:
+    """Append the outputs of an output (``%%%``) cell read to ``cell``: the ``index``-th
+    block under it, whose default id is ``PARENT.index`` and default level ``out_level``."""
     t = typ or "output"
     # structural attributes (mime_type, execution_count, ...) are rare: one test for all
     plain = attrs.keys().isdisjoint(OUT_STRUCT)

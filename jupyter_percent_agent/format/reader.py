@@ -3,10 +3,10 @@
 The pass runs the scanner the rules compose (``rules.scanner``) over the whole text once and
 dispatches on the name of the rule each match is for: a ``cell`` heading closes the body of
 the cell before it and opens its own, an ``escape`` marks a body line to unescape, a
-``block`` (a closed fence) is skipped whole, an ``open`` fence ends the scan. A cell's record
-is made by the heading, footnote and body rules (``rules.py``) when its end is known. The
-records then go through the notebook mapping (``notebook.py``), which needs every id of the
-text before it can make one up (a cell with no valid id of its own).
+``block`` (a closed fence) is skipped whole, an ``open`` fence ends the scan. When a cell's
+end is known, its heading, footnote and body (the rules of ``rules.py``) go straight from the
+match into the notebook mapping (``notebook.py``), with no record in between; a cell with no
+valid id of its own gets one made up, which must not be one the text gives further down.
 
 No I/O here: ``read`` (``__init__.py``) reads the file.
 """
@@ -124,8 +124,12 @@ def _preamble(src: str, start: int, end: int, ctx: Context, cells: list[dict],
 
 
 def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> None:
-    """The pass: every cell from the newline at ``at`` on, through the mapping into
-    ``cells``; the text from ``start`` to the first cell is the preamble."""
+    """The pass: every cell from the newline at ``at`` on, mapped into ``cells`` as its end
+    is found; the text from ``start`` to the first cell is the preamble.
+
+    A cell is read from the scanner's match of its heading (and footnote) straight into the
+    notebook mapping (``input_cell``, ``add_output``): its heading level, title, footnote id,
+    ``[TYPE:SUB](LINK)``, ``key=value`` attributes and body."""
     cell: dict | None = None  # the input cell the outputs read go to
     blocks = 0  # how many output blocks it has so far
     parent = ""  # its footnote id
@@ -133,9 +137,11 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
     head = None  # the heading whose body is open
     escapes: list[int] = []
     hidden = False  # after a fence nothing closes
+    seen = ctx.seen
+    size = len(src)
     for m in chain(scanner(ctx.section, cells=True).finditer(src, at), _END):
         if m is None:
-            end = len(src)
+            end = size
         elif m.lastgroup == "cell":
             end = m.start() + 1
         else:
@@ -159,79 +165,75 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
             continue
         if head is None:
             _preamble(src, start, end, ctx, cells)
+            head = m
+            continue
+        # the cell whose heading (and footnote) the scanner's ``cell`` rule matched in
+        # ``head``, its body ending at ``end``
+        pos = head.start() + 1
+        hashes, marker, bare, title, ref, fid, meta, more = head.group(*_CELL_GROUPS)
+        if marker is None:  # seed 000's bare '%%% [type]'
+            marker = bare
+            level = 1
         else:
-            rec = _record(src, head, end, escapes, ctx)
-            if escapes:
-                escapes = []
-            if rec[1]:
-                if cell is None:
-                    raise ctx.error("an output cell (%%%) before any message", rec[0])
-                if cell["cell_type"] != "code":
-                    raise ctx.error("an output cell (%%%) under a cell that cannot have "
-                                    f"outputs ({cell['cell_type']})", rec[0])
-                blocks += 1
-                add_output(rec, cell, blocks, ctx, parent, out_level)
+            level = len(hashes)
+        typ = sub = link = attrs = None
+        if ref is None and "[" in title:
+            found = inline_meta(title, len(marker) == 3)
+            if found is not None:
+                title, (typ, sub, link, attrs) = found
+                fid = None  # the footnote under it is body
+        if fid is not None:
+            if more:  # continuation lines, joined with one space
+                meta += " " + " ".join(line.strip() for line in more.split("\n")[1:])
+            if ref is None:  # a heading with no reference adopts the footnote's id
+                try:
+                    typ, sub, link, attrs = parse_meta(meta)
+                except AttrError:
+                    fid = None  # an ordinary footnote under it: that is body
+                else:
+                    ref = fid
+            elif fid != ref:
+                raise FormatError(f"footnote [^{fid}] does not match the heading's [^{ref}]",
+                                  line=ctx.line(head.start("fid")), path=ctx.path)
             else:
-                if cell is None:  # the document's heading level: the first message's
-                    ctx.level = rec[2]
-                cell = input_cell(rec, len(cells), ctx)
-                cells.append(cell)
-                parent = cell_ref(cell)
-                blocks = 0
-                out_level = rec[2] + 1 if rec[2] < 5 else 5
+                try:
+                    typ, sub, link, attrs = parse_meta(meta)
+                except AttrError as err:
+                    raise FormatError(f"bad metadata for [^{ref}]: {err}",
+                                      line=ctx.line(head.start("fid")), path=ctx.path) from None
+        if fid is not None:
+            at = head.end() + 1
+            if at > end:
+                at = end
+        else:  # the body starts after the heading line and one blank line
+            at = src.find("\n", head.end("title"), end) + 1 or end
+            blank = SKIP_BLANK.match(src, at, end)
+            if blank is not None:
+                at = blank.end()
+        if ref is not None and seen.setdefault(ref, pos) != pos:
+            raise FormatError(f"duplicate id [^{ref}] (first used on line "
+                              f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
+        if attrs is None:
+            attrs = {}
+        text = body(src, at, end, escapes, end == size)
+        if escapes:
+            escapes = []
+        if len(marker) == 3:
+            if cell is None:
+                raise ctx.error("an output cell (%%%) before any message", pos)
+            if cell["cell_type"] != "code":
+                raise ctx.error("an output cell (%%%) under a cell that cannot have "
+                                f"outputs ({cell['cell_type']})", pos)
+            blocks += 1
+            add_output(pos, level, title, ref, typ, sub, link, attrs, text, cell, blocks, ctx,
+                       parent, out_level)
+        else:
+            if cell is None:  # the document's heading level: the first message's
+                ctx.level = level
+            cell = input_cell(pos, level, title, ref, typ, sub, link, attrs, text, len(cells),
+                              ctx)
+            cells.append(cell)
+            parent = cell_ref(cell) if NS in cell["metadata"] else cell["id"]
+            blocks = 0
+            out_level = level + 1 if level < 5 else 5
         head = m
-
-
-def _record(src: str, m: re.Match[str], end: int, escapes: list[int], ctx: Context) -> tuple:
-    """The record of the cell whose heading (and footnote) the scanner's ``cell`` rule
-    matched in ``m``, its body ending at ``end``."""
-    pos = m.start() + 1
-    hashes, marker, bare, title, ref, fid, meta, more = m.group(*_CELL_GROUPS)
-    if marker is None:  # seed 000's bare '%%% [type]'
-        marker = bare
-        level = 1
-    else:
-        level = len(hashes)
-    out = len(marker) == 3
-    typ = sub = link = attrs = None
-    if ref is None and "[" in title:
-        found = inline_meta(title, out)
-        if found is not None:
-            title, (typ, sub, link, attrs) = found
-            fid = None  # the footnote under it is body
-    if fid is not None:
-        if more:  # continuation lines, joined with one space
-            meta += " " + " ".join(line.strip() for line in more.split("\n")[1:])
-        if ref is None:  # a heading with no reference adopts the footnote's id
-            try:
-                typ, sub, link, attrs = parse_meta(meta)
-            except AttrError:
-                fid = None  # an ordinary footnote under it: that is body
-            else:
-                ref = fid
-        elif fid != ref:
-            raise FormatError(f"footnote [^{fid}] does not match the heading's [^{ref}]",
-                              line=ctx.line(m.start("fid")), path=ctx.path)
-        else:
-            try:
-                typ, sub, link, attrs = parse_meta(meta)
-            except AttrError as err:
-                raise FormatError(f"bad metadata for [^{ref}]: {err}",
-                                  line=ctx.line(m.start("fid")), path=ctx.path) from None
-    if fid is not None:
-        at = m.end() + 1
-        if at > end:
-            at = end
-    else:  # the body starts after the heading line and one blank line
-        at = m.end("title")
-        at = src.find("\n", at, end) + 1 or end
-        blank = SKIP_BLANK.match(src, at, end)
-        if blank is not None:
-            at = blank.end()
-    if ref is not None:
-        first = ctx.seen.setdefault(ref, pos)
-        if first != pos:
-            raise FormatError(f"duplicate id [^{ref}] (first used on line {ctx.line(first)})",
-                              line=ctx.line(pos), path=ctx.path)
-    return (pos, out, level, title, ref, typ, sub, link, {} if attrs is None else attrs,
-            body(src, at, end, escapes, end == len(src)))

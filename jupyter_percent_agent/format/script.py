@@ -26,7 +26,8 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from typing import Final, NamedTuple
 
 from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_for, split_fenced
@@ -95,7 +96,7 @@ class _Rules(NamedTuple):
     strip: re.Pattern[str]  # the prefix of a commented line (and a py-escape backslash)
     level_one: re.Pattern[str]  # a level-1 heading that lost its '#' with the prefix
     unescape: re.Pattern[str]  # the backslash a '%%' line took behind the marker
-    lines: re.Pattern[str]  # a plain line, or a comment line _strip_fast does not take
+    slow: re.Pattern[str]  # a line _strip_fast does not take
     head_fix: re.Pattern[str] | None  # a heading's marker, when it is not '#'
     footnote: re.Pattern[str]  # the footnote and its continuation lines under a heading
     code_type: re.Pattern[str]  # a [code] footnote
@@ -108,6 +109,9 @@ class _Rules(NamedTuple):
 def _rules(comment: str) -> _Rules:
     c = re.escape(comment)
     head = re.compile(rf"\n{c}(?={_HEAD_REST})")
+    # a line that is not a comment: (?!MARKER), needed only when the marker starts with '%'
+    # or a backslash (a lookahead at every line costs)
+    not_c = f"(?!{c})" if comment[0] in "%\\" else ""
     return _Rules(
         comment=comment,
         head=head,
@@ -116,9 +120,9 @@ def _rules(comment: str) -> _Rules:
         ),
         plain=re.compile(rf"\n(?!{c})(?=[ \t]*[^\s])"),
         strip=re.compile(rf"\n(?!{c}{_HEAD_REST}){c}(?: (?:\\(?={_PCT_LINE}))?|(?=\n|$))"),
-        level_one=re.compile(r"\n(?=%%%?(?:[ \t\[]|\n|$))"),
+        level_one=re.compile(r"\n%%(?=%?(?:[ \t\[]|\n|$))"),
         unescape=re.compile(rf"\n\\(?={_PCT_LINE})"),
-        lines=re.compile(rf"\n(?:(?P<plain>(?!{c})(?=[ \t]*[^\s]))|(?P<mark>{c}(?=\n|$| \\)))"),
+        slow=re.compile(rf"\n(?:{not_c}[%\\]|{c}(?=\n|$| \\))"),
         head_fix=None if comment == "#" else head,
         footnote=re.compile(
             rf"\n(?:{c}[ \t]*\n)?{c} ?\[\^[^\]\s]+\]:[^\n]*(?:\n{c} ?(?:  |\t)[^\n]*\S[^\n]*)*"
@@ -133,15 +137,16 @@ def _rules(comment: str) -> _Rules:
 # --------------------------------------------------------------------------------- reading
 
 
-def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
-    """The ``.msg.md`` text a script message file means, and the lines of it that are not in
-    the script (the fences put around the code of ``[code]`` cells: 1-based, ascending) so
-    that an error's line can be given in the script's numbering (:func:`script_line`)."""
+def to_markdown(text: str, script: Script) -> tuple[str, Callable[[], list[int]]]:
+    """The ``.msg.md`` text a script message file means, and a function that tells the lines
+    of it that are not in the script (the fences put around the code of ``[code]`` cells:
+    1-based, ascending) so that an error's line can be given in the script's numbering
+    (:func:`script_line`); it counts lines, so it is called only when there is an error."""
     rules = _rules(script.comment)
     src = "\n" + text
     first = _first_heading(src, rules)
     if first is None:  # no cell: the front matter, then the preamble as it is
-        return _head(src, len(src), rules)[1:], []
+        return _head(src, len(src), rules)[1:], list
     at = first.start()
     head = _head(src, at, rules)
     spans, slow = _code_spans(src, at, rules)
@@ -156,7 +161,10 @@ def to_markdown(text: str, script: Script) -> tuple[str, list[int]]:
         pieces.append(f"\n{fence}{script.language}\n{code}\n{fence}")
         at = end
     pieces.append(strip(src[at:], rules))
-    return "".join(pieces)[1:], _fence_lines(src, spans)
+    # not the newline before the first line (copied off the first piece, not the whole)
+    first = 0 if head else 1
+    pieces[first] = pieces[first][1:]
+    return "".join(pieces), partial(_fence_lines, src, spans)
 
 
 def _fence_lines(src: str, spans: list[tuple[int, int]]) -> list[int]:
@@ -204,11 +212,11 @@ def _strip(chunk: str, rules: _Rules) -> str:
 
 def _strip_fast(chunk: str, rules: _Rules) -> str:
     """:func:`_strip` when no line of ``chunk`` starts with ``%`` or a backslash (behind the
-    marker or not) or is the marker alone (``_Rules.lines``): the prefix comes off every line,
+    marker or not) or is the marker alone (``_Rules.slow``): the prefix comes off every line,
     and a level-1 heading, whose ``#`` is the marker, gets its ``#`` back."""
     c = rules.comment
     out = chunk.replace("\n" + c + " ", "\n")
-    out = rules.level_one.sub("\n# ", out)
+    out = rules.level_one.sub("\n# %%", out)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
     return out
@@ -216,52 +224,35 @@ def _strip_fast(chunk: str, rules: _Rules) -> str:
 
 def _code_spans(src: str, at: int, rules: _Rules) -> tuple[list[tuple[int, int]], bool]:
     """The code of every ``[code]`` input cell after ``at`` (see :func:`_code_span`), and
-    whether a line asks for the prefix rule's regular expression (``_Rules.lines``): one scan
-    of the lines that are not comments, and of the comment lines that are the marker alone
-    or hold a backslash after it."""
+    whether a line asks for the prefix rule's regular expression (``_Rules.slow``): a line
+    that is not a comment and starts with ``%`` or a backslash, or a comment line that is the
+    marker alone or holds a backslash after it. A ``[code]`` cell is found by its footnote
+    (``_Rules.code_type``) on the line under its heading, or under the one blank line there."""
     spans: list[tuple[int, int]] = []
-    slow = False
-    done = -1  # the end of the last cell looked at
-    for m in rules.lines.finditer(src, at):
-        pos = m.start()
-        if m.lastgroup == "mark":
-            slow = True
+    slow = rules.slow.search(src, at) is not None
+    line = -1  # the footnote line looked at last
+    i = src.find("[code]", at)
+    while i >= 0:
+        q = src.rfind("\n", at, i)  # the newline before the line holding [code]
+        i = src.find("[code]", i + 6)
+        if q == line or q < 0 or rules.code_type.match(src, q) is None:
             continue
-        if src[pos + 1] in "%\\":
-            slow = True
-        if pos < done:
-            continue  # in a cell already looked at
-        nxt = rules.head.search(src, pos)
-        done = end = nxt.start() if nxt is not None else len(src)
-        start = _heading_before(src, pos, at, rules)
-        head_end = src.find("\n", start + 1)
-        if (
-            start >= 0
-            and head_end >= 0
-            and not src.startswith("%%%", src.find("%", start, head_end))
-            and (
-                rules.code_type.match(src, head_end)
-                or (src.startswith("\n", head_end + 1) and rules.code_type.match(src, head_end + 1))
-            )
-        ):
-            span = _code_span(src, head_end, end, rules)
-            if span is not None:
-                spans.append(span)
+        line = head_end = q
+        start = src.rfind("\n", 0, head_end)
+        if start < at or not rules.head.match(src, start):
+            if src[q - 1] != "\n":  # not one blank line between: no heading above it
+                continue
+            head_end = q - 1
+            start = src.rfind("\n", 0, head_end)
+            if start < at or not rules.head.match(src, start):
+                continue
+        if src.startswith("%%%", src.find("%", start, head_end)):
+            continue  # an output's footnote
+        nxt = rules.head.search(src, q)
+        span = _code_span(src, head_end, nxt.start() if nxt is not None else len(src), rules)
+        if span is not None:
+            spans.append(span)
     return spans, slow
-
-
-def _heading_before(src: str, pos: int, at: int, rules: _Rules) -> int:
-    """The newline before the heading of the cell that holds ``pos`` (``at``: the first)."""
-    i = pos
-    while i > at:
-        j = src.rfind("%%", at, i)
-        if j < 0:
-            return at
-        line = src.rfind("\n", 0, j)
-        if rules.head.match(src, line):
-            return line
-        i = line
-    return at
 
 
 def _code_span(src: str, head_end: int, end: int, rules: _Rules) -> tuple[int, int] | None:
