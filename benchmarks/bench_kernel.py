@@ -82,7 +82,10 @@ def running_kernel(name: str, env: dict[str, str],
                    ksm: KernelSpecManager | None) -> Iterator[tuple[KernelManager, Any]]:
     """A kernel started as a front end starts it, ready; shut down on leaving."""
     km = KernelManager(kernel_name=name, **({"kernel_spec_manager": ksm} if ksm else {}))
-    km.start_kernel(env=env, cwd=tempfile.gettempdir())
+    # A folder of its own: ipykernel (the peer) imports from its working folder, and a shared
+    # /tmp may hold any stray module (an attr.py once broke the peer's litellm import).
+    folder = tempfile.mkdtemp(prefix="bench-kernel-cwd-")
+    km.start_kernel(env=env, cwd=folder)
     kc = km.client()
     kc.start_channels()
     try:
@@ -91,6 +94,7 @@ def running_kernel(name: str, env: dict[str, str],
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _first_and_second(name: str, code: str, env: dict[str, str],
