@@ -124,3 +124,30 @@ def test_messages_false_is_plain_markdown_whatever_its_headings_say() -> None:
     assert guess(text, ".md")[0] == "markdown"
     assert guess(text.replace("false", "true"), ".md") == ("msg", {})
     assert guess("---\nmessages: yes # on\n---\n\n# Doc\n", ".md") == ("msg", {})
+
+
+def test_a_message_file_read_through_jupytext_is_notebook_nodes_all_the_way_down() -> None:
+    """jupytext, the contents manager and nbformat use attribute access (``nb.cells``,
+    ``cell.metadata``, ``output.data``) at every level: the notebook jupytext reads from a
+    message file equals ``nbformat.from_dict`` of the core's, node types included."""
+    import nbformat
+
+    from jupyter_percent_agent import format as core
+
+    text = ("---\nagents:\n  a: {models: [m]}\n---\n\n# %% Q[^m1]\n[^m1]: [markdown] k=\"v\"\n\n"
+            "Hi?\n\n## %%%[^m1.1]\n[^m1.1]: [a] tokens_in=3\n\nHello.\n\n"
+            "# %% Code[^c1]\n[^c1]: [code]\n\n```python\nprint(1)\n```\n\n"
+            "## %%%[^c1.1]\n[^c1.1]: [python]\n\nstdout> 1\n")
+    nb = jupytext.reads(text, fmt="msg.md")
+    expected = nbformat.from_dict(core.reads(text, path="x.msg.md"))
+
+    def shape(obj: object) -> object:
+        if isinstance(obj, dict):
+            return type(obj).__name__, {k: shape(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [shape(v) for v in obj]
+        return obj
+
+    assert shape(nb.cells) == shape(expected.cells)  # jupytext adds its own metadata
+    assert type(nb.metadata) is type(expected.metadata)
+    assert nb.cells[1].outputs[0].metadata is nb["cells"][1]["outputs"][0]["metadata"]
