@@ -33,9 +33,10 @@
  */
 
 import { ICellModel } from '@jupyterlab/cells';
-import { Kernel } from '@jupyterlab/services';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { JSONObject } from '@lumino/coreutils';
+
+import { addExecuteHook } from './executehooks';
 
 /** Not `percent_agent`: JupyterLab spreads the running cell's metadata (which has that
  * key) into the same object. */
@@ -102,35 +103,20 @@ export function liveState(panel: NotebookPanel): JSONObject {
   return { version: LIVE_STATE_VERSION, cells };
 }
 
-const wrapped = new WeakSet<Kernel.IKernelConnection>();
-
 /**
- * Send `liveState(panel)` with every execute request of a cell of `panel`. JupyterLab has
- * no hook to add to a request's metadata, so the kernel connection's `requestExecute` is
- * wrapped (each connection once; a new kernel gets wrapped when it comes).
+ * Send `liveState(panel)` with every execute request of a cell of `panel` (through the
+ * panel's one execute hook: JupyterLab has no hook to add to a request's metadata).
  */
 export function sendLiveState(panel: NotebookPanel): void {
   if (edits.has(panel)) {
     return;
   }
   edits.set(panel, new Edits(panel));
-  const wrap = (): void => {
-    const kernel = panel.sessionContext.session?.kernel;
-    if (!kernel || wrapped.has(kernel)) {
-      return;
-    }
-    wrapped.add(kernel);
-    const original = kernel.requestExecute.bind(kernel);
-    kernel.requestExecute = (content, disposeOnDone, metadata) => {
-      // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
-      const withState =
-        metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed
-          ? { ...metadata, [LIVE_STATE_KEY]: liveState(panel) }
-          : metadata;
-      return original(content, disposeOnDone, withState);
-    };
-  };
-  panel.sessionContext.kernelChanged.connect(wrap);
-  panel.sessionContext.ready.then(wrap).catch(() => undefined);
-  wrap();
+  addExecuteHook(panel, {
+    // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
+    request: metadata =>
+      metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed
+        ? { ...metadata, [LIVE_STATE_KEY]: liveState(panel) }
+        : metadata
+  });
 }

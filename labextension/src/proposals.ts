@@ -14,7 +14,8 @@
 
 import { ICellModel } from '@jupyterlab/cells';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { Kernel, KernelMessage } from '@jupyterlab/services';
+
+import { addExecuteHook } from './executehooks';
 
 export const PROPOSED_SOURCE = 'percent_agent_proposed';
 const PROPOSED = 'proposed';
@@ -97,7 +98,6 @@ function dropMarkOnEdit(cell: ICellModel, watched: WeakSet<ICellModel>): void {
   });
 }
 
-const wrapped = new WeakSet<Kernel.IKernelConnection>();
 let runsWatched = false;
 
 /** Insert the proposals of every reply of `panel`'s kernel; drop the mark when a proposed
@@ -121,26 +121,11 @@ export function watchProposals(panel: NotebookPanel): void {
       }
     });
   }
-  const wrap = (): void => {
-    const kernel = panel.sessionContext.session?.kernel;
-    if (!kernel || wrapped.has(kernel)) {
-      return;
+  addExecuteHook(panel, {
+    reply: reply => {
+      if (!panel.isDisposed) {
+        insertProposals(panel, reply.content as unknown as { [key: string]: unknown });
+      }
     }
-    wrapped.add(kernel);
-    const original = kernel.requestExecute.bind(kernel);
-    kernel.requestExecute = (content, disposeOnDone, metadata) => {
-      const future = original(content, disposeOnDone, metadata);
-      void future.done
-        .then((reply: KernelMessage.IExecuteReplyMsg) => {
-          if (!panel.isDisposed) {
-            insertProposals(panel, reply.content as unknown as { [key: string]: unknown });
-          }
-        })
-        .catch(() => undefined);
-      return future;
-    };
-  };
-  panel.sessionContext.kernelChanged.connect(wrap);
-  panel.sessionContext.ready.then(wrap).catch(() => undefined);
-  wrap();
+  });
 }
