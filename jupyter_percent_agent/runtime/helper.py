@@ -313,21 +313,13 @@ def count(model: str, messages: list[dict[str, Any]]) -> list[int] | None:
     path = socket_path()
     if not _private(path.parent) or not path.exists():
         return None
+    answer = _ask(path, {"count": {"model": model, "messages": messages}}, timeout=60)
+    if answer is None:
+        return None
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(60)
-            sock.connect(str(path))
-            sock.sendall(json.dumps({"count": {"model": model, "messages": messages}}).encode()
-                         + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    return None
-                data += chunk
-        counts = json.loads(data)["counts"]
+        counts = answer["counts"]
         return [int(c) for c in counts] if len(counts) == len(messages) else None
-    except (OSError, ValueError, KeyError):
+    except (ValueError, KeyError):
         return None
 
 
