@@ -5,7 +5,6 @@ OpenAI-compatible server."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from jupyter_client.manager import KernelManager
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO, kernelspec_dir
+from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 TIMEOUT = 30
@@ -67,14 +67,8 @@ says so)."""
 
 
 def kernel_env(server: OpenAIServer, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
-    env.update({"PERCENT_AGENT_CONFIG_DIR": str(KERNEL_CONFIG),
-                "PERCENT_AGENT_API_BASE": server.url, "PERCENT_AGENT_MODEL": "test-model",
-                "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_RETRIES": "0",
-                "PERCENT_AGENT_TIMEOUT": "20", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                "PERCENT_AGENT_WARM": "0"})
-    env.update(extra)
-    return env
+    """The environment of the kernels these tests start (``KERNEL_CONFIG`` their config)."""
+    return model_env(server, KERNEL_CONFIG, **extra)
 
 
 def start(spec_dir: Path, env: dict[str, str], **launch: Any) -> tuple[KernelManager, Any]:

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 DATA = Path(__file__).parent / "data"
@@ -195,21 +196,13 @@ def kernel_home(
 
     data = tmp_path / "jupyter-data"
     shutil.copytree(kernelspec_dir(), data / "kernels" / KERNEL_NAME)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
-    env.update(
-        {
-            "JUPYTER_PATH": str(data),
-            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-            "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir),
-            "PERCENT_AGENT_API_BASE": openai_server.url,
-            "PERCENT_AGENT_MODEL": "test-model",
-            "PERCENT_AGENT_BACKOFF": "0",
-            "PERCENT_AGENT_RETRIES": "0",
-            "PERCENT_AGENT_TIMEOUT": "20",
-            "PERCENT_AGENT_WARM": "0",
-            "PERCENT_AGENT_PRELOAD": "0",
-            "MY_SERVICE_TOKEN": TOKEN,
-        }
+    env = model_env(
+        openai_server,
+        user_config_dir,
+        JUPYTER_PATH=str(data),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        PERCENT_AGENT_PRELOAD="0",
+        MY_SERVICE_TOKEN=TOKEN,
     )
     return data, env
 

@@ -31,6 +31,7 @@ from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import safe_start
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from jupyter_percent_agent.testing.environment import model_env as local_model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 BIN = Path(sys.executable).parent
@@ -40,14 +41,8 @@ TIMEOUT = 60
 def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str, str]:
     """The user's environment: the local model server, no key of theirs, none of the
     folder's variables."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PERCENT_AGENT_") and k not in ("PYTHONPATH", "PYTHONSAFEPATH")
-           and not k.endswith("_API_KEY")}
-    env.update({"PERCENT_AGENT_CONFIG_DIR": str(config_dir),
-                "PERCENT_AGENT_API_BASE": server.url, "PERCENT_AGENT_MODEL": "test-model",
-                "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_RETRIES": "0",
-                "PERCENT_AGENT_TIMEOUT": "20", "PERCENT_AGENT_WARM": "0",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    env = {k: v for k, v in local_model_env(server, config_dir).items()
+           if k not in ("PYTHONPATH", "PYTHONSAFEPATH") and not k.endswith("_API_KEY")}
     env.update(extra)
     return env
 
