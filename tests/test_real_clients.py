@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,32 +219,40 @@ def _iopub_until_idle(kc, msg_id: str) -> list[dict]:
         got.append(m)
 
 
-def test_kernel_outputs_carry_plain_text_and_masked_values_over_jupyter_client(
-    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
-) -> None:
+@contextlib.contextmanager
+def _agent_kernel(kernel_home: tuple[Path, dict[str, str]], cwd: Path) -> Iterator[Any]:
+    """A client of the Agent kernel started by jupyter_client from ``kernel_home``'s
+    kernelspec in ``cwd``, ready; the kernel is shut down on leaving."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
     from jupyter_percent_agent.kernel import KERNEL_NAME
 
     data, env = kernel_home
-    folder = tmp_path / "chat"
-    folder.mkdir()
-    openai_server.script(f"Your **token** is {TOKEN}.")
     km = KernelManager(
         kernel_name=KERNEL_NAME,
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]),
     )
-    km.start_kernel(env=env, cwd=str(folder))
+    km.start_kernel(env=env, cwd=str(cwd))
     kc = km.client()
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        msg_id = kc.execute("What is my token?")
-        got = _iopub_until_idle(kc, msg_id)
+        yield kc
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_kernel_outputs_carry_plain_text_and_masked_values_over_jupyter_client(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    folder = tmp_path / "chat"
+    folder.mkdir()
+    openai_server.script(f"Your **token** is {TOKEN}.")
+    with _agent_kernel(kernel_home, folder) as kc:
+        msg_id = kc.execute("What is my token?")
+        got = _iopub_until_idle(kc, msg_id)
     shown = [m["content"] for m in got if m["msg_type"] in ("display_data", "update_display_data")]
     assert shown
     assert all("text/plain" in c["data"] for c in shown)
@@ -870,31 +879,14 @@ def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
 ) -> None:
     """nbclient sends only a cell's text: in two conversations that hold it (a copy edited
     since), the kernel cannot tell which one runs, says so in one line, and asks no model."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-
-    from jupyter_percent_agent.kernel import KERNEL_NAME
-
-    data, env = kernel_home
     text = RUN_ME.read_text(encoding="utf-8")
     (tmp_path / "x.msg.md").write_text(text, encoding="utf-8")
     edited = text.replace("Is the value above", "Is the number above")
     (tmp_path / "copy.msg.md").write_text(edited, encoding="utf-8")
-    km = KernelManager(
-        kernel_name=KERNEL_NAME,
-        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]),
-    )
-    km.start_kernel(env=env, cwd=str(tmp_path))
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
+    with _agent_kernel(kernel_home, tmp_path) as kc:
         msg_id = kc.execute("What is two plus two?")
         reply = kc.get_shell_msg(timeout=60)
         got = _iopub_until_idle(kc, msg_id)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     assert reply["content"]["status"] == "error"
     line = reply["content"]["evalue"]
     assert "2 conversations" in line and "copy.msg.md, x.msg.md" in line and "\n" not in line
