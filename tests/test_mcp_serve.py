@@ -55,6 +55,18 @@ def _env(openai_server: OpenAIServer, user_config_dir: Path) -> dict[str, str]:
     }
 
 
+def _serve_params(served: Path, openai_server: OpenAIServer, user_config_dir: Path) -> object:
+    """``tce mcp serve FOLDER`` over stdio, started in the folder it serves."""
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=str(BIN / "tce"),
+        args=["mcp", "serve", str(served)],
+        env=_env(openai_server, user_config_dir),
+        cwd=str(served),
+    )
+
+
 def _stdio(params) -> object:
     """The SDK's stdio transport, the server's stderr to a file of its own (not this
     process's stderr, which a test runner may have replaced)."""
@@ -104,15 +116,10 @@ def _check(result: dict, served: Path) -> None:
 def test_another_agent_reads_and_continues_a_conversation_over_stdio(
     served: Path, openai_server: OpenAIServer, user_config_dir: Path
 ) -> None:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
     openai_server.script("Bonjour !")
-    params = StdioServerParameters(
-        command=str(BIN / "tce"),
-        args=["mcp", "serve", str(served)],
-        env=_env(openai_server, user_config_dir),
-        cwd=str(served),
-    )
+    params = _serve_params(served, openai_server, user_config_dir)
 
     async def go() -> dict:
         async with Client(_stdio(params), read_timeout_seconds=60) as client:
@@ -185,7 +192,7 @@ def test_the_http_server_binds_localhost_and_wants_the_token_and_a_known_origin(
 def test_another_agent_runs_a_task_document_and_searches_the_sops(
     served: Path, openai_server: OpenAIServer, user_config_dir: Path
 ) -> None:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
     shutil.copytree(DATA / "index" / "sop", served / "sop")
     doc = served / "tasks" / "greet" / "hello.md"
@@ -194,12 +201,7 @@ def test_another_agent_runs_a_task_document_and_searches_the_sops(
         "---\ntask_id: greet/hello\ntask_type: execute\n---\n\n## parameters.prompt\nSay hello.\n"
     )
     openai_server.script("Hello from the task.")
-    params = StdioServerParameters(
-        command=str(BIN / "tce"),
-        args=["mcp", "serve", str(served)],
-        env=_env(openai_server, user_config_dir),
-        cwd=str(served),
-    )
+    params = _serve_params(served, openai_server, user_config_dir)
 
     async def go() -> tuple:
         async with Client(_stdio(params), read_timeout_seconds=120) as client:
