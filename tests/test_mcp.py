@@ -537,6 +537,16 @@ def _camera_header(vision: bool) -> str:
     )
 
 
+def _chat_with_camera(path: Path, message: str, *, vision: bool) -> dict:
+    """``tce chat`` sends ``message`` in a new file at ``path`` whose agent has the camera's
+    tools (and takes images when ``vision``); the file's one cell."""
+    path.write_text(_camera_header(vision=vision))
+    r = tce("chat", str(path), "-m", message)
+    assert r.exit_code == 0, r.output
+    (cell,) = hist.conversation_cells(fmt.read(path))
+    return cell
+
+
 @pytest.fixture
 def camera(user_config_dir: Path) -> str:
     """The user added a server made with the SDK whose tool returns a PNG."""
@@ -559,10 +569,7 @@ def test_an_image_a_server_returns_is_an_image_output_and_an_image_part_for_a_vi
 
     local_model.script(SNAPSHOT_STEP, ANSWER)
     path = tmp_path / "picture.msg.md"
-    path.write_text(_camera_header(vision=True))
-    r = tce("chat", str(path), "-m", "Take a picture.")
-    assert r.exit_code == 0, r.output
-    (cell,) = hist.conversation_cells(fmt.read(path))
+    cell = _chat_with_camera(path, "Take a picture.", vision=True)
     outs = cell["outputs"]
     kinds = [fmt.output_kind(o) for o in outs]
     assert kinds == ["reply", "tool_call", "tool_result", "tool_result", "reply"]
@@ -598,11 +605,7 @@ def test_a_model_without_vision_gets_a_line_in_place_of_a_servers_image(
     camera: str, local_model: OpenAIServer, tmp_path: Path
 ) -> None:
     local_model.script(SNAPSHOT_STEP, ANSWER)
-    path = tmp_path / "picture.msg.md"
-    path.write_text(_camera_header(vision=False))
-    r = tce("chat", str(path), "-m", "Take a picture.")
-    assert r.exit_code == 0, r.output
-    (cell,) = hist.conversation_cells(fmt.read(path))
+    cell = _chat_with_camera(tmp_path / "picture.msg.md", "Take a picture.", vision=False)
     assert "image/png" in cell["outputs"][3]["data"]  # the file keeps the image
     sent = local_model.chat_requests[1].messages[-1]["content"]
     assert isinstance(sent, str)
@@ -616,11 +619,7 @@ def test_images_past_the_users_output_cap_are_a_line_neither_saved_nor_sent(
 ) -> None:
     (user_config_dir / "config.toml").write_text("code_output_bytes = 2000\n")
     local_model.script((DATA / "two_pictures_step.toml").read_text(), ANSWER)
-    path = tmp_path / "pictures.msg.md"
-    path.write_text(_camera_header(vision=True))
-    r = tce("chat", str(path), "-m", "Take two pictures.")
-    assert r.exit_code == 0, r.output
-    (cell,) = hist.conversation_cells(fmt.read(path))
+    cell = _chat_with_camera(tmp_path / "pictures.msg.md", "Take two pictures.", vision=True)
     outs = cell["outputs"]
     small, large = outs[3], outs[4]
     assert "image/png" in small["data"]
