@@ -17,8 +17,7 @@ memory (task documents use it). docs/internal-api.md draws the modules and one t
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from jupyter_percent_agent.lazy import lazy_getattr
 
 _NAMES = {
     "Agent": "agents", "AgentError": "agents", "known_agents": "agents",
@@ -42,9 +41,4 @@ _NAMES = {
 
 __all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        module = importlib.import_module(f"{__name__}.{_NAMES[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _NAMES)
