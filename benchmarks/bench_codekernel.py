@@ -32,6 +32,7 @@ from typing import Any
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 
+from benchmarks._kernels import execute_request, first_message_seconds
 from benchmarks._timing import print_table
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 
@@ -41,38 +42,10 @@ CODE = "print('hello', 6 * 7)"
 FILE = f"# %% Hello[^c1]\n[^c1]: [code]\n\n```python\n{CODE}\n```\n"
 
 
-def _first_stream(kc: Any, msg: dict[str, Any]) -> float:
-    start = time.perf_counter()
-    kc.shell_channel.send(msg)
-    first = None
-    while True:
-        m = kc.get_iopub_msg(timeout=TIMEOUT)
-        if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        if first is None and m["msg_type"] == "stream":
-            first = time.perf_counter() - start
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-    if first is None:
-        raise RuntimeError("no stream output")
-    return first
-
-
-def _request(kc: Any, cell_id: str | None) -> dict[str, Any]:
-    msg = kc.session.msg(
-        "execute_request",
-        {
-            "code": CODE,
-            "silent": False,
-            "store_history": True,
-            "user_expressions": {},
-            "allow_stdin": False,
-            "stop_on_error": True,
-        },
-    )
-    if cell_id is not None:
-        msg["metadata"]["cellId"] = cell_id
-    return msg
+def _first_stream(kc: Any, cell_id: str | None) -> float:
+    """Seconds from sending ``CODE`` (as cell ``cell_id``, if any) to its first stream."""
+    msg = execute_request(kc, CODE, {"cellId": cell_id} if cell_id is not None else None)
+    return first_message_seconds(kc, msg, ("stream",), TIMEOUT)
 
 
 def _start(
@@ -102,11 +75,11 @@ def bench_shift_enter(folder: Path, config: Path) -> tuple[float, float, float]:
     peer_km, peer_kc, started = _start("python3", env, folder)
     ours, peer = [], []
     try:
-        _first_stream(agent_kc, _request(agent_kc, "c1"))  # starts the code kernel once
-        _first_stream(peer_kc, _request(peer_kc, None))
+        _first_stream(agent_kc, "c1")  # starts the code kernel once
+        _first_stream(peer_kc, None)
         for _ in range(SAMPLES):
-            ours.append(_first_stream(agent_kc, _request(agent_kc, "c1")))
-            peer.append(_first_stream(peer_kc, _request(peer_kc, None)))
+            ours.append(_first_stream(agent_kc, "c1"))
+            peer.append(_first_stream(peer_kc, None))
     finally:
         for km, kc in ((agent_km, agent_kc), (peer_km, peer_kc)):
             kc.stop_channels()

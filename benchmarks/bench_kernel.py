@@ -35,6 +35,7 @@ from typing import Any
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from benchmarks._kernels import execute_request, first_message_seconds
 from benchmarks._timing import print_table
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
@@ -126,25 +127,10 @@ def big_notebook(path: Path, cells: int = CELLS) -> list[dict[str, Any]]:
 
 def _first_output(kc: Any, cell_id: str, state: list[dict[str, Any]]) -> float:
     """Seconds from sending the execute request to the first streamed output."""
-    msg = kc.session.msg("execute_request", {
-        "code": "The last message, edited.", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"].update({"cellId": cell_id,
-                            "percent_agent_notebook": {"version": 1, "cells": state}})
-    start = time.perf_counter()
-    kc.shell_channel.send(msg)
-    first = None
-    while True:
-        m = kc.get_iopub_msg(timeout=TIMEOUT)
-        if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        if first is None and m["msg_type"] in ("display_data", "update_display_data"):
-            first = time.perf_counter() - start
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-    if first is None:
-        raise RuntimeError("no output streamed")
-    return first
+    msg = execute_request(kc, "The last message, edited.",
+                          {"cellId": cell_id,
+                           "percent_agent_notebook": {"version": 1, "cells": state}})
+    return first_message_seconds(kc, msg, ("display_data", "update_display_data"), TIMEOUT)
 
 
 def conversation(cells: int = CELLS) -> list[dict[str, str]]:
