@@ -1,10 +1,11 @@
-"""Shared timing helpers: medians of repeated runs and a plain table printer."""
+"""Shared timing helpers: medians of repeated runs, contenders measured in turn, and a plain
+table printer."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1) -> float:
@@ -17,6 +18,23 @@ def median_seconds(fn: Callable[[], object], *, repeat: int = 7, warmup: int = 1
         fn()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def interleaved(
+    contenders: Mapping[str, Sequence[object]],
+    rounds: int,
+    measure: Callable[..., tuple[float, float]],
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """``measure(*args)`` of every contender in turn, ``rounds`` times over (interleaved:
+    noise on a shared machine hits all alike); the two numbers of each, listed by name."""
+    firsts: dict[str, list[float]] = {name: [] for name in contenders}
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, args in contenders.items():
+            first, second = measure(*args)
+            firsts[name].append(first)
+            seconds[name].append(second)
+    return firsts, seconds
 
 
 def print_table(title: str, rows: Sequence[Sequence[object]], header: Sequence[str]) -> None:

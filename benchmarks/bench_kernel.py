@@ -36,7 +36,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from benchmarks._kernels import execute_request, first_message_seconds
-from benchmarks._timing import print_table
+from benchmarks._timing import interleaved, print_table
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
@@ -215,14 +215,8 @@ def main() -> None:
         "ipykernel + litellm (peer)":
             ("python3", PEER_CELL.format(url=server.url), kernel_env(server), None),
     }
-    firsts: dict[str, list[float]] = {name: [] for name in contenders}
-    seconds: dict[str, list[float]] = {name: [] for name in contenders}
     try:
-        for _ in range(ROUNDS):  # interleaved: noise on this shared machine hits all alike
-            for name, (kernel, code, env, spec) in contenders.items():
-                first, second = _first_and_second(kernel, code, env, spec)
-                firsts[name].append(first)
-                seconds[name].append(second)
+        firsts, seconds = interleaved(contenders, ROUNDS, _first_and_second)
     finally:
         server.stop()
         shutil.rmtree(kernels.parent, ignore_errors=True)

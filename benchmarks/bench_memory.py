@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 from jupyter_client.manager import KernelManager
 
-from benchmarks._timing import print_table
+from benchmarks._timing import interleaved, print_table
 from benchmarks.bench_kernel import agent_kernelspec, kernel_env, run_cell, running_kernel
 from jupyter_percent_agent.kernel import KERNEL_NAME
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
@@ -59,14 +59,8 @@ def main() -> None:
             (KERNEL_NAME, "Hello?", kernel_env(server, PERCENT_AGENT_DIRECT="0"), ksm),
         "ipykernel, 1+1 (peer)": ("python3", "1+1", kernel_env(server), None),
     }
-    idle: dict[str, list[float]] = {n: [] for n in contenders}
-    after: dict[str, list[float]] = {n: [] for n in contenders}
     try:
-        for _ in range(ROUNDS):
-            for name, (kernel, code, env, spec) in contenders.items():
-                a, b = _measure(kernel, code, env, spec)
-                idle[name].append(a)
-                after[name].append(b)
+        idle, after = interleaved(contenders, ROUNDS, _measure)
     finally:
         server.stop()
         shutil.rmtree(kernels.parent, ignore_errors=True)
