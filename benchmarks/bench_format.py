@@ -8,13 +8,17 @@ Script message files (issue 25): the same conversation as ``.msg.py`` read and w
 faster than jupytext's ``py:percent`` on the same notebook.
 Also shown: two bounds, the cost of the steps no reader or writer of this design can skip
 (:func:`floor_read`, :func:`floor_write`), so that a goal can be told from what this design
-can reach in CPython. Run: ``.venv/bin/python -m benchmarks format``.
+can reach in CPython; and CPython's own C JSON codec on the same notebook (``json.loads`` of
+its ``.ipynb`` text, ``json.dumps`` of it, compact): no rules, no mapping, all in C, the
+speed a reader or writer of any text form in pure Python does not pass.
+Run: ``.venv/bin/python -m benchmarks format``.
 """
 
 from __future__ import annotations
 
 import copy
 import gc
+import json
 import re
 import statistics
 import time
@@ -138,6 +142,7 @@ def main() -> None:
     md_text = jupytext.writes(jnb, fmt="md")
     py_text = jupytext.writes(jnb, fmt="py:percent")
     script_text = fmt.writes(nb, path=SCRIPT)
+    ipynb_text = json.dumps(nb)
     assert fmt.reads(script_text, path=SCRIPT) == nb
     lines = len(text.split("\n"))
     print(f"\n{CELLS} cells, {len(nb['cells'])} notebook cells, {lines} lines, "
@@ -156,6 +161,8 @@ def main() -> None:
         "format.writes .msg.py": (lambda: fmt.writes(nb, path=SCRIPT), 5),
         "bound: scan + footnotes + a dict per record": (lambda: floor_read(text), 5),
         "bound: emit_meta + an f-string per record": (lambda: floor_write(nb), 5),
+        "json.loads, the .ipynb text (C)": (lambda: json.loads(ipynb_text), 5),
+        "json.dumps, compact (C)": (lambda: json.dumps(nb), 5),
         "jupytext.reads md": (lambda: jupytext.reads(md_text, fmt="md"), 1),
         "jupytext.writes md": (lambda: jupytext.writes(jnb, fmt="md"), 1),
         "jupytext.reads py:percent": (lambda: jupytext.reads(py_text, fmt="py:percent"), 1),
@@ -196,6 +203,10 @@ def main() -> None:
                 t["jupytext.reads md"] / t["bound: scan + footnotes + a dict per record"],
             "jupytext md write / the write bound":
                 t["jupytext.writes md"] / t["bound: emit_meta + an f-string per record"],
+            "jupytext md read / C json.loads (what a reader in C reaches)":
+                t["jupytext.reads md"] / t["json.loads, the .ipynb text (C)"],
+            "jupytext md write / C json.dumps (what a writer in C reaches)":
+                t["jupytext.writes md"] / t["json.dumps, compact (C)"],
             "jupytext py:percent read / ours": t["jupytext.reads py:percent"] / t["format.reads"],
             "jupytext py:percent write / ours":
                 t["jupytext.writes py:percent"] / t["format.writes"],
