@@ -6,7 +6,9 @@ almost nothing: no nbformat, jupytext or litellm is imported until it is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -15,10 +17,5 @@ __all__ = ["FormatError", "__version__", "read", "reads", "write", "writes"]
 if TYPE_CHECKING:  # pragma: no cover
     from .format import FormatError, read, reads, write, writes
 
-
-def __getattr__(name: str) -> Any:
-    if name in {"FormatError", "read", "reads", "write", "writes"}:
-        from . import format as _format
-
-        return getattr(_format, name)
-    raise AttributeError(f"module 'jupyter_percent_agent' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, dict.fromkeys(("FormatError", "read", "reads", "write",
+                                                    "writes"), "format"))

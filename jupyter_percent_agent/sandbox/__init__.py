@@ -12,7 +12,9 @@ the tools package only when a run or a ``DefinedTool`` needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jupyter_percent_agent.lazy import lazy_getattr
 
 from ._names import ALLOWED_MODULES
 from ._types import ErrorInfo, SandboxResult, ToolCallRecord
@@ -37,16 +39,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in {"execute", "execute_async", "call_defined", "call_defined_async"}:
-        from . import _runner
-
-        return getattr(_runner, name)
-    if name == "DefinedTool":
-        from ._defined import DefinedTool
-
-        return DefinedTool
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, {
+    "execute": "_runner", "execute_async": "_runner", "call_defined": "_runner",
+    "call_defined_async": "_runner", "DefinedTool": "_defined"})
 
 
 def warm_pool(timeout: float = 10.0) -> bool:
