@@ -26,7 +26,13 @@ EXIT_INTERRUPTED = exit_code(Kind.INTERRUPTED)  # 130: Ctrl-C, what was complete
 
 __all__ = ["EXIT_AGENT", "EXIT_FAILED", "EXIT_FILE", "EXIT_INTERRUPTED", "EXIT_MODEL",
            "EXIT_OK", "EXIT_TOOLS", "EXIT_TRUST", "EXIT_USAGE", "fail", "fail_for",
-           "read_or_fail", "resolve_item"]
+           "failed_run_exit", "read_or_fail", "resolve_item"]
+
+
+def failed_run_exit(agent: str | None) -> int:
+    """The exit code of a turn that ended in error: a model's failure when an agent ran, else
+    a tool's (a ``[tool_call]`` cell, which calls no model)."""
+    return EXIT_MODEL if agent else EXIT_TOOLS
 
 
 def fail(message: str, code: int) -> NoReturn:

@@ -17,12 +17,11 @@ import click
 
 from jupyter_percent_agent.cli._common import (
     EXIT_INTERRUPTED,
-    EXIT_MODEL,
     EXIT_OK,
-    EXIT_TOOLS,
     EXIT_USAGE,
     fail,
     fail_for,
+    failed_run_exit,
     resolve_item,
 )
 from jupyter_percent_agent.cli._printer import Printer
@@ -104,12 +103,11 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
              force: bool = False) -> int:
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent.runtime import helper
     from jupyter_percent_agent.runtime.conversation import FileConversation, send
-    from jupyter_percent_agent.runtime.transport import HelperTransport, LocalTransport
+    from jupyter_percent_agent.runtime.transport import command_transport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
-    transport = HelperTransport() if helper.enabled() else LocalTransport()
+    transport = command_transport()
     transport.warm_up()  # litellm's import overlaps reading the file and building the history
     conversation = FileConversation(path, message, title=title, force=force,
                                     save=(include, exclude) if save else None)
@@ -144,7 +142,7 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         if run.status == "error":
             click.echo(f"tce: {run.error_detail}", err=True)
     if run.status == "error":
-        return EXIT_MODEL if run.agent else EXIT_TOOLS
+        return failed_run_exit(run.agent)
     if run.proposed:  # code the reply proposes runs by itself only where the user said so
         from jupyter_percent_agent.cli.exec import auto_run
 

@@ -19,12 +19,11 @@ import click
 
 from jupyter_percent_agent.cli._common import (
     EXIT_INTERRUPTED,
-    EXIT_MODEL,
     EXIT_OK,
-    EXIT_TOOLS,
     EXIT_USAGE,
     fail,
     fail_for,
+    failed_run_exit,
     read_or_fail,
     resolve_item,
 )
@@ -163,12 +162,11 @@ async def _exec(
 ) -> int:
     from jupyter_percent_agent.cli._printer import Printer
     from jupyter_percent_agent.codekernel import CodeKernels
-    from jupyter_percent_agent.runtime import helper
     from jupyter_percent_agent.runtime.conversation import CellInFile, send
-    from jupyter_percent_agent.runtime.transport import HelperTransport, LocalTransport
+    from jupyter_percent_agent.runtime.transport import command_transport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
-    transport = HelperTransport() if helper.enabled() else LocalTransport()
+    transport = command_transport()
     if any(kinds.get(cid) == "message" for _, cid in todo):
         transport.warm_up()
     kernels = CodeKernels(path.parent)
@@ -186,7 +184,7 @@ async def _exec(
             printer.wrote = False
         if run.status == "error":
             click.echo(f"tce: cell {index}: {run.error_detail}", err=True)
-            return EXIT_MODEL if run.agent else EXIT_TOOLS
+            return failed_run_exit(run.agent)
         if run.proposed and trust.auto_runs(path.parent):  # the user's config, never a file
             for at in proposed_after(path, cid):
                 failed = await one(at, cell_id_at(path, at), f"[auto_run: cell {at}]")

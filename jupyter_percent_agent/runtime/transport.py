@@ -100,6 +100,12 @@ def default_transport() -> LocalTransport:
     return _default
 
 
+def command_transport() -> HelperTransport | LocalTransport:
+    """The transport of a command (``tce chat``, ``tce exec``): the user's warm helper, unless
+    ``PERCENT_AGENT_WARM`` turns it off, else this process."""
+    return HelperTransport() if helper.enabled() else LocalTransport()
+
+
 class HelperTransport:
     """The warm helper process when one runs; otherwise this process (``fallback``).
 
