@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent.testing.environment import model_env
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data" / "sop" / "review"
 BIN = Path(sys.executable).parent
@@ -115,3 +115,78 @@ def test_a_batch_log_tce_wrote_still_resumes(
 
     assert again.returncode == 0, again.stderr
     assert sorted(json.loads(line)["input"] for line in results.read_text().splitlines()) == [1, 2]
+
+
+def interrupted_transcript(path: Path, sop: str) -> Path:
+    """A transcript of a run of ``w/draft`` killed before its first step, naming ``sop``."""
+    path.write_text(
+        f"---\ntask_run:\n  task: w/draft\n  sop: {sop}\n  max_steps: 5\n"
+        "  context:\n    topic: tea\n---\n\n# %% Context[^context]\n"
+        '[^context]: [raw] task_state="interrupted" steps=0\n\n'
+        '{"context": {"topic": "tea"}, "stack": [{"task_id": "w/draft"}], "frames": {}, '
+        '"steps": 0, "error": null}\n'
+    )
+    return path
+
+
+def test_a_transcript_a_folder_ships_cannot_name_a_sop_folder_outside_it(
+    clone: Path, home: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    private = home / "work" / "sop"
+    shutil.copytree(DATA / "sop", private)
+    draft = private / "w" / "draft.md"
+    draft.write_text(draft.read_text().replace("DRAFT", "DRAFT (private plan)"))
+    interrupted_transcript(clone / "runs" / "x.msg.md", "../../home/work/sop")
+
+    done = tce(
+        "run", "--resume", "runs/x.msg.md", cwd=clone, server=openai_server, config=user_config_dir
+    )
+
+    assert openai_server.chat_requests == []
+    assert done.returncode == 6, done.stderr
+    assert "refused" in done.stderr and "../../home/work/sop" in done.stderr
+
+
+def test_a_transcript_beside_its_sop_folder_resumes(
+    clone: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    interrupted_transcript(clone / "runs" / "x.msg.md", "../sop")
+    done = tce(
+        "run", "--resume", "runs/x.msg.md", cwd=clone, server=openai_server, config=user_config_dir
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(openai_server.chat_requests) == 1
+
+
+def test_a_transcript_tce_wrote_away_from_its_sop_folder_resumes(
+    tmp_path: Path, clone: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    openai_server.script(Reply.http_error(500, "down"))
+    elsewhere = tmp_path / "elsewhere" / "runs"
+    first = tce(
+        "run",
+        "w/draft",
+        "--sop",
+        "sop",
+        "--runs",
+        str(elsewhere),
+        "--context",
+        '{"topic": "tea"}',
+        cwd=clone,
+        server=openai_server,
+        config=user_config_dir,
+    )
+    assert first.returncode == 1, first.stderr
+    (transcript,) = elsewhere.glob("*.msg.md")
+    text = transcript.read_text()
+    # killed before its step finished: the state of a run that never got further
+    transcript.write_text(
+        text[: text.index("# %% w/draft")]
+        + text[text.index("# %% Context") :].replace(
+            'task_state="failed" steps=1', 'task_state="interrupted" steps=0'
+        )
+    )
+    again = tce(
+        "run", "--resume", str(transcript), cwd=clone, server=openai_server, config=user_config_dir
+    )
+    assert again.returncode == 0, again.stderr

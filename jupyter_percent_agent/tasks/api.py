@@ -118,7 +118,7 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
     ended = read_status(status)  # the words of today's transcripts and earlier ones
     if ended in (RunStatus.OK, RunStatus.ERROR):
         return TaskResult.ended(ended, task_id, state.context, path, state.steps, state.error)
-    loaded = as_sop(sop if sop is not None else header["sop"])
+    loaded = as_sop(sop if sop is not None else tr.resume_sop(header, nb, path))
     check_task(loaded, task_id)
     runner = Runner(loaded, task_id, nb, path, state, max_steps=steps, model=model,
                     on_event=on_event)
