@@ -376,7 +376,10 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
         jobs = batches.read_inputs(inputs)
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"{inputs}: {exc}", EXIT_USAGE)
-    folder = runs or default_runs_dir(sop)
+    try:
+        folder = runs or default_runs_dir(sop)
+    except PercentAgentError as exc:
+        fail_for(exc)
     folder.mkdir(parents=True, exist_ok=True)
     if batch is None:
         results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md",

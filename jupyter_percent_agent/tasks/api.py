@@ -53,8 +53,10 @@ def initial_context(context: Any) -> dict[str, Any]:
 
 
 def default_runs_dir(sop: Sop) -> Path:
-    """``runs/`` beside the SOP folder."""
-    return sop.base_dir / RUNS
+    """``runs/`` beside the SOP folder, where it really is: a ``runs`` that a folder ships
+    as a link out of it (to ``~/.bashrc.d``, whose files bash runs) is refused
+    (:class:`trust.TrustError`), since the transcripts hold what models wrote."""
+    return trust.resolve_inside(sop.base_dir, RUNS, what="the runs folder", directory=True)
 
 
 async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
