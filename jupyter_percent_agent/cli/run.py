@@ -369,7 +369,6 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
     from tqdm import tqdm
 
     from jupyter_percent_agent.tasks import batch as batches
-    from jupyter_percent_agent.tasks import transcript as tr
     from jupyter_percent_agent.tasks.api import default_runs_dir
 
     try:
@@ -382,11 +381,11 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
         fail_for(exc)
     folder.mkdir(parents=True, exist_ok=True)
     if batch is None:
-        results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md",
-                                                                              ".jsonl")
+        results_path, log_path = batches.claim_batch_paths(folder, task_id)
+        if cluster:
+            log_path.unlink()
         log = None if cluster else batches.BatchLog.create(
-            Path(str(results_path).removesuffix(batches.RESULTS_SUFFIX) + batches.BATCH_SUFFIX),
-            task_id=task_id, sop=sop.root, inputs=Path(inputs), results=results_path)
+            log_path, task_id=task_id, sop=sop.root, inputs=Path(inputs), results=results_path)
         began: dict[int, Path] = {}
         mode = "w"
     else:

@@ -78,6 +78,33 @@ BATCH_SUFFIX = "-batch.jsonl"
 RESULTS_SUFFIX = "-results.jsonl"
 
 
+def claim_batch_paths(folder: Path, task_id: str) -> tuple[Path, Path]:
+    """(results, log): two new files in ``folder``, ``NAME-results.jsonl`` and
+    ``NAME-batch.jsonl`` of one ``NAME``, created empty. Never a name that is there already:
+    a folder may ship a link at the name a batch would take (``-> ~/.bashrc``), and writing
+    through it would put model-written lines in that file."""
+    from jupyter_percent_agent.tasks import transcript as tr
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(100):
+        stem = tr.file_name(task_id, tag="x").removesuffix("-x.msg.md")  # TASK-TIMESTAMP
+        if n:
+            stem += "-" + os.urandom(2).hex()
+        made: list[Path] = []
+        try:
+            for suffix in (RESULTS_SUFFIX, BATCH_SUFFIX):
+                path = folder / (stem + suffix)
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW,
+                                 0o644))
+                made.append(path)
+        except FileExistsError:
+            for path in made:
+                path.unlink(missing_ok=True)
+            continue
+        return made[0], made[1]
+    raise OSError(f"cannot find a free name for a batch's results in {folder}")
+
+
 class BatchLog:
     """The log of one batch (see the module's docstring): appended to, line by line."""
 
