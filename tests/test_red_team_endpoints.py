@@ -70,3 +70,35 @@ def test_the_allowed_endpoint_and_paths_below_it_get_its_key(
     result = chat(tmp_path / "clone", gateway.url.removesuffix("/v1") + "/team-a/v1")
     assert result.exit_code == 0, result.output
     assert sent_the_key(gateway) == ["/team-a/v1/chat/completions"]
+
+
+def test_tce_models_never_follows_a_redirect_with_the_users_key(
+    keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's endpoint answers /models with a redirect to another host: the key stays
+    home (as a model call's: runtime.direct follows no redirect either)."""
+    import http.server
+    import threading
+
+    with OpenAIServer() as elsewhere:
+
+        class Redirect(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(302)
+                self.send_header("Location", elsewhere.url + "/models")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        home = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=home.serve_forever, daemon=True).start()
+        try:
+            monkeypatch.setenv("PERCENT_AGENT_API_BASE", f"http://127.0.0.1:{home.server_port}/v1")
+            result = CliRunner().invoke(main, ["models", "list"], catch_exceptions=False)
+        finally:
+            home.shutdown()
+            home.server_close()
+        assert elsewhere.received(keys) == []
+        assert result.exit_code != 0
+        assert "cannot list the models" in result.output
