@@ -71,3 +71,9 @@ def guard_terminal() -> None:
             continue
         if tty:
             setattr(sys, name, TerminalStream(stream))
+
+
+def drawing_stream(stream: Any) -> Any:
+    """The stream under ``stream`` that obeys control characters: for what ``tce`` itself
+    draws (a progress bar's ``\\r``), never for text others wrote."""
+    return stream.stream if isinstance(stream, TerminalStream) else stream

@@ -397,8 +397,10 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
                        f"({sum(j.index in began for j in jobs)} from their transcripts)",
                        err=True)
     columns, rows = _screen()
-    bar = tqdm(total=len(jobs), unit="input", file=sys.stderr, ncols=columns, nrows=rows,
-               disable=not sys.stderr.isatty())
+    from jupyter_percent_agent.cli._terminal import drawing_stream
+
+    bar = tqdm(total=len(jobs), unit="input", file=drawing_stream(sys.stderr), ncols=columns,
+               nrows=rows, disable=not sys.stderr.isatty())
     counts = {"succeeded": 0, "failed": 0}
     with results_path.open(mode, encoding="utf-8") as out:
 
