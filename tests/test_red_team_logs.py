@@ -129,22 +129,34 @@ def interrupted_transcript(path: Path, sop: str) -> Path:
     return path
 
 
+@pytest.mark.parametrize(
+    ("where", "sop"),
+    [
+        ("runs/x.msg.md", "../../home/work/sop"),
+        ("x.msg.md", "../home/work/sop"),
+        ("runs/x.msg.md", ".."),
+    ],
+    ids=["from runs", "from the top of the clone", "the clone itself"],
+)
 def test_a_transcript_a_folder_ships_cannot_name_a_sop_folder_outside_it(
-    clone: Path, home: Path, openai_server: OpenAIServer, user_config_dir: Path
+    clone: Path,
+    home: Path,
+    openai_server: OpenAIServer,
+    user_config_dir: Path,
+    where: str,
+    sop: str,
 ) -> None:
     private = home / "work" / "sop"
     shutil.copytree(DATA / "sop", private)
     draft = private / "w" / "draft.md"
     draft.write_text(draft.read_text().replace("DRAFT", "DRAFT (private plan)"))
-    interrupted_transcript(clone / "runs" / "x.msg.md", "../../home/work/sop")
+    interrupted_transcript(clone / where, sop)
 
-    done = tce(
-        "run", "--resume", "runs/x.msg.md", cwd=clone, server=openai_server, config=user_config_dir
-    )
+    done = tce("run", "--resume", where, cwd=clone, server=openai_server, config=user_config_dir)
 
     assert openai_server.chat_requests == []
     assert done.returncode == 6, done.stderr
-    assert "refused" in done.stderr and "../../home/work/sop" in done.stderr
+    assert "refused" in done.stderr and repr(sop) in done.stderr
 
 
 def test_a_transcript_beside_its_sop_folder_resumes(

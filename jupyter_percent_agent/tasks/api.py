@@ -23,7 +23,7 @@ from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS, Runner
 from jupyter_percent_agent.tasks.sop import Sop, SopError, load_sop
 from jupyter_percent_agent.tasks.state import Item, State, TaskResult
 
-RUNS = "runs"
+RUNS = tr.RUNS_FOLDER
 
 
 def as_sop(sop: Sop | str | os.PathLike[str]) -> Sop:

@@ -98,6 +98,7 @@ def run_header(nb: Mapping[str, Any], path: Path) -> dict[str, Any]:
 # with the user's key). A transcript that came with a folder may not make a resume read (and
 # send to a model, and run the trusted toolbox of) a SOP folder of the user's elsewhere.
 SOP_SEAL = "sop_seal"
+RUNS_FOLDER = "runs"  # tasks.api.RUNS: where tce run puts transcripts
 
 
 def resume_sop(header: Mapping[str, Any], nb: Mapping[str, Any], path: Path) -> Path:
@@ -121,13 +122,17 @@ def resume_sop(header: Mapping[str, Any], nb: Mapping[str, Any], path: Path) -> 
 
 
 def _project(path: Path) -> Path:
-    """The folder a transcript's runs/ folder is in."""
-    return Path(os.path.realpath(path)).parent.parent
+    """The folder a transcript belongs to: the one its ``runs/`` folder is in (where ``tce
+    run`` puts transcripts), else its own folder."""
+    folder = Path(os.path.realpath(path)).parent
+    return folder.parent if folder.name == RUNS_FOLDER else folder
 
 
 def _beside(sop: Path, path: Path) -> bool:
-    real, project = os.path.realpath(sop), str(_project(path))
-    return real == project or real.startswith(project.rstrip(os.sep) + os.sep)
+    """Whether ``sop`` lies strictly inside the transcript's project folder (the folder
+    itself would put its runs/ and toolbox/ in the folder above)."""
+    project = str(_project(path)).rstrip(os.sep) + os.sep
+    return os.path.realpath(sop).startswith(project)
 
 
 def _sop_text(task_id: str, sop: str) -> bytes:
