@@ -320,3 +320,14 @@ def test_code_with_a_carriage_return_round_trips_through_an_escaped_string() -> 
         text = format_reply(call)
         assert "'''" not in text
         assert parse_reply(text).code == code
+
+
+@pytest.mark.parametrize("reply", [
+    'thought = "x"\n[tool_call]\nstatus = 0x' + "f" * 5000 + '\ncode = "1"\n',
+    'thought = "x"\nanswer = "a"\n[proposed_code]\nlanguage = 0b' + "1" * 20000 + '\ncode = "x"\n',
+])
+def test_a_huge_integer_where_text_belongs_is_an_attp_error_not_a_crash(reply: str) -> None:
+    """TOML's 0x and 0b reach integers Python will not write out: the error naming the
+    value ended the run with a ValueError of its own."""
+    with pytest.raises(ATTPError, match="an integer of"):
+        parse_reply(reply)

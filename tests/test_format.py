@@ -963,3 +963,13 @@ def test_a_stream_or_error_given_an_id_and_attributes_keeps_nothing_else():
     assert "percent_agent" not in text
     assert '[^c1.1]: [python] status="success"\n' in text
     assert writes(reads(text)) == text
+
+
+def test_a_bare_number_longer_than_python_converts_is_kept_as_text():
+    """Python refuses to convert an integer of more than 4300 digits: a received file holding
+    one read as a traceback in tce; it is a string value, kept whole."""
+    digits = "9" * 5000
+    nb = reads(f"# %% a[^a]\n[^a]: [markdown] x={digits} y=-{digits}\n\nhi\n")
+    attrs = fmt.cell_attrs(nb["cells"][0])
+    assert attrs["x"] == digits and attrs["y"] == "-" + digits
+    assert reads(writes(nb))["cells"][0] == nb["cells"][0]

@@ -54,6 +54,8 @@ def test_plain_yaml_loads_as_safe_load_does() -> None:
         ("a: 1\n  b: 2\n", 2, "is not valid YAML: mapping values are not allowed"),
         ("a: 2024-13-45\n", 1, "month must be in 1..12"),
         ("a: 1\nb: " + "9" * 5000 + "\n", 2, "digits"),
+        ("a: 1\nb: 0x" + "f" * 5000 + "\n", 2, "digits"),  # 0x, 0o, 0b convert at any size
+        ("a: 0b" + "1" * 20000 + "\n", 1, "digits"),
         ("a: !!python/object/apply:os.system [ls]\n", 1, "could not determine a constructor"),
     ],
 )

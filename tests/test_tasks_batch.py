@@ -135,6 +135,7 @@ def test_a_terminal_gets_a_progress_bar(project: Path, model: OpenAIServer) -> N
     text = out.decode(errors="replace")
     assert os.waitstatus_to_exitcode(status) == 0, text
     assert "100%|" in text and "3/3" in text  # tqdm's bar
+    assert "\u240d" not in text and "\u241b" not in text  # drawn, not shown as text
     assert "3 succeeded, 0 failed" in text
 
 

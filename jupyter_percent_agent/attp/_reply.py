@@ -134,6 +134,15 @@ class _Problem(Exception):
         self.key = key
 
 
+def _shown(value: Any) -> str:
+    """A value of the reply as a message shows it: short, and never an error of its own
+    (Python will not write an integer of more than 4300 digits, which TOML's 0x reaches)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _load(text: str) -> tuple[dict[str, Any], int]:
     """The TOML document in ``text`` and the number of lines before it."""
     first_error: tuple[ParseError, int, str] | None = None
@@ -276,7 +285,7 @@ def _proposed(table: Any) -> ProposedCode | None:
         raise _Problem("[proposed_code] needs the code, as a string", "proposed_code")
     language = table.get("language", "python")
     if not isinstance(language, str) or not re.fullmatch(r"[A-Za-z][\w+#.-]{0,31}", language):
-        raise _Problem(f"language must be a language name, not {language!r}", "language")
+        raise _Problem(f"language must be a language name, not {_shown(language)}", "language")
     return ProposedCode(code=_clean_code(code), language=language.lower())
 
 
@@ -290,7 +299,7 @@ def _tool_call(thought: str, call: dict[str, Any]) -> ToolCall | Refusal:
         else:
             raise _Problem('[tool_call] needs status = "success" or status = "fail"', "tool_call")
     if not isinstance(status, str) or status.strip().lower() not in ("success", "fail"):
-        raise _Problem(f'status must be "success" or "fail", not {status!r}', "status")
+        raise _Problem(f'status must be "success" or "fail", not {_shown(status)}', "status")
     if status.strip().lower() == "fail":
         return Refusal(thought=thought, message=_text(call, "message", where="tool_call"))
     code = call.get("code")

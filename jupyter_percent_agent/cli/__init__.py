@@ -51,4 +51,7 @@ def main() -> None:
     """Agent conversations kept as Markdown message files (.msg.md)."""
     from jupyter_percent_agent.masking import mask_terminal
 
+    from ._terminal import guard_terminal
+
     mask_terminal()  # a key a tool returned or an error quoted never reaches the terminal
+    guard_terminal()  # nor does a reply's escape sequence: it is shown, not obeyed

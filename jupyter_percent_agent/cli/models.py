@@ -64,11 +64,17 @@ def server_models(api_base: str, api_key: str | None, timeout: float = 10.0) -> 
     import urllib.error
     import urllib.request
 
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        """A redirect is not followed: urllib would carry the key to wherever it points."""
+
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
     request = urllib.request.Request(api_base.rstrip("/") + "/models")
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=timeout) as response:
             body = json.loads(response.read(1 << 22))
     except urllib.error.HTTPError as exc:
         raise ValueError(f"HTTP {exc.code}") from None

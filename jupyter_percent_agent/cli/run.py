@@ -369,21 +369,23 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
     from tqdm import tqdm
 
     from jupyter_percent_agent.tasks import batch as batches
-    from jupyter_percent_agent.tasks import transcript as tr
     from jupyter_percent_agent.tasks.api import default_runs_dir
 
     try:
         jobs = batches.read_inputs(inputs)
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"{inputs}: {exc}", EXIT_USAGE)
-    folder = runs or default_runs_dir(sop)
+    try:
+        folder = runs or default_runs_dir(sop)
+    except PercentAgentError as exc:
+        fail_for(exc)
     folder.mkdir(parents=True, exist_ok=True)
     if batch is None:
-        results_path = folder / tr.file_name(task_id, tag="results").replace(".msg.md",
-                                                                              ".jsonl")
+        results_path, log_path = batches.claim_batch_paths(folder, task_id)
+        if cluster:
+            log_path.unlink()
         log = None if cluster else batches.BatchLog.create(
-            Path(str(results_path).removesuffix(batches.RESULTS_SUFFIX) + batches.BATCH_SUFFIX),
-            task_id=task_id, sop=sop.root, inputs=Path(inputs), results=results_path)
+            log_path, task_id=task_id, sop=sop.root, inputs=Path(inputs), results=results_path)
         began: dict[int, Path] = {}
         mode = "w"
     else:
@@ -395,8 +397,10 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
                        f"({sum(j.index in began for j in jobs)} from their transcripts)",
                        err=True)
     columns, rows = _screen()
-    bar = tqdm(total=len(jobs), unit="input", file=sys.stderr, ncols=columns, nrows=rows,
-               disable=not sys.stderr.isatty())
+    from jupyter_percent_agent.cli._terminal import drawing_stream
+
+    bar = tqdm(total=len(jobs), unit="input", file=drawing_stream(sys.stderr), ncols=columns,
+               nrows=rows, disable=not sys.stderr.isatty())
     counts = {"succeeded": 0, "failed": 0}
     with results_path.open(mode, encoding="utf-8") as out:
 

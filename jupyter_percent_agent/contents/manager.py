@@ -155,11 +155,24 @@ def build_message_contents_manager_class(base: type) -> type:
         jupytext_cls = build_sync_jupytext_contents_manager_class(base)
     mixin = _AsyncMessageFiles if is_async else _SyncMessageFiles
     name = ("Async" if is_async else "") + "MessageContentsManager"
+    from traitlets import default
+
+    from jupyter_percent_agent.contents.checkpoints import inside_root
+
+    base_default = getattr(jupytext_cls, "_checkpoints_class_default", None)
+
+    @default("checkpoints_class")
+    def _checkpoints_class_default(self: Any) -> Any:  # checkpoints stay in the root
+        found = (base_default(self) if base_default is not None
+                 else jupytext_cls.class_traits()["checkpoints_class"].default_value)
+        return inside_root(found)
+
     return type(
         name,
         (mixin, jupytext_cls),
         {
             MESSAGE_CM_MARKER: True,
+            "_checkpoints_class_default": _checkpoints_class_default,
             "_jupytext_cls": jupytext_cls,
             "__module__": __name__,
             "__doc__": f"Message files as notebooks, on jupytext's manager over {base.__name__}.",

@@ -26,7 +26,7 @@ from .detect import (
     messages_setting,
 )
 from .errors import FormatError, RefusedFile
-from .files import check_markdown, make_durable, read_text, safe_path, write_text
+from .files import check_markdown, make_durable, read_bytes, read_text, safe_path, write_text
 from .front_matter import front_matter, set_front_matter
 from .lines import split_fenced, unclosed_fence
 from .model import (
@@ -107,6 +107,7 @@ __all__ = [
     "output_kind",
     "output_text",
     "read",
+    "read_bytes",
     "read_text",
     "reads",
     "reply_output",

@@ -59,14 +59,17 @@ def parse_value_bare(word: str) -> Any:
         return False
     if word == "null":
         return None
-    if word.isdigit() and word.isascii() and (word[0] != "0" or len(word) == 1):
-        return int(word)
-    c = word[0]
-    if c == "-" or c.isdigit():
-        if _INT.fullmatch(word):
+    try:
+        if word.isdigit() and word.isascii() and (word[0] != "0" or len(word) == 1):
             return int(word)
-        if _FLOAT.fullmatch(word):
-            return float(word)
+        c = word[0]
+        if c == "-" or c.isdigit():
+            if _INT.fullmatch(word):
+                return int(word)
+            if _FLOAT.fullmatch(word):
+                return float(word)
+    except ValueError:  # more digits than Python converts (4300): kept as the word it is
+        return word
     return word
 
 

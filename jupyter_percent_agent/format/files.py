@@ -36,7 +36,8 @@ from .errors import FormatError, RefusedFile
 from .script import is_script_path
 from .text import escape_surrogates
 
-__all__ = ["check_markdown", "make_durable", "read_text", "safe_path", "write_text"]
+__all__ = ["check_markdown", "make_durable", "read_bytes", "read_text", "safe_path",
+           "write_text"]
 
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
@@ -99,11 +100,9 @@ def _check_regular(st: os.stat_result, path: str) -> None:
         raise RefusedFile("refused: a file of /proc or /sys, not a message file", path=path)
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
-    """The text of a file (UTF-8, line endings kept), read through :func:`safe_path`.
-
-    Bytes that are not UTF-8 are a :class:`FormatError` naming their line.
-    """
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a file, read through :func:`safe_path` (a link out of its folder, a FIFO,
+    a device, ``/proc``: :class:`FormatError`)."""
     path = os.fspath(path)
     target = safe_path(path)
     # O_NONBLOCK: a FIFO swapped in after the check must not block; O_NOFOLLOW: nor a link
@@ -112,9 +111,18 @@ def read_text(path: str | os.PathLike[str]) -> str:
     try:
         _check_regular(os.fstat(fd), path)
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read()
+            return f.read()
     finally:
         os.close(fd)
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The text of a file (UTF-8, line endings kept), read through :func:`safe_path`.
+
+    Bytes that are not UTF-8 are a :class:`FormatError` naming their line.
+    """
+    path = os.fspath(path)
+    data = read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

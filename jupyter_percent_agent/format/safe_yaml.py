@@ -70,7 +70,10 @@ def _loader_class() -> Any:
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:
-                return super().construct_object(node, deep)
+                value = super().construct_object(node, deep)
+                if type(value) is int and value.bit_length() > 14_000:
+                    str(value)  # 0x/0o/0b reach any size; past Python's digit limit: ValueError
+                return value
             except (ValueError, TypeError, OverflowError) as err:
                 # SafeConstructor's own limits: date(2024, 13, 45), int("9" * 5000), ...
                 reason = str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -92,6 +92,9 @@ def patch_cli(cli: ModuleType, format_name: str) -> None:
         setattr(wrapper, _PATCHED, True)
     cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
     cli.jupytext = one_line_errors(cli.jupytext)
+    from jupyter_percent_agent.jupytext_format.execute import patch_execute
+
+    patch_execute(cli, format_name)  # a message file executes on the agent kernel
 
 
 def one_line_errors(command: Any) -> Any:

@@ -139,6 +139,8 @@ async def run_task(
     from jupyter_percent_agent.tasks.api import arun_task
 
     root = folders.resolve(sop, suffix=None, directory=True)
+    if root in folders.by_name.values():  # its runs/ and toolbox/ would be those above it
+        raise ServeError(f"{sop!r} is a served folder itself; name a SOP folder inside it")
     result = await arun_task(root, task_id, context or {})
     return {
         "status": result.status,

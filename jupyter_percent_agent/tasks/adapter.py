@@ -186,9 +186,9 @@ def tool_names(base_dir: Path) -> tuple[set[str], list[tuple[str, str]]]:
             if file.stem.startswith("_"):
                 continue
             try:
-                source = file.read_text(encoding="utf-8")
+                source = fmt.read_text(file)  # no link out, no FIFO or device
                 names.update(tools.describe_source(source, module=file.stem))
-            except (tools.ToolLoadError, OSError, UnicodeDecodeError) as exc:
+            except (tools.ToolLoadError, OSError, fmt.FormatError) as exc:
                 problems.append((str(file), str(exc)))
     try:
         names.update(tools.Registry.load(None, entry_points=True))

@@ -23,7 +23,7 @@ from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS, Runner
 from jupyter_percent_agent.tasks.sop import Sop, SopError, load_sop
 from jupyter_percent_agent.tasks.state import Item, State, TaskResult
 
-RUNS = "runs"
+RUNS = tr.RUNS_FOLDER
 
 
 def as_sop(sop: Sop | str | os.PathLike[str]) -> Sop:
@@ -53,8 +53,10 @@ def initial_context(context: Any) -> dict[str, Any]:
 
 
 def default_runs_dir(sop: Sop) -> Path:
-    """``runs/`` beside the SOP folder."""
-    return sop.base_dir / RUNS
+    """``runs/`` beside the SOP folder, where it really is: a ``runs`` that a folder ships
+    as a link out of it (to ``~/.bashrc.d``, whose files bash runs) is refused
+    (:class:`trust.TrustError`), since the transcripts hold what models wrote."""
+    return trust.resolve_inside(sop.base_dir, RUNS, what="the runs folder", directory=True)
 
 
 async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
@@ -118,7 +120,7 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
     ended = read_status(status)  # the words of today's transcripts and earlier ones
     if ended in (RunStatus.OK, RunStatus.ERROR):
         return TaskResult.ended(ended, task_id, state.context, path, state.steps, state.error)
-    loaded = as_sop(sop if sop is not None else header["sop"])
+    loaded = as_sop(sop if sop is not None else tr.resume_sop(header, nb, path))
     check_task(loaded, task_id)
     runner = Runner(loaded, task_id, nb, path, state, max_steps=steps, model=model,
                     on_event=on_event)

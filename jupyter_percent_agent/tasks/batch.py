@@ -9,7 +9,8 @@ A batch on one machine keeps a log beside its results (``NAME-batch.jsonl``: a h
 the task, the SOP folder, the inputs and the results file, then a line per input whose run
 began, naming its transcript), so that ``tce run --resume NAME-batch.jsonl`` goes on where a
 killed batch stopped: an input with a result is not run again, one whose run began resumes
-from its transcript's last finished step, the others start.
+from its transcript's last finished step, the others start. Each line is sealed with this
+user's key (``trust.secret``): a log that came with a folder names no file a resume writes.
 """
 
 from __future__ import annotations
@@ -77,6 +78,33 @@ BATCH_SUFFIX = "-batch.jsonl"
 RESULTS_SUFFIX = "-results.jsonl"
 
 
+def claim_batch_paths(folder: Path, task_id: str) -> tuple[Path, Path]:
+    """(results, log): two new files in ``folder``, ``NAME-results.jsonl`` and
+    ``NAME-batch.jsonl`` of one ``NAME``, created empty. Never a name that is there already:
+    a folder may ship a link at the name a batch would take (``-> ~/.bashrc``), and writing
+    through it would put model-written lines in that file."""
+    from jupyter_percent_agent.tasks import transcript as tr
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(100):
+        stem = tr.file_name(task_id, tag="x").removesuffix("-x.msg.md")  # TASK-TIMESTAMP
+        if n:
+            stem += "-" + os.urandom(2).hex()
+        made: list[Path] = []
+        try:
+            for suffix in (RESULTS_SUFFIX, BATCH_SUFFIX):
+                path = folder / (stem + suffix)
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW,
+                                 0o644))
+                made.append(path)
+        except FileExistsError:
+            for path in made:
+                path.unlink(missing_ok=True)
+            continue
+        return made[0], made[1]
+    raise OSError(f"cannot find a free name for a batch's results in {folder}")
+
+
 class BatchLog:
     """The log of one batch (see the module's docstring): appended to, line by line."""
 
@@ -88,33 +116,63 @@ class BatchLog:
                results: Path) -> BatchLog:
         header = {"batch": task_id, "sop": str(sop.resolve()), "inputs": str(inputs.resolve()),
                   "results": str(results.resolve())}
-        path.write_text(json.dumps(header, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(_sealed(header), encoding="utf-8")
         return cls(path)
 
     def started(self, index: int, transcript: Path) -> None:
         """Input ``index``'s run began, with ``transcript``."""
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"input": index, "transcript": str(transcript.resolve())},
-                               ensure_ascii=False) + "\n")
+            f.write(_sealed({"input": index, "transcript": str(transcript.resolve())}))
 
     def read(self) -> tuple[dict[str, Any], dict[int, Path]]:
         """(the header, input -> transcript of the runs that began); ``ValueError`` for a
-        file that is not a batch log. A last line cut off by a kill is ignored."""
+        file that is not a batch log, or one this user's ``tce`` did not write (its header's
+        seal does not check: a cloned folder's log would name the files to write). A line
+        whose seal does not check (cut off by a kill, or added by someone) is ignored."""
         lines = self.path.read_text(encoding="utf-8").splitlines()
-        try:
-            header = json.loads(lines[0]) if lines else None
-        except ValueError:
-            header = None
-        if not isinstance(header, dict) or not isinstance(header.get("batch"), str):
-            raise ValueError(f"{self.path}: not a batch log (its first line names no batch)")
+        header = _unsealed(lines[0]) if lines else None
+        if header is None or not isinstance(header.get("batch"), str):
+            raise ValueError(f"{self.path}: refused: a batch log not written by your tce (its "
+                             "header's seal does not check) may not name the files a resume "
+                             "reads and writes; resume its transcripts instead")
         began: dict[int, Path] = {}
         for line in lines[1:]:
+            entry = _unsealed(line)
             try:
-                entry = json.loads(line)
-                began[int(entry["input"])] = Path(entry["transcript"])
+                began[int(entry["input"])] = Path(entry["transcript"])  # type: ignore[index]
             except (ValueError, KeyError, TypeError):
                 continue
         return header, began
+
+
+# The seal: this user's HMAC over a line's JSON without it (trust.secret), so that a log a
+# folder ships, or a line added to one of ours, is told from what this user's tce wrote.
+_SEAL_PURPOSE = "batch-log"
+
+
+def _sealed(entry: dict[str, Any]) -> str:
+    """``entry`` as one sealed JSON line."""
+    from jupyter_percent_agent.trust.secret import seal
+
+    body = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+    return json.dumps({**entry, "seal": seal(_SEAL_PURPOSE, body.encode())},
+                      ensure_ascii=False) + "\n"
+
+
+def _unsealed(line: str) -> dict[str, Any] | None:
+    """The entry of a sealed line; None for a line that is no JSON object or whose seal
+    does not check."""
+    from jupyter_percent_agent.trust.secret import sealed_by_user
+
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict):
+        return None
+    found = entry.pop("seal", None)
+    body = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+    return entry if sealed_by_user(_SEAL_PURPOSE, body.encode(), found) else None
 
 
 def finished_inputs(results: Path) -> set[int]:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.errors import Kind, PercentAgentError
 
 
@@ -121,10 +122,12 @@ def read_folder(folder: Path) -> tuple[list[IndexedDoc], list[DocProblem]]:
     docs: list[IndexedDoc] = []
     problems: list[DocProblem] = []
     for rel in doc_paths(folder):
-        try:
-            docs.append(parse_doc((folder / rel).read_bytes(), rel))
+        try:  # as a message file is read: no link out of the folder, no FIFO or device
+            docs.append(parse_doc(fmt.read_bytes(folder / rel), rel))
         except OSError as exc:
             problems.append(DocProblem(rel, f"cannot read: {exc.strerror or exc}"))
+        except fmt.FormatError as exc:
+            problems.append(DocProblem(rel, f"cannot read: {exc}"))
         except DocError as exc:
             problems.append(DocProblem(rel, str(exc), exc.line))
     return docs, problems

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.tasks import adapter, check
 from jupyter_percent_agent.tasks.documents import (
@@ -116,9 +117,9 @@ def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
     sop = Sop(root=root)
     for path in document_files(root):
         rel = path.relative_to(root).as_posix()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # as a message file is read: no link out of the folder, no FIFO or device
+            text = fmt.read_text(path)
+        except (OSError, fmt.FormatError) as exc:
             sop.problems.append(Problem(rel, "", None, f"cannot be read: {exc}"))
             continue
         doc, problems = parse_document(text, rel)
@@ -144,13 +145,13 @@ def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
 def read_agents(root: Path) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
     """The agents of ``_agents.yaml`` (name -> settings) and what is wrong with them."""
     path = root / AGENTS_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}, []
     try:
-        data, lines = load_with_lines(path.read_text(encoding="utf-8"))
+        data, lines = load_with_lines(fmt.read_text(path))
     except YamlError as exc:
         return {}, [Problem(AGENTS_FILE, "", exc.line, exc.message)]
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, fmt.FormatError) as exc:
         return {}, [Problem(AGENTS_FILE, "", None, f"cannot be read: {exc}")]
     if data is None:
         return {}, []

@@ -68,6 +68,8 @@ def new_transcript(path: Path, *, task_id: str, sop_root: Path, context: Any,
     header: dict[str, Any] = {
         "task": task_id, "sop": sop, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "max_steps": max_steps, "context": context}
+    if not _beside(sop_root, path):
+        header[SOP_SEAL] = _sop_seal(task_id, sop)
     if limits:
         header["limits"] = list(limits)
     fmt.set_front_matter(nb, RUN_KEY, header)
@@ -88,6 +90,59 @@ def run_header(nb: Mapping[str, Any], path: Path) -> dict[str, Any]:
     header = dict(header)
     header["sop"] = (path.parent / str(header.get("sop") or ".")).resolve()
     return header
+
+
+# Where a transcript's run may find its SOP folder when it is resumed by the transcript alone
+# (``tce run --resume``): in the folder its runs/ folder is in (where ``tce run`` puts it), or
+# anywhere when this user's tce wrote the transcript there (``--runs``: the header is sealed
+# with the user's key). A transcript that came with a folder may not make a resume read (and
+# send to a model, and run the trusted toolbox of) a SOP folder of the user's elsewhere.
+SOP_SEAL = "sop_seal"
+RUNS_FOLDER = "runs"  # tasks.api.RUNS: where tce run puts transcripts
+
+
+def resume_sop(header: Mapping[str, Any], nb: Mapping[str, Any], path: Path) -> Path:
+    """The SOP folder a resume of the transcript at ``path`` runs (``header`` is
+    :func:`run_header`'s); :class:`trust.TrustError` for one outside the transcript's
+    project folder that this user's tce did not record."""
+    from jupyter_percent_agent import trust
+    from jupyter_percent_agent.trust.secret import sealed_by_user
+
+    sop = Path(header["sop"])
+    if _beside(sop, path):
+        return sop
+    raw = fmt.front_matter(nb).get(RUN_KEY) or {}
+    written = str(raw.get("sop") or ".")
+    if sealed_by_user("transcript-sop", _sop_text(header["task"], written), raw.get(SOP_SEAL)):
+        return sop
+    raise trust.TrustError(
+        f"{path} names the SOP folder {written!r}, outside {_project(path)}, and your tce did "
+        "not write it there (a transcript that came with a folder may not choose which SOP "
+        "folder runs)", "run the task again with tce run TASK --sop FOLDER", kind="path")
+
+
+def _project(path: Path) -> Path:
+    """The folder a transcript belongs to: the one its ``runs/`` folder is in (where ``tce
+    run`` puts transcripts), else its own folder."""
+    folder = Path(os.path.realpath(path)).parent
+    return folder.parent if folder.name == RUNS_FOLDER else folder
+
+
+def _beside(sop: Path, path: Path) -> bool:
+    """Whether ``sop`` lies strictly inside the transcript's project folder (the folder
+    itself would put its runs/ and toolbox/ in the folder above)."""
+    project = str(_project(path)).rstrip(os.sep) + os.sep
+    return os.path.realpath(sop).startswith(project)
+
+
+def _sop_text(task_id: str, sop: str) -> bytes:
+    return json.dumps([task_id, sop]).encode()
+
+
+def _sop_seal(task_id: str, sop: str) -> str:
+    from jupyter_percent_agent.trust.secret import seal
+
+    return seal("transcript-sop", _sop_text(task_id, sop))
 
 
 def step_cell(body: str, *, task_id: str, task_type: str, attempt: int, step: int,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -176,13 +177,26 @@ def _file_loader(file: Path) -> Loader:
     return load
 
 
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Runs the source file, never a cached ``__pycache__/*.pyc``: a folder that travels as
+    an archive keeps its files' times, so it could ship bytecode that Python takes for the
+    source's (same time, same size) and runs instead of the code the user read. Nothing is
+    written to ``__pycache__`` either."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
 def import_file(file: str | os.PathLike[str]) -> types.ModuleType:
-    """Import one toolbox file as a fresh module; :class:`ToolLoadError` names file and error."""
+    """Import one toolbox file as a fresh module, from its source (:class:`SourceOnlyLoader`);
+    :class:`ToolLoadError` names file and error."""
     path = Path(file).resolve()
     # A name unique per file, so two toolboxes with a weather.py do not meet in sys.modules.
     digest = hashlib.sha1(str(path.parent).encode()).hexdigest()[:10]
     module_name = f"_tce_toolbox_{digest}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
+    spec = importlib.util.spec_from_file_location(
+        module_name, path, loader=SourceOnlyLoader(module_name, str(path)))
     if spec is None or spec.loader is None:
         raise ToolLoadError("cannot be imported", module=path.stem, path=str(file))
     module = importlib.util.module_from_spec(spec)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from jupyter_percent_agent.trust.config import Config, Endpoint, load_config
 from jupyter_percent_agent.trust.errors import TrustError
@@ -98,6 +98,10 @@ def _key(url: str) -> tuple[str, str, int | None, str] | None:
     if scheme not in ("http", "https") or not parts.hostname:
         return None
     port = port or (443 if scheme == "https" else 80)
+    # "." and ".." segments (also written %2e): the HTTP client, or the server, takes them
+    # away, so the path would not be the one compared; such a URL is no endpoint of anyone's
+    if any(seg in (".", "..") for seg in unquote(parts.path).replace("\\", "/").split("/")):
+        return None
     return scheme, parts.hostname.lower(), port, parts.path.rstrip("/")
 
 

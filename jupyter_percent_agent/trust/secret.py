@@ -87,3 +87,14 @@ def purpose_key(purpose: str) -> bytes:
     """A key for one use only (``"sop-index"``), derived from :func:`user_secret`, so a seal
     made for one kind of file is never valid for another."""
     return hmac.new(user_secret(), purpose.encode(), hashlib.sha256).digest()
+
+
+def seal(purpose: str, data: bytes) -> str:
+    """The seal of ``data`` for ``purpose``: hex HMAC-SHA256 under :func:`purpose_key`."""
+    return hmac.new(purpose_key(purpose), data, hashlib.sha256).hexdigest()
+
+
+def sealed_by_user(purpose: str, data: bytes, found: object) -> bool:
+    """Whether ``found`` is the seal this user's process made of ``data`` for ``purpose``
+    (anything else, a missing seal included, is not)."""
+    return isinstance(found, str) and hmac.compare_digest(found, seal(purpose, data))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.ranking.embed import Embedder, EmbeddingError, shared_embedder
 from jupyter_percent_agent.ranking.fusion import LEXICAL_WEIGHT
 from jupyter_percent_agent.ranking.text import TERMS_TABLE, columns
@@ -343,12 +344,13 @@ class Index(IndexSearch):
     def _refresh(self, rel: str, stat: tuple[int, int], before: tuple[Any, ...] | None,
                  now: int, report: UpdateReport) -> None:
         conn = self._conn
-        try:
-            data = (self.folder / rel).read_bytes()
-        except OSError as exc:
+        try:  # as a message file is read: no link out of the folder, no FIFO or device
+            data = fmt.read_bytes(self.folder / rel)
+        except (OSError, fmt.FormatError) as exc:
             self._drop(rel, report.removed)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             conn.execute("INSERT INTO files VALUES (?, 0, -1, '', ?, 0)",
-                         (rel, f"cannot read: {exc.strerror or exc}"))
+                         (rel, f"cannot read: {why}"))
             return
         digest = content_hash(data)
         # a file modified within RACY_SECONDS may change again with the same mtime and size
