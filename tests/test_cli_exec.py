@@ -127,6 +127,30 @@ def test_a_plain_python_cell_still_runs_in_the_sandbox_when_untrusted(
     assert texts(cells(path)[0], "stream", "stdout") == "6\n"
 
 
+def test_exec_leaves_code_a_reply_proposed_until_the_user_names_it(
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
+    # a proposal never runs by itself: not with the user's next `tce exec`, nor with --all
+    trusted(tmp_path)
+    path = tmp_path / "n.msg.md"
+    path.write_text(
+        "# %% One[^a]\n[^a]: [code]\n\n```python\nn = 1\n```\n\n"
+        "# %% Two[^b]\n[^b]: [code] proposed=true\n\n```python\nprint(n + 1)\n```\n"
+    )
+    for args in ((), ("--all",)):
+        done = tce("exec", str(path), *args, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "not run: cell 2, code a reply proposed" in done.stderr and "--cell" in done.stderr
+        one, two = cells(path)
+        assert one["execution_count"] is not None
+        assert not two["outputs"] and fmt.cell_attrs(two) == {"proposed": True}
+    # the user read it: --proposed runs it (and --cell N, below), and the mark goes
+    done = tce("exec", str(path), "--all", "--proposed", env=env)
+    assert done.returncode == 0, done.stderr
+    two = cells(path)[1]
+    assert texts(two, "stream") == "2\n" and "proposed" not in fmt.cell_attrs(two)
+
+
 def test_exec_all_and_cell_run_again_and_replace_outputs(
     tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
 ) -> None:
@@ -134,11 +158,11 @@ def test_exec_all_and_cell_run_again_and_replace_outputs(
     path = tmp_path / "n.msg.md"
     path.write_text(
         "# %% One[^a]\n[^a]: [code]\n\n```python\nn = 1\n```\n\n"
-        "# %% Two[^b]\n[^b]: [code] proposed=true\n\n```python\nprint(n + 1)\n```\n"
+        "# %% Two[^b]\n[^b]: [code]\n\n```python\nprint(n + 1)\n```\n"
     )
     assert tce("exec", str(path), env=env).returncode == 0
     _one, two = cells(path)
-    assert texts(two, "stream") == "2\n" and "proposed" not in fmt.cell_attrs(two)
+    assert texts(two, "stream") == "2\n"
     # --cell 2 alone: a fresh kernel has no n, the error is saved in the file
     done = tce("exec", str(path), "--cell", "2", env=env)
     assert done.returncode == 4 and "NameError" in done.stderr

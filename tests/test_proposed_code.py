@@ -64,8 +64,12 @@ def test_a_proposed_cell_lands_under_the_reply_and_runs_only_when_the_user_runs_
     assert "csv.DictReader" in fmt.message_text(proposal)
     assert not proposal["outputs"] and proposal["execution_count"] is None  # not run
     assert "[^" in path.read_text() and "proposed=true" in path.read_text()
-    # the user runs it: tce exec runs the new cell in the code kernel, the mark goes
+    # the next `tce exec` leaves it, and says how to run it
     r = CliRunner().invoke(main, ["exec", str(path)], catch_exceptions=False)
+    assert r.exit_code == 0 and "not run: cell 2" in r.output, r.output
+    assert fmt.cell_attrs(hist.conversation_cells(fmt.read(path))[1]) == {"proposed": True}
+    # the user read it and runs it: the cell runs in the code kernel, the mark goes
+    r = CliRunner().invoke(main, ["exec", str(path), "--cell", "2"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     _, ran = hist.conversation_cells(fmt.read(path))
     assert "proposed" not in fmt.cell_attrs(ran)

@@ -2,8 +2,10 @@
 
 Every cell that has no outputs yet (``--all``: every cell; ``--cell N``: that one) runs where
 it belongs: a ``[code]`` cell in a code kernel of its language (trusted folder) or the
-sandbox, a message to its agent, a ``[tool_call]`` to its tools. The file is saved after each
-cell (atomically, under its lock); the first cell that fails stops the run, with the exit
+sandbox, a message to its agent, a ``[tool_call]`` to its tools. Code a reply proposed
+(``proposed=true``) is the exception: the user reads it first, so it runs only when named
+(``--cell N``), with ``--proposed``, or by the user's ``auto_run``. The file is saved after
+each cell (atomically, under its lock); the first cell that fails stops the run, with the exit
 code ``tce chat`` would give. Ctrl-C interrupts the kernel or the model call, keeps every
 complete output, and exits 130. The code kernels stop when the command ends.
 """
@@ -37,8 +39,12 @@ EPILOG = (
 )
 
 
-def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list[tuple[int, str]]:
-    """(1-based index, cell id) of the cells to run, in order."""
+def chosen_cells(
+    nb: dict[str, Any], *, run_all: bool, cell: int | None, proposed: bool = False
+) -> tuple[list[tuple[int, str]], list[int]]:
+    """(1-based index, cell id) of the cells to run, in order; and the indices of the cells
+    left out because a reply proposed them and ``proposed`` does not ask for them (a cell
+    named by ``cell`` always runs: the user chose it)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime.history import conversation_cells
 
@@ -56,12 +62,16 @@ def chosen_cells(nb: dict[str, Any], *, run_all: bool, cell: int | None) -> list
             for i, c in enumerate(cells, start=1)
             if run_all or not (c.get("outputs") or c.get("execution_count") is not None)
         ]
-    return [
-        (i, fmt.cell_id(c))
+    runnable = [
+        (i, c)
         for i, c in picked
         if fmt.cell_kind(c) in RUNNABLE
         and (fmt.cell_kind(c) != "message" or fmt.message_text(c).strip())
     ]
+    skipped = []
+    if cell is None and not proposed:
+        skipped = [i for i, c in runnable if fmt.cell_attrs(c).get("proposed") is not None]
+    return [(i, fmt.cell_id(c)) for i, c in runnable if i not in skipped], skipped
 
 
 def proposed_after(path: Path, cell_id: str) -> list[int]:
@@ -110,15 +120,36 @@ def auto_run(path: Path, cell_id: str, *, quiet: bool = False) -> int:
 @click.argument("item")
 @click.option("--all", "run_all", is_flag=True, help="Run every cell again, not only new ones.")
 @click.option("--cell", type=int, metavar="N", help="Run cell N (as tce list numbers them).")
+@click.option(
+    "--proposed",
+    is_flag=True,
+    help="Also run the code replies proposed (proposed=true cells). Read them first.",
+)
 @click.option("--agent", help="The agent for messages that name none.")
 @click.option("--model", help="Use this model (or a comma-separated fallback list).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or replies on the terminal.")
 def exec_(
-    item: str, run_all: bool, cell: int | None, agent: str | None, model: str | None, quiet: bool
+    item: str,
+    run_all: bool,
+    cell: int | None,
+    proposed: bool,
+    agent: str | None,
+    model: str | None,
+    quiet: bool,
 ) -> None:
     """Run the cells of ITEM that have no outputs yet, in order, saving after each."""
     path = resolve_item(item)
-    sys.exit(run_exec(path, run_all=run_all, cell=cell, agent=agent, model=model, quiet=quiet))
+    sys.exit(
+        run_exec(
+            path,
+            run_all=run_all,
+            cell=cell,
+            proposed=proposed,
+            agent=agent,
+            model=model,
+            quiet=quiet,
+        )
+    )
 
 
 def run_exec(
@@ -126,6 +157,7 @@ def run_exec(
     *,
     run_all: bool = False,
     cell: int | None = None,
+    proposed: bool = False,
     agent: str | None = None,
     model: str | None = None,
     quiet: bool = False,
@@ -134,9 +166,16 @@ def run_exec(
     from jupyter_percent_agent import format as fmt
 
     nb = read_or_fail(path)
-    todo = chosen_cells(nb, run_all=run_all, cell=cell)
+    todo, skipped = chosen_cells(nb, run_all=run_all, cell=cell, proposed=proposed)
+    if skipped and not quiet:
+        named = ", ".join(map(str, skipped))
+        click.echo(
+            f"tce: not run: cell{'s' if len(skipped) > 1 else ''} {named}, code a reply "
+            f"proposed; read it, then run it with --cell N (or all of them with --proposed)",
+            err=True,
+        )
     if not todo:
-        if not quiet:
+        if not quiet and not skipped:
             click.echo(
                 "tce: nothing to run (every cell has outputs; --all runs them again)", err=True
             )
