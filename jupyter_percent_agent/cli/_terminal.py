@@ -3,9 +3,12 @@
 Replies, tool results, a code cell's prints and a file's titles are written by others (a
 prompt-injected model, a cloned file). Control characters in them would, as they are, set the
 clipboard (OSC 52), hide text (SGR 8), erase or rewrite the lines above (CSI, ``\\r``,
-backspace) or change the window title. On a terminal every control character but newline and
-tab is shown as its Unicode control picture (ESC as ``␛``, C1 controls as ``�``), so the text
-stays readable and nothing is lost from view; ``\\r\\n`` stays a line end. A pipe or a file gets
+backspace) or change the window title; bidirectional overrides and isolates would show text in
+an order other than the one it has (``Trojan Source``: code that reads as harmless and is not).
+On a terminal every control character but newline and tab is shown as its Unicode control
+picture (ESC as ``␛``, C1 controls as ``�``) and each bidirectional control by its code
+(``<U+202E>``), so the text stays readable and nothing is lost from view; ``\\r\\n`` stays a
+line end. A pipe or a file gets
 the text exactly (it is data there, as ``ls`` does).
 
 Standard library only: ``tce list`` must start fast.
@@ -18,8 +21,9 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-# a "\r" right before "\n" is a line end, kept; every other C0 but tab and newline, DEL, C1
-_CONTROL = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# a "\r" right before "\n" is a line end, kept; every other C0 but tab and newline, DEL, C1,
+# and the bidirectional embeddings, overrides and isolates
+_CONTROL = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _picture(match: re.Match[str]) -> str:
@@ -29,11 +33,14 @@ def _picture(match: re.Match[str]) -> str:
     code = ord(char)
     if code < 0x20:
         return chr(0x2400 + code)  # ␀ .. ␟
+    if code > 0x9F:
+        return f"<U+{code:04X}>"  # a bidirectional control: no picture either
     return "\u2421" if code == 0x7F else "\ufffd"  # ␡, and C1 has no pictures
 
 
 def visible(text: str) -> str:
-    """``text`` with every control character but newline, tab and a CRLF's CR made visible."""
+    """``text`` with every control character but newline, tab and a CRLF's CR, and every
+    bidirectional control, made visible."""
     return _CONTROL.sub(_picture, text)
 
 
