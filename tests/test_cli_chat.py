@@ -253,6 +253,23 @@ def test_malformed_file_is_left_untouched(tmp_path: Path, env) -> None:
     assert bad.read_text() == text
 
 
+def test_read_only_file_is_refused_in_one_line_and_left_as_it_was(
+        tmp_path: Path, env, openai_server) -> None:
+    """``chmod a-w`` protects a conversation: tce chat must not rename a new copy over it
+    (the atomic write would, in a folder the user may write), nor call the model."""
+    path = tmp_path / "ro.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    before = path.read_bytes()
+    path.chmod(0o444)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"tce: {path}: the file is read-only: "
+                                             "nothing written (chmod u+w to allow it)"]
+    assert path.read_bytes() == before
+    assert (path.stat().st_mode & 0o777) == 0o444
+    assert openai_server.chat_requests == []
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"

@@ -26,7 +26,7 @@ from .detect import (
     messages_setting,
 )
 from .errors import FormatError, RefusedFile
-from .files import check_markdown, make_durable, read_text, safe_path, write_text
+from .files import check_markdown, check_writable, make_durable, read_text, safe_path, write_text
 from .front_matter import front_matter, set_front_matter
 from .lines import split_fenced, unclosed_fence
 from .model import (
@@ -83,6 +83,7 @@ __all__ = [
     "cell_link",
     "cell_title",
     "check_markdown",
+    "check_writable",
     "clear_outputs",
     "code_data_output",
     "document_part",

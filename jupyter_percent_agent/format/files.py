@@ -36,7 +36,8 @@ from .errors import FormatError, RefusedFile
 from .script import is_script_path
 from .text import escape_surrogates
 
-__all__ = ["check_markdown", "make_durable", "read_text", "safe_path", "write_text"]
+__all__ = ["check_markdown", "check_writable", "make_durable", "read_text", "safe_path",
+           "write_text"]
 
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
@@ -255,6 +256,22 @@ def _fill(fd: int, data: bytes, mode: int | None, durable: bool = True) -> None:
         os.fsync(fd)
 
 
+READ_ONLY = "the file is read-only: nothing written (chmod u+w to allow it)"
+
+
+def check_writable(path: str | os.PathLike[str], mode: int | None = None) -> None:
+    """Refuse (``PermissionError`` naming the file) to write over an existing file that is
+    read-only: no write bit at all (``chmod a-w``, which even root's writes respect here), or
+    not writable by this user. The atomic write renames a new file over the old one, which
+    the folder's permissions allow whatever the file's own say. ``mode``: the file's
+    permission bits when the caller has them already."""
+    path = os.fspath(path)
+    if mode is None:
+        mode = _mode_of(path)
+    if mode is not None and (not mode & 0o222 or not os.access(path, os.W_OK)):
+        raise PermissionError(errno.EACCES, READ_ONLY, path)
+
+
 def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None,
                durable: bool = True) -> None:
     """Replace the text of ``path`` atomically (UTF-8; lone surrogates escaped, never fatal).
@@ -277,6 +294,7 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     name = os.path.basename(target)
     new_mode = mode
     mode = _mode_of(target)
+    check_writable(target, mode)
     if mode is None:
         mode = new_mode
     if _sweep_due(folder, name):
