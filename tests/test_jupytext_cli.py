@@ -275,6 +275,20 @@ def test_set_formats_then_sync_keeps_the_pair_in_step(corpus_notebook: Path) -> 
     ]
 
 
+def test_a_message_file_paired_as_plain_md_stays_a_message_file_through_sync(chat: Path) -> None:
+    """``--set-formats ipynb,md`` names the message file's own extension without a format:
+    ``--sync`` rewrote it as jupytext Markdown (replies gone from it, ``tce list`` empty)."""
+    folder = chat.parent
+    before = comparable_cells(core.reads(chat.read_text(encoding="utf-8"), path=str(chat)))
+    run_jupytext("--set-formats", "ipynb,md", chat.name, cwd=folder)
+    for _ in range(2):
+        run_jupytext("--sync", chat.name, cwd=folder)
+        text = chat.read_text(encoding="utf-8")
+        assert "format_name: markdown" not in text and looks_like_message_text(text)
+        assert comparable_cells(core.reads(text, path=str(chat))) == before
+    assert comparable_cells(load_ipynb(folder / "chat.msg.ipynb")) == before
+
+
 def _make_newer(path: Path, than: Path) -> None:
     stamp = max(than.stat().st_mtime, time.time()) + 2
     os.utime(path, (stamp, stamp))

@@ -467,7 +467,7 @@ def on_jupytext_module_loaded(module: ModuleType) -> None:
     elif module.__name__ == "jupytext.cli":
         from jupyter_percent_agent.jupytext_format.pairs import patch_cli
 
-        patch_cli(module, FORMAT_NAME)  # a message file's pairs stay in its folder (pairs.py)
+        patch_cli(module, FORMAT_NAME, path_hint)  # its pairs stay in its folder (pairs.py)
 
 
 def register() -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
@@ -65,10 +67,12 @@ def _is_message_pair(nb_file: str, formats: Any, format_name: str) -> bool:
         f.get("format_name") == format_name for f in long_form_multiple_formats(formats or []))
 
 
-def patch_cli(cli: ModuleType, format_name: str) -> None:
+def patch_cli(cli: ModuleType, format_name: str,
+              path_hint: Callable[[str | None], AbstractContextManager[None]]) -> None:
     """Make the ``jupytext`` command check the pairs of a message file (``NAME.msg.md``, or
     a file in the ``format_name`` format) before ``--sync`` reads them
-    (``load_paired_notebook``) or writes them (``write_pair``)."""
+    (``load_paired_notebook``) or writes them (``write_pair``, each pair under
+    ``path_hint(its path)``)."""
     if getattr(cli.write_pair, _PATCHED, False):
         return
     write_pair, load_paired = cli.write_pair, cli.load_paired_notebook
@@ -78,9 +82,11 @@ def patch_cli(cli: ModuleType, format_name: str) -> None:
             refuse_outside_pairs(nb_file, formats, os.path.dirname(nb_file) or os.curdir)
 
     @functools.wraps(write_pair)
-    def checked_write_pair(nb_file: str, formats: Any, *args: Any, **kwargs: Any) -> Any:
+    def checked_write_pair(nb_file: str, formats: Any, write_one: Any, *args: Any,
+                           **kwargs: Any) -> Any:
         _checked(nb_file, formats)
-        return write_pair(nb_file, formats, *args, **kwargs)
+        return write_pair(nb_file, formats, _with_path_hint(write_one, path_hint), *args,
+                          **kwargs)
 
     @functools.wraps(load_paired)
     def checked_load(notebook: Any, fmt: Any, config: Any, formats: Any, nb_file: str,
@@ -92,6 +98,19 @@ def patch_cli(cli: ModuleType, format_name: str) -> None:
         setattr(wrapper, _PATCHED, True)
     cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
     cli.jupytext = one_line_errors(cli.jupytext)
+
+
+def _with_path_hint(write_one: Any,
+                    path_hint: Callable[[str | None], AbstractContextManager[None]]) -> Any:
+    """``write_pair``'s callback writing each pair with its path as the hint: jupytext
+    renders the text before it knows the path, so a ``NAME.msg.md`` paired as plain ``md``
+    (``--set-formats ipynb,md``) would be written as jupytext Markdown, not messages."""
+    @functools.wraps(write_one)
+    def hinted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        with path_hint(os.fspath(path) if isinstance(path, str | os.PathLike) else None):
+            return write_one(path, *args, **kwargs)
+
+    return hinted
 
 
 def one_line_errors(command: Any) -> Any:
