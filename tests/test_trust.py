@@ -99,6 +99,22 @@ def test_allow_listed_endpoint_gets_only_the_key_tied_to_it(tmp_path: Path, keys
     assert header(openai_server.requests[0], "Authorization") == "Bearer sk-tied-to-this-host"
 
 
+@pytest.mark.parametrize("name", ["sk-proj-abc123secret", "GPU KEY", "$GPU_BOX_KEY", "1KEY", ""])
+def test_key_env_that_is_no_variable_name_is_refused_and_nothing_stored(
+        name: str, user_config_dir: Path) -> None:
+    """``--key-env "$GPU_BOX_KEY"`` passes the key itself: it was stored in the config as a
+    variable's name and printed back (``key from $sk-...``)."""
+    result = CliRunner().invoke(
+        main, ["trust", "--endpoint", "http://gpu-box:8000/v1", "--key-env", name])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        "tce: --key-env takes the name of an environment variable (letters, digits and _, "
+        "not starting with a digit), not a key: nothing stored"]
+    assert trust.load_config().endpoints == ()
+    if name:
+        assert not any(name in p.read_text() for p in user_config_dir.iterdir() if p.is_file())
+
+
 def test_users_own_api_base_still_gets_the_users_key(tmp_path: Path, keys, openai_server,
                                                      monkeypatch) -> None:
     monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
