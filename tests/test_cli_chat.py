@@ -270,6 +270,22 @@ def test_read_only_file_is_refused_in_one_line_and_left_as_it_was(
     assert openai_server.chat_requests == []
 
 
+@pytest.mark.parametrize(("name", "value"), [
+    ("PERCENT_AGENT_RETRIES", "abc"), ("PERCENT_AGENT_RETRIES", "-1"),
+    ("PERCENT_AGENT_BACKOFF", "x"), ("PERCENT_AGENT_TIMEOUT", "abc"),
+    ("PERCENT_AGENT_TIMEOUT", "0")])
+def test_a_bad_number_in_the_environment_is_one_line_before_anything_is_written(
+        tmp_path: Path, env, openai_server, monkeypatch, name: str, value: str) -> None:
+    """A traceback (retries, backoff), "no model to call" (retries -1) or a silent default
+    (timeout), with the message saved and no reply: now one line naming the variable."""
+    monkeypatch.setenv(name, value)
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "n"), "-m", "hello"])
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"tce: {name}={value!r}: ") and "Traceback" not in r.output
+    assert not (tmp_path / "n.msg.md").exists() and openai_server.chat_requests == []
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"
