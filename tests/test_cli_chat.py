@@ -441,6 +441,25 @@ def test_ctrl_c_keeps_a_valid_file_and_the_partial_reply(tmp_path: Path, env,
     assert len(fmt.output_text(reply)) < len("partial " * 200)
 
 
+def test_ctrl_c_before_any_reply_says_no_reply_was_kept(tmp_path: Path, env,
+                                                      openai_server) -> None:
+    """It said "a partial reply is kept with interrupted=true" when none had come."""
+    path = tmp_path / "wait.msg.md"
+    openai_server.script(Reply.slow(30, "too late"))
+    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "anyone there?"], env=_sub_env(env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not openai_server.chat_requests and time.monotonic() < deadline:
+        time.sleep(0.05)  # the message is saved before the model is called
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last == "[interrupted: the message is saved; no reply had arrived]"
+    (cell,) = cells(path)
+    assert fmt.message_text(cell) == "anyone there?" and not cell.get("outputs")
+
+
 def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -> None:
     e = {**_sub_env(env), "PERCENT_AGENT_WARM": "1", "PERCENT_AGENT_WARM_IDLE": "20",
          "PERCENT_AGENT_TEST_KEY": str(tmp_path),  # a private helper for this test

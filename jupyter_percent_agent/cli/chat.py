@@ -121,8 +121,9 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     except KeyboardInterrupt:
         if conversation.cell_id is None:
             raise
-        click.echo("\n[interrupted: the message is saved; a partial reply is kept with "
-                   "interrupted=true]", err=True)
+        kept = ("a partial reply is kept with interrupted=true" if printer.received
+                else "no reply had arrived")
+        click.echo(f"\n[interrupted: the message is saved; {kept}]", err=True)
         return EXIT_INTERRUPTED
     except (PercentAgentError, OSError) as exc:
         fail_for(exc, path=path)
