@@ -289,6 +289,19 @@ def test_a_message_file_paired_as_plain_md_stays_a_message_file_through_sync(cha
     assert comparable_cells(load_ipynb(folder / "chat.msg.ipynb")) == before
 
 
+def test_a_message_file_that_is_not_utf8_is_one_line_as_tce_says_it(tmp_path: Path) -> None:
+    """jupytext showed a UnicodeDecodeError traceback where tce says where and what."""
+    path = tmp_path / "latin.msg.md"
+    path.write_bytes(b"# %% Hi[^a]\n[^a]: [markdown]\n\ncaf\xe9\n")
+    for args in (["--to", "ipynb"], ["--sync"]):
+        proc = subprocess.run([JUPYTEXT, *args, path.name], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 3, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "jupytext: latin.msg.md:4: not UTF-8 text (byte 0xe9)" in proc.stderr.splitlines()
+        assert sorted(os.listdir(tmp_path)) == ["latin.msg.md"]
+
+
 def _make_newer(path: Path, than: Path) -> None:
     stamp = max(than.stat().st_mtime, time.time()) + 2
     os.utime(path, (stamp, stamp))

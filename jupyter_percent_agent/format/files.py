@@ -36,8 +36,8 @@ from .errors import FormatError, RefusedFile
 from .script import is_script_path
 from .text import escape_surrogates
 
-__all__ = ["check_markdown", "check_writable", "make_durable", "read_text", "safe_path",
-           "write_text"]
+__all__ = ["check_markdown", "check_writable", "decode_utf8", "make_durable", "read_text",
+           "safe_path", "write_text"]
 
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
@@ -116,6 +116,12 @@ def read_text(path: str | os.PathLike[str]) -> str:
             data = f.read()
     finally:
         os.close(fd)
+    return decode_utf8(data, path)
+
+
+def decode_utf8(data: bytes, path: str | None = None) -> str:
+    """``data`` as UTF-8 text (line separators kept), or a ``FormatError`` naming the line
+    and the first byte that is not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

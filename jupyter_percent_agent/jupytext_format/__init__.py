@@ -331,8 +331,9 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
                     return original_read(path, as_version, fmt=fmt, config=config, **kwargs)
                 # jupytext opens files with universal newlines, which turns every \r into \n;
                 # a message file keeps its line separators (outputs with \r\n survive).
-                with open(path, encoding="utf-8", newline="") as stream:
-                    text = stream.read()
+                with open(path, "rb") as stream:  # not UTF-8: one line, not a traceback
+                    text = sys.modules["jupyter_percent_agent.format"].decode_utf8(
+                        stream.read(), path)
                 if not (script or _is_message(text)):
                     text = text.replace("\r\n", "\n").replace("\r", "\n")
                 fmt = copy.copy(fmt or {})
