@@ -302,6 +302,21 @@ def test_a_message_file_that_is_not_utf8_is_one_line_as_tce_says_it(tmp_path: Pa
         assert sorted(os.listdir(tmp_path)) == ["latin.msg.md"]
 
 
+def test_to_md_with_an_output_named_msg_md_writes_the_message_format(chat: Path) -> None:
+    """``--to md -o x.msg.md`` wrote jupytext Markdown into a message file's name: every
+    reply gone, and tce saw a file of no messages."""
+    folder = chat.parent
+    run_jupytext("--to", "ipynb", "-o", "trip.ipynb", chat.name, cwd=folder)
+    run_jupytext("--to", "md", "-o", "back.msg.md", "trip.ipynb", cwd=folder)
+    text = (folder / "back.msg.md").read_text(encoding="utf-8")
+    assert "format_name: markdown" not in text and looks_like_message_text(text)
+    expected = core.reads(chat.read_text(encoding="utf-8"), path=str(chat))
+    back = core.reads(text, path=str(folder / "back.msg.md"))
+    assert comparable_cells(back) == comparable_cells(expected)
+    run_jupytext("--to", "md", "-o", "plain.md", "trip.ipynb", cwd=folder)  # not a message
+    assert "format_name: markdown" in (folder / "plain.md").read_text(encoding="utf-8")
+
+
 def _make_newer(path: Path, than: Path) -> None:
     stamp = max(than.stat().st_mtime, time.time()) + 2
     os.utime(path, (stamp, stamp))

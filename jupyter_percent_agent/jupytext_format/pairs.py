@@ -11,7 +11,9 @@ A script paired beside the file (``py:percent``) stays allowed.
 
 The contents manager checks before JupyterLab's open and save (``contents.pairing``);
 ``patch_cli`` makes the ``jupytext`` command check before ``--sync`` reads or writes a pair,
-and say what is wrong with a message file in the one line ``tce`` says it in.
+and say what is wrong with a message file in the one line ``tce`` says it in; and it tells
+jupytext's writer the path it writes (a pair, or ``-o x.msg.md``), which jupytext renders text
+without, so that a message file's name always gets the message format.
 """
 
 from __future__ import annotations
@@ -94,9 +96,24 @@ def patch_cli(cli: ModuleType, format_name: str,
         _checked(nb_file, formats)
         return load_paired(notebook, fmt, config, formats, nb_file, *args, **kwargs)
 
-    for wrapper in (checked_write_pair, checked_load):
+    single_file = cli.jupytext_single_file
+
+    @functools.wraps(single_file)
+    def output_hinted(nb_file: str, args: Any, *rest: Any, **kwargs: Any) -> Any:
+        from jupyter_percent_agent.format import is_message_path, is_script_path
+
+        # ``--to md -o x.msg.md``: jupytext renders the text before it knows where it goes
+        out = getattr(args, "output", None)
+        if nb_file == "-" or not (isinstance(out, str) and out != "-" and (
+                is_message_path(out) or is_script_path(out))):
+            return single_file(nb_file, args, *rest, **kwargs)
+        with path_hint(out):
+            return single_file(nb_file, args, *rest, **kwargs)
+
+    for wrapper in (checked_write_pair, checked_load, output_hinted):
         setattr(wrapper, _PATCHED, True)
     cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
+    cli.jupytext_single_file = output_hinted
     cli.jupytext = one_line_errors(cli.jupytext)
 
 
