@@ -317,6 +317,26 @@ def test_to_md_with_an_output_named_msg_md_writes_the_message_format(chat: Path)
     assert "format_name: markdown" in (folder / "plain.md").read_text(encoding="utf-8")
 
 
+def test_to_msg_between_message_files_names_the_twin_without_a_second_msg(
+        tmp_path: Path, data_dir: Path) -> None:
+    """README: ``jupytext --to .msg.md analysis.msg.py`` converts; it wrote
+    ``analysis.msg.msg.md`` (and ``--to .msg.py x.msg.md`` ``x.msg.msg.py``)."""
+    script = data_dir / "format" / "script"
+    shutil.copy(script / "analysis.msg.py", tmp_path / "analysis.msg.py")
+    shutil.copy(script / "analysis.msg.md", tmp_path / "twin.msg.md")
+    shutil.copy(script / "analysis.msg.md", tmp_path / "other.msg.md")
+    run_jupytext("--to", ".msg.md", "analysis.msg.py", cwd=tmp_path)
+    run_jupytext("--to", ".msg.py", "twin.msg.md", "other.msg.md", cwd=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "analysis.msg.md", "analysis.msg.py", "other.msg.md", "other.msg.py", "twin.msg.md",
+        "twin.msg.py"]
+    expected = comparable_cells(core.reads((script / "analysis.msg.md").read_text(
+        encoding="utf-8"), path="analysis.msg.md"))
+    for name in ("analysis.msg.md", "twin.msg.py"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert comparable_cells(core.reads(text, path=name)) == expected
+
+
 def _make_newer(path: Path, than: Path) -> None:
     stamp = max(than.stat().st_mtime, time.time()) + 2
     os.utime(path, (stamp, stamp))

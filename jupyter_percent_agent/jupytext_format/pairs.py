@@ -102,6 +102,13 @@ def patch_cli(cli: ModuleType, format_name: str,
     def output_hinted(nb_file: str, args: Any, *rest: Any, **kwargs: Any) -> Any:
         from jupyter_percent_agent.format import is_message_path, is_script_path
 
+        twin = _twin_name(nb_file, getattr(args, "output_format", None))
+        if twin is not None and getattr(args, "output", None) is None:
+            args.output = twin  # ``--to .msg.md x.msg.py``: x.msg.md, not x.msg.msg.md
+            try:
+                return output_hinted(nb_file, args, *rest, **kwargs)
+            finally:
+                args.output = None
         # ``--to md -o x.msg.md``: jupytext renders the text before it knows where it goes
         out = getattr(args, "output", None)
         if nb_file == "-" or not (isinstance(out, str) and out != "-" and (
@@ -115,6 +122,23 @@ def patch_cli(cli: ModuleType, format_name: str,
     cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
     cli.jupytext_single_file = output_hinted
     cli.jupytext = one_line_errors(cli.jupytext)
+
+
+def _twin_name(nb_file: str, fmt: Any) -> str | None:
+    """The name ``--to .msg.EXT`` gives a message file's twin (``x.msg.py`` -> ``x.msg.md``),
+    where jupytext would keep the input's ``.msg`` and add another; None for other inputs
+    and formats (``--to ipynb x.msg.md`` stays ``x.msg.ipynb``)."""
+    from jupyter_percent_agent.format import is_message_path, is_script_path
+
+    if (nb_file == "-" or not isinstance(fmt, dict) or fmt.get("prefix")
+            or str(fmt.get("suffix", "")).lower() != ".msg"
+            or not (is_message_path(nb_file) or is_script_path(nb_file))):
+        return None
+    ext = str(fmt.get("extension") or "")
+    stem = os.path.splitext(nb_file)[0]
+    if not ext.startswith(".") or ext == ".auto" or not stem.lower().endswith(".msg"):
+        return None
+    return stem + ext
 
 
 def _with_path_hint(write_one: Any,
