@@ -373,6 +373,19 @@ def test_broken_config_is_named(tmp_path: Path) -> None:
         trust.load_config()
 
 
+def test_broken_config_is_blamed_on_itself_not_on_the_message_file(tmp_path: Path,
+                                                                   openai_server) -> None:
+    """tce chat said ``tce: notes.msg.md: .../config.toml: ...``: the message file named as
+    the malformed one."""
+    trust.config_path().parent.mkdir(parents=True, exist_ok=True)
+    trust.config_path().write_text("trusted = [\n")
+    result = CliRunner().invoke(main, ["chat", str(tmp_path / "notes"), "-m", "hi"])
+    assert result.exit_code == 3, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"tce: {trust.config_path()}: ") and "notes" not in line
+    assert not (tmp_path / "notes.msg.md").exists()
+
+
 # -- finding 9: the private folder under /tmp -------------------------------------------------
 
 def test_private_dir_owned_by_someone_else_or_open_is_refused(tmp_path: Path,
