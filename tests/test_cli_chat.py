@@ -286,6 +286,22 @@ def test_a_bad_number_in_the_environment_is_one_line_before_anything_is_written(
     assert not (tmp_path / "n.msg.md").exists() and openai_server.chat_requests == []
 
 
+def test_a_misspelt_history_value_is_one_line_not_a_cell_sent_to_the_model(
+        tmp_path: Path, env, openai_server) -> None:
+    """``history="exlcude"`` meant to keep a cell out: it was read as include and sent."""
+    path = tmp_path / "h.msg.md"
+    text = "## %% Secret[^a]\n[^a]: [markdown] history=\"exlcude\"\n\nmy salary is 1\n"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert r.exit_code == 3, r.output
+    assert r.output.strip().splitlines() == [
+        f"tce: {path}: cell a: history='exlcude' is not one of include, exclude, summary, "
+        "none (or true/false, yes/no, 1/0)"]
+    assert path.read_text() == text and openai_server.chat_requests == []
+    listed = CliRunner().invoke(main, ["list", str(path)])
+    assert listed.exit_code == 3 and "history='exlcude'" in listed.output
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"

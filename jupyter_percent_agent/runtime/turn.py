@@ -102,6 +102,7 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
     check_environment(options.env)  # PERCENT_AGENT_RETRIES=abc: one line, nothing written
+    hist.check_history_values(nb)  # history="exlcude": one line, the cell is not sent
     agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                                          env=options.env), options.folder)
     # models a file chose (not the user's own: the environment's agent, or --model)
