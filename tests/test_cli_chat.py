@@ -302,6 +302,20 @@ def test_a_misspelt_history_value_is_one_line_not_a_cell_sent_to_the_model(
     assert listed.exit_code == 3 and "history='exlcude'" in listed.output
 
 
+@pytest.mark.parametrize(("args", "model_env", "what"), [
+    (["--model", " , "], None, "--model ' , ' names no model"),
+    ([], ",", "PERCENT_AGENT_MODEL=',' names no model")])
+def test_a_model_list_that_names_no_model_is_one_line(
+        tmp_path: Path, env, openai_server, monkeypatch, args, model_env, what) -> None:
+    """An IndexError traceback, the message saved with no reply."""
+    if model_env is not None:
+        monkeypatch.setenv("PERCENT_AGENT_MODEL", model_env)
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "m"), *args, "-m", "hello"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"tce: {what}"]
+    assert not (tmp_path / "m.msg.md").exists() and openai_server.chat_requests == []
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"

@@ -29,6 +29,12 @@ class AgentError(PercentAgentError, ValueError):
     error_kind = Kind.AGENT
 
 
+class NoModelError(PercentAgentError, ValueError):
+    """``--model`` or ``PERCENT_AGENT_MODEL`` that names no model (``" , "``)."""
+
+    error_kind = Kind.USAGE
+
+
 @dataclass
 class Agent:
     """An agent's settings. ``api_base`` is read, never written into a message file."""
@@ -166,6 +172,9 @@ def environment_agent(env: Mapping[str, str] | None = None, *, model: str | None
     env = os.environ if env is None else env
     spec = model or env.get("PERCENT_AGENT_MODEL") or default_model()
     models = [m.strip() for m in spec.split(",") if m.strip()]
+    if not models:
+        what = "--model" if model else "PERCENT_AGENT_MODEL="
+        raise NoModelError(f"{what}{' ' if model else ''}{spec!r} names no model")
     return Agent(name=DEFAULT_AGENT_NAME, models=models, source="environment")
 
 
@@ -223,4 +232,7 @@ def resolve_agent(nb: Mapping[str, Any], cell: Mapping[str, Any] | None = None, 
 def _replace_models(agent: Agent, model: str) -> Agent:
     from dataclasses import replace
 
-    return replace(agent, models=[m.strip() for m in model.split(",") if m.strip()])
+    models = [m.strip() for m in model.split(",") if m.strip()]
+    if not models:
+        raise NoModelError(f"--model {model!r} names no model")
+    return replace(agent, models=models)
