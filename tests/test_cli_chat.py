@@ -316,6 +316,20 @@ def test_a_model_list_that_names_no_model_is_one_line(
     assert not (tmp_path / "m.msg.md").exists() and openai_server.chat_requests == []
 
 
+@pytest.mark.parametrize("models", ['""', '[" "]', "[]", '[gpt-4o, ""]'])
+def test_a_preset_with_a_blank_model_name_is_a_bad_agent(tmp_path: Path, env, openai_server,
+                                                        models: str) -> None:
+    """``models: ""`` called a model named "" (``[]`` was refused, a blank name was not)."""
+    path = tmp_path / "p.msg.md"
+    text = f"---\nagents:\n  p: {{models: {models}}}\n---\n"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert r.exit_code == 5, r.output
+    assert r.output.strip().splitlines() == [
+        "tce: agent 'p': models must be a model name or a list of them"]
+    assert path.read_text() == text and openai_server.chat_requests == []
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"

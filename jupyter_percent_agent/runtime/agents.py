@@ -89,9 +89,10 @@ def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
     models = kw.get("models", props.get("model"))
     if models is None:
         kw.pop("models", None)
-    elif isinstance(models, str):
+    elif isinstance(models, str) and models.strip():
         kw["models"] = [models]
-    elif isinstance(models, list) and models and all(isinstance(m, str) for m in models):
+    elif isinstance(models, list) and models and all(
+            isinstance(m, str) and m.strip() for m in models):
         kw["models"] = list(models)
     else:
         raise AgentError(f"agent {name!r}: models must be a model name or a list of them")
