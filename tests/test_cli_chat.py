@@ -130,6 +130,25 @@ def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
     assert len(cells(doc)) == 2
 
 
+@pytest.mark.parametrize("front", ["", "---\r\ntitle: Spring\r\n---\r\n"])
+def test_force_on_a_crlf_markdown_file_keeps_it_crlf_and_its_front_matter(
+        tmp_path: Path, env, openai_server, front: str) -> None:
+    """The CRLF front matter was not seen: a second, LF, front matter went on top of it (the
+    user's title became body text), and the section was added with LF line ends."""
+    doc = tmp_path / "doc.md"
+    body = "# My document\r\n\r\nSome text that must stay.\r\n"
+    doc.write_bytes((front + body).encode())
+    openai_server.script("Yes.")
+    assert tce("chat", str(doc), "--force", "-m", "Is this clear?").exit_code == 0
+    data = doc.read_bytes().decode()
+    assert data.count("\n") == data.count("\r\n")  # every line ends as the file's did
+    assert data.startswith("---\r\n") and data.count("---\r\n") == 2
+    assert body in data and "message_section: Discussion\r\n" in data
+    assert ("title: Spring\r\n" in data) == bool(front)
+    assert fmt.front_matter(fmt.read(doc)).get("title") == ("Spring" if front else None)
+    assert "Yes." in data and len(cells(doc)) == 1
+
+
 def test_a_message_file_named_in_capitals_is_a_message_file(tmp_path: Path, env,
                                                              openai_server) -> None:
     """NOTES.MSG.MD is a message file wherever the name is judged (format.is_message_path),
