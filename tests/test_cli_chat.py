@@ -349,6 +349,25 @@ def test_a_preset_with_a_blank_model_name_is_a_bad_agent(tmp_path: Path, env, op
     assert path.read_text() == text and openai_server.chat_requests == []
 
 
+def test_a_nul_byte_in_a_message_or_reply_does_not_lock_the_file_out_of_tce(
+        tmp_path: Path, env, openai_server) -> None:
+    """A NUL piped in (or in a reply) was written raw; from then on every tce command
+    refused the file as "not a text file ... check the name"."""
+    path = tmp_path / "nul.msg.md"
+    openai_server.script(Reply("reply \x00 with a NUL"))
+    assert tce("chat", str(path), "-m", "-", input="log line a\x00b\n").exit_code == 0
+    listed = tce("list", str(path))
+    assert listed.exit_code == 0, listed.output
+    assert tce("chat", str(path), "-m", "still here?").exit_code == 0
+    first, _ = cells(path)
+    assert fmt.message_text(first) == "log line a\x00b\n"  # kept exactly
+    assert fmt.output_text(replies(first)[0]) == "reply \x00 with a NUL"
+    utf16 = tmp_path / "notepad.msg.md"  # UTF-16 without a BOM: still no text file
+    utf16.write_bytes("## %% Hi[^a]\n[^a]: [markdown]\n\nhello\n".encode("utf-16-le"))
+    refused = tce("chat", str(utf16), "-m", "hi")
+    assert refused.exit_code == 3 and "not a text file" in refused.output
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"
