@@ -111,6 +111,20 @@ def test_folder_makes_a_new_file(tmp_path: Path, env) -> None:
     assert all(f.endswith(".msg.md") and "plan-the-trip-to-rome" in f for f in files)
 
 
+def test_a_trailing_slash_on_a_file_is_one_line_not_a_traceback(tmp_path: Path, env,
+                                                                  openai_server) -> None:
+    """``tce chat notes/trip.msg.md/`` (a shell's completion left the slash) crashed with a
+    FileExistsError traceback."""
+    path = tmp_path / "trip.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    before = path.read_bytes()
+    r = CliRunner().invoke(main, ["chat", f"{path}/", "-m", "hi"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [
+        f"tce: {path}: not a folder (a trailing / names a folder to make a new file in)"]
+    assert path.read_bytes() == before and openai_server.chat_requests == []
+
+
 def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
     doc = tmp_path / "doc.md"
     original = "# My document\n\nSome text that must stay.\n"
