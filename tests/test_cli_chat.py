@@ -382,6 +382,20 @@ def test_a_nul_byte_in_a_message_or_reply_does_not_lock_the_file_out_of_tce(
     assert refused.exit_code == 3 and "not a text file" in refused.output
 
 
+@pytest.mark.parametrize("value", ["[{a: 1}]", "5", "[notes, 7]"])
+def test_a_front_matter_include_that_is_no_selection_is_one_line(
+        tmp_path: Path, env, openai_server, value: str) -> None:
+    """``include: [{a: 1}]`` was an AttributeError traceback (``include: 5`` a TypeError)."""
+    path = tmp_path / "fi.msg.md"
+    text = f"---\ninclude: {value}\n---\n"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hi"])
+    assert r.exit_code == 3, r.output
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"tce: {path}: the front matter's include: ") and "selection" in line
+    assert path.read_text() == text and openai_server.chat_requests == []
+
+
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
     bad = tmp_path / "fm.msg.md"
     text = "---\nagents: [unclosed\n---\n\n## %% hi[^a]\n\n[^a]: [markdown]\n\nhi\n"
