@@ -111,6 +111,20 @@ def test_folder_makes_a_new_file(tmp_path: Path, env) -> None:
     assert all(f.endswith(".msg.md") and "plan-the-trip-to-rome" in f for f in files)
 
 
+def test_a_trailing_slash_on_a_file_is_one_line_not_a_traceback(tmp_path: Path, env,
+                                                                  openai_server) -> None:
+    """``tce chat notes/trip.msg.md/`` (a shell's completion left the slash) crashed with a
+    FileExistsError traceback."""
+    path = tmp_path / "trip.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    before = path.read_bytes()
+    r = CliRunner().invoke(main, ["chat", f"{path}/", "-m", "hi"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [
+        f"tce: {path}: not a folder (a trailing / names a folder to make a new file in)"]
+    assert path.read_bytes() == before and openai_server.chat_requests == []
+
+
 def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
     doc = tmp_path / "doc.md"
     original = "# My document\n\nSome text that must stay.\n"
@@ -128,6 +142,25 @@ def test_plain_markdown_needs_force(tmp_path: Path, env, openai_server) -> None:
     assert sent[-1] == {"role": "user", "content": "Is this clear?"}
     assert tce("chat", str(doc), "-m", "Again?").exit_code == 0  # no --force needed now
     assert len(cells(doc)) == 2
+
+
+@pytest.mark.parametrize("front", ["", "---\r\ntitle: Spring\r\n---\r\n"])
+def test_force_on_a_crlf_markdown_file_keeps_it_crlf_and_its_front_matter(
+        tmp_path: Path, env, openai_server, front: str) -> None:
+    """The CRLF front matter was not seen: a second, LF, front matter went on top of it (the
+    user's title became body text), and the section was added with LF line ends."""
+    doc = tmp_path / "doc.md"
+    body = "# My document\r\n\r\nSome text that must stay.\r\n"
+    doc.write_bytes((front + body).encode())
+    openai_server.script("Yes.")
+    assert tce("chat", str(doc), "--force", "-m", "Is this clear?").exit_code == 0
+    data = doc.read_bytes().decode()
+    assert data.count("\n") == data.count("\r\n")  # every line ends as the file's did
+    assert data.startswith("---\r\n") and data.count("---\r\n") == 2
+    assert body in data and "message_section: Discussion\r\n" in data
+    assert ("title: Spring\r\n" in data) == bool(front)
+    assert fmt.front_matter(fmt.read(doc)).get("title") == ("Spring" if front else None)
+    assert "Yes." in data and len(cells(doc)) == 1
 
 
 def test_a_message_file_named_in_capitals_is_a_message_file(tmp_path: Path, env,
@@ -251,6 +284,116 @@ def test_malformed_file_is_left_untouched(tmp_path: Path, env) -> None:
     r = CliRunner().invoke(main, ["chat", str(bad), "-m", "hello"])
     assert r.exit_code in (3, 5), r.output
     assert bad.read_text() == text
+
+
+def test_read_only_file_is_refused_in_one_line_and_left_as_it_was(
+        tmp_path: Path, env, openai_server) -> None:
+    """``chmod a-w`` protects a conversation: tce chat must not rename a new copy over it
+    (the atomic write would, in a folder the user may write), nor call the model."""
+    path = tmp_path / "ro.msg.md"
+    shutil.copy(DATA / "basic.msg.md", path)
+    before = path.read_bytes()
+    path.chmod(0o444)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"tce: {path}: the file is read-only: "
+                                             "nothing written (chmod u+w to allow it)"]
+    assert path.read_bytes() == before
+    assert (path.stat().st_mode & 0o777) == 0o444
+    assert openai_server.chat_requests == []
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("PERCENT_AGENT_RETRIES", "abc"), ("PERCENT_AGENT_RETRIES", "-1"),
+    ("PERCENT_AGENT_BACKOFF", "x"), ("PERCENT_AGENT_TIMEOUT", "abc"),
+    ("PERCENT_AGENT_TIMEOUT", "0")])
+def test_a_bad_number_in_the_environment_is_one_line_before_anything_is_written(
+        tmp_path: Path, env, openai_server, monkeypatch, name: str, value: str) -> None:
+    """A traceback (retries, backoff), "no model to call" (retries -1) or a silent default
+    (timeout), with the message saved and no reply: now one line naming the variable."""
+    monkeypatch.setenv(name, value)
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "n"), "-m", "hello"])
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"tce: {name}={value!r}: ") and "Traceback" not in r.output
+    assert not (tmp_path / "n.msg.md").exists() and openai_server.chat_requests == []
+
+
+def test_a_misspelt_history_value_is_one_line_not_a_cell_sent_to_the_model(
+        tmp_path: Path, env, openai_server) -> None:
+    """``history="exlcude"`` meant to keep a cell out: it was read as include and sent."""
+    path = tmp_path / "h.msg.md"
+    text = "## %% Secret[^a]\n[^a]: [markdown] history=\"exlcude\"\n\nmy salary is 1\n"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert r.exit_code == 3, r.output
+    assert r.output.strip().splitlines() == [
+        f"tce: {path}: cell a: history='exlcude' is not one of include, exclude, summary, "
+        "none (or true/false, yes/no, 1/0)"]
+    assert path.read_text() == text and openai_server.chat_requests == []
+    listed = CliRunner().invoke(main, ["list", str(path)])
+    assert listed.exit_code == 3 and "history='exlcude'" in listed.output
+
+
+@pytest.mark.parametrize(("args", "model_env", "what"), [
+    (["--model", " , "], None, "--model ' , ' names no model"),
+    ([], ",", "PERCENT_AGENT_MODEL=',' names no model")])
+def test_a_model_list_that_names_no_model_is_one_line(
+        tmp_path: Path, env, openai_server, monkeypatch, args, model_env, what) -> None:
+    """An IndexError traceback, the message saved with no reply."""
+    if model_env is not None:
+        monkeypatch.setenv("PERCENT_AGENT_MODEL", model_env)
+    r = CliRunner().invoke(main, ["chat", str(tmp_path / "m"), *args, "-m", "hello"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"tce: {what}"]
+    assert not (tmp_path / "m.msg.md").exists() and openai_server.chat_requests == []
+
+
+@pytest.mark.parametrize("models", ['""', '[" "]', "[]", '[gpt-4o, ""]'])
+def test_a_preset_with_a_blank_model_name_is_a_bad_agent(tmp_path: Path, env, openai_server,
+                                                        models: str) -> None:
+    """``models: ""`` called a model named "" (``[]`` was refused, a blank name was not)."""
+    path = tmp_path / "p.msg.md"
+    text = f"---\nagents:\n  p: {{models: {models}}}\n---\n"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hello"])
+    assert r.exit_code == 5, r.output
+    assert r.output.strip().splitlines() == [
+        "tce: agent 'p': models must be a model name or a list of them"]
+    assert path.read_text() == text and openai_server.chat_requests == []
+
+
+def test_a_nul_byte_in_a_message_or_reply_does_not_lock_the_file_out_of_tce(
+        tmp_path: Path, env, openai_server) -> None:
+    """A NUL piped in (or in a reply) was written raw; from then on every tce command
+    refused the file as "not a text file ... check the name"."""
+    path = tmp_path / "nul.msg.md"
+    openai_server.script(Reply("reply \x00 with a NUL"))
+    assert tce("chat", str(path), "-m", "-", input="log line a\x00b\n").exit_code == 0
+    listed = tce("list", str(path))
+    assert listed.exit_code == 0, listed.output
+    assert tce("chat", str(path), "-m", "still here?").exit_code == 0
+    first, _ = cells(path)
+    assert fmt.message_text(first) == "log line a\x00b\n"  # kept exactly
+    assert fmt.output_text(replies(first)[0]) == "reply \x00 with a NUL"
+    utf16 = tmp_path / "notepad.msg.md"  # UTF-16 without a BOM: still no text file
+    utf16.write_bytes("## %% Hi[^a]\n[^a]: [markdown]\n\nhello\n".encode("utf-16-le"))
+    refused = tce("chat", str(utf16), "-m", "hi")
+    assert refused.exit_code == 3 and "not a text file" in refused.output
+
+
+@pytest.mark.parametrize("value", ["[{a: 1}]", "5", "[notes, 7]"])
+def test_a_front_matter_include_that_is_no_selection_is_one_line(
+        tmp_path: Path, env, openai_server, value: str) -> None:
+    """``include: [{a: 1}]`` was an AttributeError traceback (``include: 5`` a TypeError)."""
+    path = tmp_path / "fi.msg.md"
+    text = f"---\ninclude: {value}\n---\n"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["chat", str(path), "-m", "hi"])
+    assert r.exit_code == 3, r.output
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"tce: {path}: the front matter's include: ") and "selection" in line
+    assert path.read_text() == text and openai_server.chat_requests == []
 
 
 def test_bad_front_matter_yaml_is_exit_3_naming_the_line(tmp_path: Path, env) -> None:
@@ -406,6 +549,25 @@ def test_ctrl_c_keeps_a_valid_file_and_the_partial_reply(tmp_path: Path, env,
     assert fmt.output_attrs(reply)["interrupted"] is True
     assert fmt.output_text(reply).startswith("partial")
     assert len(fmt.output_text(reply)) < len("partial " * 200)
+
+
+def test_ctrl_c_before_any_reply_says_no_reply_was_kept(tmp_path: Path, env,
+                                                      openai_server) -> None:
+    """It said "a partial reply is kept with interrupted=true" when none had come."""
+    path = tmp_path / "wait.msg.md"
+    openai_server.script(Reply.slow(30, "too late"))
+    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "anyone there?"], env=_sub_env(env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not openai_server.chat_requests and time.monotonic() < deadline:
+        time.sleep(0.05)  # the message is saved before the model is called
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last == "[interrupted: the message is saved; no reply had arrived]"
+    (cell,) = cells(path)
+    assert fmt.message_text(cell) == "anyone there?" and not cell.get("outputs")
 
 
 def test_warm_helper_serves_the_second_run(tmp_path: Path, env, openai_server) -> None:

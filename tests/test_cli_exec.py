@@ -151,6 +151,24 @@ def test_exec_leaves_code_a_reply_proposed_until_the_user_names_it(
     assert texts(two, "stream") == "2\n" and "proposed" not in fmt.cell_attrs(two)
 
 
+def test_exec_on_a_read_only_file_runs_no_cell_and_says_so_in_one_line(
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
+    """Its outputs could not be saved: the cell (which makes a file here) must not run."""
+    trusted(tmp_path)
+    path = tmp_path / "ro.msg.md"
+    path.write_text("# %% Mark[^c1]\n[^c1]: [code]\n\n```python\n"
+                    "open('ran.txt', 'w').write('x')\n```\n")
+    before = path.read_bytes()
+    path.chmod(0o444)
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 2, done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("tce:")]
+    assert line == f"tce: {path}: the file is read-only: nothing written (chmod u+w to allow it)"
+    assert "Traceback" not in done.stderr
+    assert path.read_bytes() == before and not (tmp_path / "ran.txt").exists()
+
+
 def test_exec_all_and_cell_run_again_and_replace_outputs(
     tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
 ) -> None:

@@ -275,6 +275,68 @@ def test_set_formats_then_sync_keeps_the_pair_in_step(corpus_notebook: Path) -> 
     ]
 
 
+def test_a_message_file_paired_as_plain_md_stays_a_message_file_through_sync(chat: Path) -> None:
+    """``--set-formats ipynb,md`` names the message file's own extension without a format:
+    ``--sync`` rewrote it as jupytext Markdown (replies gone from it, ``tce list`` empty)."""
+    folder = chat.parent
+    before = comparable_cells(core.reads(chat.read_text(encoding="utf-8"), path=str(chat)))
+    run_jupytext("--set-formats", "ipynb,md", chat.name, cwd=folder)
+    for _ in range(2):
+        run_jupytext("--sync", chat.name, cwd=folder)
+        text = chat.read_text(encoding="utf-8")
+        assert "format_name: markdown" not in text and looks_like_message_text(text)
+        assert comparable_cells(core.reads(text, path=str(chat))) == before
+    assert comparable_cells(load_ipynb(folder / "chat.msg.ipynb")) == before
+
+
+def test_a_message_file_that_is_not_utf8_is_one_line_as_tce_says_it(tmp_path: Path) -> None:
+    """jupytext showed a UnicodeDecodeError traceback where tce says where and what."""
+    path = tmp_path / "latin.msg.md"
+    path.write_bytes(b"# %% Hi[^a]\n[^a]: [markdown]\n\ncaf\xe9\n")
+    for args in (["--to", "ipynb"], ["--sync"]):
+        proc = subprocess.run([JUPYTEXT, *args, path.name], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 3, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "jupytext: latin.msg.md:4: not UTF-8 text (byte 0xe9)" in proc.stderr.splitlines()
+        assert sorted(os.listdir(tmp_path)) == ["latin.msg.md"]
+
+
+def test_to_md_with_an_output_named_msg_md_writes_the_message_format(chat: Path) -> None:
+    """``--to md -o x.msg.md`` wrote jupytext Markdown into a message file's name: every
+    reply gone, and tce saw a file of no messages."""
+    folder = chat.parent
+    run_jupytext("--to", "ipynb", "-o", "trip.ipynb", chat.name, cwd=folder)
+    run_jupytext("--to", "md", "-o", "back.msg.md", "trip.ipynb", cwd=folder)
+    text = (folder / "back.msg.md").read_text(encoding="utf-8")
+    assert "format_name: markdown" not in text and looks_like_message_text(text)
+    expected = core.reads(chat.read_text(encoding="utf-8"), path=str(chat))
+    back = core.reads(text, path=str(folder / "back.msg.md"))
+    assert comparable_cells(back) == comparable_cells(expected)
+    run_jupytext("--to", "md", "-o", "plain.md", "trip.ipynb", cwd=folder)  # not a message
+    assert "format_name: markdown" in (folder / "plain.md").read_text(encoding="utf-8")
+
+
+def test_to_msg_between_message_files_names_the_twin_without_a_second_msg(
+        tmp_path: Path, data_dir: Path) -> None:
+    """README: ``jupytext --to .msg.md analysis.msg.py`` converts; it wrote
+    ``analysis.msg.msg.md`` (and ``--to .msg.py x.msg.md`` ``x.msg.msg.py``)."""
+    script = data_dir / "format" / "script"
+    shutil.copy(script / "analysis.msg.py", tmp_path / "analysis.msg.py")
+    shutil.copy(script / "analysis.msg.md", tmp_path / "twin.msg.md")
+    shutil.copy(script / "analysis.msg.md", tmp_path / "other.msg.md")
+    run_jupytext("--to", ".msg.md", "analysis.msg.py", cwd=tmp_path)
+    run_jupytext("--to", ".msg.py", "twin.msg.md", "other.msg.md", cwd=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "analysis.msg.md", "analysis.msg.py", "other.msg.md", "other.msg.py", "twin.msg.md",
+        "twin.msg.py"]
+    expected = comparable_cells(core.reads((script / "analysis.msg.md").read_text(
+        encoding="utf-8"), path="analysis.msg.md"))
+    for name in ("analysis.msg.md", "twin.msg.py"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert comparable_cells(core.reads(text, path=name)) == expected
+
+
 def _make_newer(path: Path, than: Path) -> None:
     stamp = max(than.stat().st_mtime, time.time()) + 2
     os.utime(path, (stamp, stamp))

@@ -99,6 +99,22 @@ def test_allow_listed_endpoint_gets_only_the_key_tied_to_it(tmp_path: Path, keys
     assert header(openai_server.requests[0], "Authorization") == "Bearer sk-tied-to-this-host"
 
 
+@pytest.mark.parametrize("name", ["sk-proj-abc123secret", "GPU KEY", "$GPU_BOX_KEY", "1KEY", ""])
+def test_key_env_that_is_no_variable_name_is_refused_and_nothing_stored(
+        name: str, user_config_dir: Path) -> None:
+    """``--key-env "$GPU_BOX_KEY"`` passes the key itself: it was stored in the config as a
+    variable's name and printed back (``key from $sk-...``)."""
+    result = CliRunner().invoke(
+        main, ["trust", "--endpoint", "http://gpu-box:8000/v1", "--key-env", name])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        "tce: --key-env takes the name of an environment variable (letters, digits and _, "
+        "not starting with a digit), not a key: nothing stored"]
+    assert trust.load_config().endpoints == ()
+    if name:
+        assert not any(name in p.read_text() for p in user_config_dir.iterdir() if p.is_file())
+
+
 def test_users_own_api_base_still_gets_the_users_key(tmp_path: Path, keys, openai_server,
                                                      monkeypatch) -> None:
     monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
@@ -355,6 +371,19 @@ def test_broken_config_is_named(tmp_path: Path) -> None:
     trust.config_path().write_text("trusted = [1, 2\n")
     with pytest.raises(trust.ConfigError, match=r"config\.toml"):
         trust.load_config()
+
+
+def test_broken_config_is_blamed_on_itself_not_on_the_message_file(tmp_path: Path,
+                                                                   openai_server) -> None:
+    """tce chat said ``tce: notes.msg.md: .../config.toml: ...``: the message file named as
+    the malformed one."""
+    trust.config_path().parent.mkdir(parents=True, exist_ok=True)
+    trust.config_path().write_text("trusted = [\n")
+    result = CliRunner().invoke(main, ["chat", str(tmp_path / "notes"), "-m", "hi"])
+    assert result.exit_code == 3, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"tce: {trust.config_path()}: ") and "notes" not in line
+    assert not (tmp_path / "notes.msg.md").exists()
 
 
 # -- finding 9: the private folder under /tmp -------------------------------------------------

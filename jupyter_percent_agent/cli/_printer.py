@@ -17,11 +17,14 @@ class Printer:
         self.quiet = quiet
         self.tool_mode = False
         self.wrote = False
+        self.received = False  # any reply text came (shown or not): Ctrl-C keeps it
 
     def __call__(self, event: Any) -> None:
         from jupyter_percent_agent import format as fmt
         from jupyter_percent_agent.runtime import events as ev
 
+        if isinstance(event, ev.Delta | ev.OutputMade):
+            self.received = True
         if self.quiet:
             return
         match event:

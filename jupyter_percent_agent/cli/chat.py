@@ -7,6 +7,7 @@ typed events as they come, and turns what went wrong into one line and an exit c
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import re
 import sys
@@ -35,6 +36,9 @@ def _slug(text: str) -> str:
 
 def new_file_in(folder: Path, message: str) -> Path:
     """A fresh file name under ``folder`` for ``tce chat FOLDER/``."""
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder (a trailing / names a folder to "
+                                 "make a new file in)", str(folder))
     folder.mkdir(parents=True, exist_ok=True)
     stem = time.strftime("%Y-%m-%d") + "-" + _slug(message)
     path = folder / f"{stem}.msg.md"
@@ -87,7 +91,10 @@ def chat(item: str, agent: str | None, message: str, include: tuple[str, ...],
         message = sys.stdin.read()
     if not message.strip():
         fail("the message is empty", EXIT_USAGE)
-    path = target_path(item, message)
+    try:
+        path = target_path(item, message)
+    except OSError as exc:  # FILE/ names no folder; a folder that cannot be made
+        fail_for(exc)
     try:
         code = run_chat(path, message, agent=agent, include=include, exclude=exclude,
                         save=save, model=model, title=title, as_json=as_json, force=force)
@@ -119,8 +126,9 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     except KeyboardInterrupt:
         if conversation.cell_id is None:
             raise
-        click.echo("\n[interrupted: the message is saved; a partial reply is kept with "
-                   "interrupted=true]", err=True)
+        kept = ("a partial reply is kept with interrupted=true" if printer.received
+                else "no reply had arrived")
+        click.echo(f"\n[interrupted: the message is saved; {kept}]", err=True)
         return EXIT_INTERRUPTED
     except (PercentAgentError, OSError) as exc:
         fail_for(exc, path=path)

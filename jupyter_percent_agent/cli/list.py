@@ -69,7 +69,7 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
         row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
                "agent": agent or "", "outputs": len(outputs),
-               "history": hist.history_mode(meta.get("history"), kind)}
+               "history": hist.history_mode(meta.get("history"), kind, fmt.cell_id(cell))}
         if kind in CELL_BUDGETS:  # most cells set no budget
             if config is None:
                 from jupyter_percent_agent import trust
@@ -189,7 +189,10 @@ def list_(item: str, as_json: bool) -> None:
             fail_for(exc, path=path)
         cols, shown = AGENT_COLUMNS, agent_table(rows)
     else:
-        rows = shown = cell_rows(nb, path.parent)
+        try:
+            rows = shown = cell_rows(nb, path.parent)
+        except PercentAgentError as exc:  # a history value that is none: one line, exit 3
+            fail_for(exc, path=path)
         cols = ["index", "type", "title", "agent", "history"]
         if any("limits" in r for r in rows):
             cols.append("limits")

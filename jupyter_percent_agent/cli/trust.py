@@ -5,6 +5,8 @@ Kept in the user's config directory (``trust.config_path()``), never in a projec
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from jupyter_percent_agent.cli._common import EXIT_USAGE, fail, fail_for
@@ -23,8 +25,11 @@ def trust_(folder: str | None, list_: bool, endpoint: str | None, key_env: str |
     and a higher max_steps. Trust only folders whose contents you would run yourself."""
     from jupyter_percent_agent import trust
 
-    if key_env and not endpoint:
+    if key_env is not None and not endpoint:
         fail("--key-env needs --endpoint", EXIT_USAGE)
+    if key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env):
+        fail("--key-env takes the name of an environment variable (letters, digits and _, "
+             "not starting with a digit), not a key: nothing stored", EXIT_USAGE)
     try:
         if endpoint:
             _allow_endpoint(endpoint, key_env)

@@ -26,7 +26,16 @@ from .detect import (
     messages_setting,
 )
 from .errors import FormatError, RefusedFile
-from .files import check_markdown, make_durable, read_bytes, read_text, safe_path, write_text
+from .files import (
+    check_markdown,
+    check_writable,
+    decode_utf8,
+    make_durable,
+    read_bytes,
+    read_text,
+    safe_path,
+    write_text,
+)
 from .front_matter import front_matter, set_front_matter
 from .lines import split_fenced, unclosed_fence
 from .model import (
@@ -83,8 +92,10 @@ __all__ = [
     "cell_link",
     "cell_title",
     "check_markdown",
+    "check_writable",
     "clear_outputs",
     "code_data_output",
+    "decode_utf8",
     "document_part",
     "error_output",
     "escape_surrogates",

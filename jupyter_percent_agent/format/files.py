@@ -36,8 +36,8 @@ from .errors import FormatError, RefusedFile
 from .script import is_script_path
 from .text import escape_surrogates
 
-__all__ = ["check_markdown", "make_durable", "read_bytes", "read_text", "safe_path",
-           "write_text"]
+__all__ = ["check_markdown", "check_writable", "decode_utf8", "make_durable", "read_bytes",
+           "read_text", "safe_path", "write_text"]
 
 _PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
 _pseudo_devices: set[int] | None = None
@@ -122,7 +122,12 @@ def read_text(path: str | os.PathLike[str]) -> str:
     Bytes that are not UTF-8 are a :class:`FormatError` naming their line.
     """
     path = os.fspath(path)
-    data = read_bytes(path)
+    return decode_utf8(read_bytes(path), path)
+
+
+def decode_utf8(data: bytes, path: str | None = None) -> str:
+    """``data`` as UTF-8 text (line separators kept), or a ``FormatError`` naming the line
+    and the first byte that is not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -263,6 +268,22 @@ def _fill(fd: int, data: bytes, mode: int | None, durable: bool = True) -> None:
         os.fsync(fd)
 
 
+READ_ONLY = "the file is read-only: nothing written (chmod u+w to allow it)"
+
+
+def check_writable(path: str | os.PathLike[str], mode: int | None = None) -> None:
+    """Refuse (``PermissionError`` naming the file) to write over an existing file that is
+    read-only: no write bit at all (``chmod a-w``, which even root's writes respect here), or
+    not writable by this user. The atomic write renames a new file over the old one, which
+    the folder's permissions allow whatever the file's own say. ``mode``: the file's
+    permission bits when the caller has them already."""
+    path = os.fspath(path)
+    if mode is None:
+        mode = _mode_of(path)
+    if mode is not None and (not mode & 0o222 or not os.access(path, os.W_OK)):
+        raise PermissionError(errno.EACCES, READ_ONLY, path)
+
+
 def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None,
                durable: bool = True) -> None:
     """Replace the text of ``path`` atomically (UTF-8; lone surrogates escaped, never fatal).
@@ -285,6 +306,7 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     name = os.path.basename(target)
     new_mode = mode
     mode = _mode_of(target)
+    check_writable(target, mode)
     if mode is None:
         mode = new_mode
     if _sweep_due(folder, name):
@@ -377,6 +399,8 @@ def check_markdown(path: str | os.PathLike[str]) -> None:
             text = read_text(path)
         except UnicodeDecodeError:
             text = "\0"
-        if "\0" in text:
+        # NULs throughout (UTF-16 text reads as UTF-8 with a NUL in every other byte, or a
+        # binary file): not text. A few are text a message or a reply held, that tce wrote.
+        if "\0" in text and text.count("\0") * 10 > len(text):
             raise FormatError("not a text file (it is not UTF-8 or holds NUL bytes): tce "
                               "writes no message into it; check the name", path=path)

@@ -331,8 +331,9 @@ def _patch_converter(jupytext_module: ModuleType) -> None:
                     return original_read(path, as_version, fmt=fmt, config=config, **kwargs)
                 # jupytext opens files with universal newlines, which turns every \r into \n;
                 # a message file keeps its line separators (outputs with \r\n survive).
-                with open(path, encoding="utf-8", newline="") as stream:
-                    text = stream.read()
+                with open(path, "rb") as stream:  # not UTF-8: one line, not a traceback
+                    text = sys.modules["jupyter_percent_agent.format"].decode_utf8(
+                        stream.read(), path)
                 if not (script or _is_message(text)):
                     text = text.replace("\r\n", "\n").replace("\r", "\n")
                 fmt = copy.copy(fmt or {})
@@ -467,7 +468,7 @@ def on_jupytext_module_loaded(module: ModuleType) -> None:
     elif module.__name__ == "jupytext.cli":
         from jupyter_percent_agent.jupytext_format.pairs import patch_cli
 
-        patch_cli(module, FORMAT_NAME)  # a message file's pairs stay in its folder (pairs.py)
+        patch_cli(module, FORMAT_NAME, path_hint)  # its pairs stay in its folder (pairs.py)
 
 
 def register() -> None:

@@ -11,7 +11,9 @@ A script paired beside the file (``py:percent``) stays allowed.
 
 The contents manager checks before JupyterLab's open and save (``contents.pairing``);
 ``patch_cli`` makes the ``jupytext`` command check before ``--sync`` reads or writes a pair,
-and say what is wrong with a message file in the one line ``tce`` says it in.
+and say what is wrong with a message file in the one line ``tce`` says it in; and it tells
+jupytext's writer the path it writes (a pair, or ``-o x.msg.md``), which jupytext renders text
+without, so that a message file's name always gets the message format.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
@@ -65,10 +69,12 @@ def _is_message_pair(nb_file: str, formats: Any, format_name: str) -> bool:
         f.get("format_name") == format_name for f in long_form_multiple_formats(formats or []))
 
 
-def patch_cli(cli: ModuleType, format_name: str) -> None:
+def patch_cli(cli: ModuleType, format_name: str,
+              path_hint: Callable[[str | None], AbstractContextManager[None]]) -> None:
     """Make the ``jupytext`` command check the pairs of a message file (``NAME.msg.md``, or
     a file in the ``format_name`` format) before ``--sync`` reads them
-    (``load_paired_notebook``) or writes them (``write_pair``)."""
+    (``load_paired_notebook``) or writes them (``write_pair``, each pair under
+    ``path_hint(its path)``)."""
     if getattr(cli.write_pair, _PATCHED, False):
         return
     write_pair, load_paired = cli.write_pair, cli.load_paired_notebook
@@ -78,9 +84,11 @@ def patch_cli(cli: ModuleType, format_name: str) -> None:
             refuse_outside_pairs(nb_file, formats, os.path.dirname(nb_file) or os.curdir)
 
     @functools.wraps(write_pair)
-    def checked_write_pair(nb_file: str, formats: Any, *args: Any, **kwargs: Any) -> Any:
+    def checked_write_pair(nb_file: str, formats: Any, write_one: Any, *args: Any,
+                           **kwargs: Any) -> Any:
         _checked(nb_file, formats)
-        return write_pair(nb_file, formats, *args, **kwargs)
+        return write_pair(nb_file, formats, _with_path_hint(write_one, path_hint), *args,
+                          **kwargs)
 
     @functools.wraps(load_paired)
     def checked_load(notebook: Any, fmt: Any, config: Any, formats: Any, nb_file: str,
@@ -88,13 +96,65 @@ def patch_cli(cli: ModuleType, format_name: str) -> None:
         _checked(nb_file, formats)
         return load_paired(notebook, fmt, config, formats, nb_file, *args, **kwargs)
 
-    for wrapper in (checked_write_pair, checked_load):
+    single_file = cli.jupytext_single_file
+
+    @functools.wraps(single_file)
+    def output_hinted(nb_file: str, args: Any, *rest: Any, **kwargs: Any) -> Any:
+        from jupyter_percent_agent.format import is_message_path, is_script_path
+
+        twin = _twin_name(nb_file, getattr(args, "output_format", None))
+        if twin is not None and getattr(args, "output", None) is None:
+            args.output = twin  # ``--to .msg.md x.msg.py``: x.msg.md, not x.msg.msg.md
+            try:
+                return output_hinted(nb_file, args, *rest, **kwargs)
+            finally:
+                args.output = None
+        # ``--to md -o x.msg.md``: jupytext renders the text before it knows where it goes
+        out = getattr(args, "output", None)
+        if nb_file == "-" or not (isinstance(out, str) and out != "-" and (
+                is_message_path(out) or is_script_path(out))):
+            return single_file(nb_file, args, *rest, **kwargs)
+        with path_hint(out):
+            return single_file(nb_file, args, *rest, **kwargs)
+
+    for wrapper in (checked_write_pair, checked_load, output_hinted):
         setattr(wrapper, _PATCHED, True)
     cli.write_pair, cli.load_paired_notebook = checked_write_pair, checked_load
+    cli.jupytext_single_file = output_hinted
     cli.jupytext = one_line_errors(cli.jupytext)
     from jupyter_percent_agent.jupytext_format.execute import patch_execute
 
     patch_execute(cli, format_name)  # a message file executes on the agent kernel
+
+
+def _twin_name(nb_file: str, fmt: Any) -> str | None:
+    """The name ``--to .msg.EXT`` gives a message file's twin (``x.msg.py`` -> ``x.msg.md``),
+    where jupytext would keep the input's ``.msg`` and add another; None for other inputs
+    and formats (``--to ipynb x.msg.md`` stays ``x.msg.ipynb``)."""
+    from jupyter_percent_agent.format import is_message_path, is_script_path
+
+    if (nb_file == "-" or not isinstance(fmt, dict) or fmt.get("prefix")
+            or str(fmt.get("suffix", "")).lower() != ".msg"
+            or not (is_message_path(nb_file) or is_script_path(nb_file))):
+        return None
+    ext = str(fmt.get("extension") or "")
+    stem = os.path.splitext(nb_file)[0]
+    if not ext.startswith(".") or ext == ".auto" or not stem.lower().endswith(".msg"):
+        return None
+    return stem + ext
+
+
+def _with_path_hint(write_one: Any,
+                    path_hint: Callable[[str | None], AbstractContextManager[None]]) -> Any:
+    """``write_pair``'s callback writing each pair with its path as the hint: jupytext
+    renders the text before it knows the path, so a ``NAME.msg.md`` paired as plain ``md``
+    (``--set-formats ipynb,md``) would be written as jupytext Markdown, not messages."""
+    @functools.wraps(write_one)
+    def hinted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        with path_hint(os.fspath(path) if isinstance(path, str | os.PathLike) else None):
+            return write_one(path, *args, **kwargs)
+
+    return hinted
 
 
 def one_line_errors(command: Any) -> Any:

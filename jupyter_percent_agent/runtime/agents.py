@@ -29,6 +29,12 @@ class AgentError(PercentAgentError, ValueError):
     error_kind = Kind.AGENT
 
 
+class NoModelError(PercentAgentError, ValueError):
+    """``--model`` or ``PERCENT_AGENT_MODEL`` that names no model (``" , "``)."""
+
+    error_kind = Kind.USAGE
+
+
 @dataclass
 class Agent:
     """An agent's settings. ``api_base`` is read, never written into a message file."""
@@ -83,9 +89,10 @@ def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
     models = kw.get("models", props.get("model"))
     if models is None:
         kw.pop("models", None)
-    elif isinstance(models, str):
+    elif isinstance(models, str) and models.strip():
         kw["models"] = [models]
-    elif isinstance(models, list) and models and all(isinstance(m, str) for m in models):
+    elif isinstance(models, list) and models and all(
+            isinstance(m, str) and m.strip() for m in models):
         kw["models"] = list(models)
     else:
         raise AgentError(f"agent {name!r}: models must be a model name or a list of them")
@@ -166,6 +173,9 @@ def environment_agent(env: Mapping[str, str] | None = None, *, model: str | None
     env = os.environ if env is None else env
     spec = model or env.get("PERCENT_AGENT_MODEL") or default_model()
     models = [m.strip() for m in spec.split(",") if m.strip()]
+    if not models:
+        what = "--model" if model else "PERCENT_AGENT_MODEL="
+        raise NoModelError(f"{what}{' ' if model else ''}{spec!r} names no model")
     return Agent(name=DEFAULT_AGENT_NAME, models=models, source="environment")
 
 
@@ -223,4 +233,7 @@ def resolve_agent(nb: Mapping[str, Any], cell: Mapping[str, Any] | None = None, 
 def _replace_models(agent: Agent, model: str) -> Agent:
     from dataclasses import replace
 
-    return replace(agent, models=[m.strip() for m in model.split(",") if m.strip()])
+    models = [m.strip() for m in model.split(",") if m.strip()]
+    if not models:
+        raise NoModelError(f"--model {model!r} names no model")
+    return replace(agent, models=models)

@@ -34,9 +34,15 @@ class Selections:
 def saved_selections(nb: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """Include / exclude selections saved in the front matter by ``--save``."""
     fm = fmt.front_matter(nb)
-    inc, exc = fm.get("include") or [], fm.get("exclude") or []
-    return ([inc] if isinstance(inc, str) else list(inc),
-            [exc] if isinstance(exc, str) else list(exc))
+    found = []
+    for key in ("include", "exclude"):
+        value = fm.get(key) or []
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fmt.FormatError(f"the front matter's {key}: is not a selection or a list of "
+                                  f"them (other.msg.md, other/[1..3]): {value!r}")
+        found.append(list(value))
+    return found[0], found[1]
 
 
 def selections(nb: Mapping[str, Any], include: Sequence[str] = (),

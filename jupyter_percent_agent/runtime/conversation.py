@@ -87,6 +87,7 @@ class FileConversation:
         another file that is not Markdown is refused, ``--force`` or not."""
         path = self.path
         fmt.check_markdown(path)
+        fmt.check_writable(path)  # before any model call (a summary) is paid for
         if fmt.is_message_path(path.name) or fmt.is_script_path(path.name):
             return store.read(path)
         if not os.path.lexists(path):
@@ -135,6 +136,7 @@ class CellInFile:
         cid = self.cell_id or ""
         with store.locked(self.path):
             nb = store.read(self.path)
+            fmt.check_writable(self.path)  # before the cell runs: its outputs could not be kept
             cell = next((c for c in conversation_cells(nb) if fmt.cell_id(c) == cid), None)
             if cell is None:
                 raise CellGone(f"cell {cid} is no longer in {self.path}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.errors import Kind, PercentAgentError
 
 IMAGE_TOKENS = 1_000
 """What one image of a code cell counts for in the budget (a scaled-down image costs a vision
@@ -80,8 +81,16 @@ class History:
                 if images else msg for msg, images in self._joined()]
 
 
-def history_mode(value: Any, kind: str) -> str:
-    """``"include"``, ``"exclude"`` or ``"summary"`` for a cell's ``history`` attribute."""
+class HistoryValueError(PercentAgentError, ValueError):
+    """A ``history`` attribute that is none of the values (a typo such as ``exlcude``)."""
+
+    error_kind = Kind.BAD_FILE
+
+
+def history_mode(value: Any, kind: str, cell: str | None = None) -> str:
+    """``"include"``, ``"exclude"`` or ``"summary"`` for a cell's ``history`` attribute;
+    ``HistoryValueError`` (naming ``cell``) for a value that is none of them: a misspelt
+    ``exclude`` must not send the cell."""
     if value is None or value == "":
         return "include" if kind in ("message", "code", "tool_call", "toolchain", "async") \
             else "exclude"
@@ -92,7 +101,23 @@ def history_mode(value: Any, kind: str) -> str:
         return "exclude"
     if text == "summary":
         return "summary"
-    return "include"
+    if text in ("include", "1", "true", "yes"):
+        return "include"
+    raise HistoryValueError((f"cell {cell}: " if cell else "") + f"history={value!r} is not one "
+                            "of include, exclude, summary, none (or true/false, yes/no, 1/0)")
+
+
+def check_history_values(nb: Mapping[str, Any]) -> None:
+    """Raise ``HistoryValueError`` for the first cell (or output) whose ``history`` is no
+    value: checked before a turn writes anything."""
+    for cell in conversation_cells(nb):
+        value = (cell.get("metadata") or {}).get("history")
+        if value is not None:
+            history_mode(value, "message", fmt.cell_id(cell))
+        for out in cell.get("outputs") or ():
+            value = (out.get("metadata") or {}).get("history")
+            if value is not None:
+                history_mode(value, "message", fmt.output_id(out) or fmt.cell_id(cell))
 
 
 def conversation_cells(nb: Mapping[str, Any]) -> list[dict[str, Any]]:

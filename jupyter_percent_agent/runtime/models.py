@@ -44,6 +44,7 @@ from jupyter_percent_agent.runtime.failures import (
     retryable,
     stored_keys,
 )
+from jupyter_percent_agent.runtime.settings import env_number
 from jupyter_percent_agent.trust import NO_KEY, Route, bound, public_url, route_agent
 
 
@@ -132,8 +133,8 @@ def spec_for(agent: Agent, messages: list[dict[str, Any]], *,
         file_folder=route.file_folder,
         agent=agent.name,
         timeout=float(agent.timeout or bound("timeout", None, folder=None, env=env).value or 0),
-        retries=int(env.get("PERCENT_AGENT_RETRIES", 2)),
-        backoff=float(env.get("PERCENT_AGENT_BACKOFF", 1.0)),
+        retries=int(env_number("PERCENT_AGENT_RETRIES", 2, env)),
+        backoff=float(env_number("PERCENT_AGENT_BACKOFF", 1.0, env)),
     )
 
 

@@ -74,6 +74,10 @@ def with_discussion(text: str, path: Path) -> str:
     """A plain ``.md``'s ``text`` with a Discussion section for messages (``tce chat
     --force``): the front matter gets ``message_section: Discussion`` and the text ends with
     that heading. Nothing is written: the section goes into the file with the first message."""
+    first = text.find("\n")
+    crlf = first > 0 and text[first - 1] == "\r"  # a CRLF file stays one (docs/format.md)
+    if crlf:
+        text = text.replace("\r\n", "\n")
     m = _FM.match(text)
     if m:  # messages: false would still say "no messages": --force means it goes
         body = _MESSAGES_OFF.sub("", m.group(1) or "")
@@ -82,6 +86,8 @@ def with_discussion(text: str, path: Path) -> str:
         text = "---\nmessage_section: Discussion\n---\n" + text
     if not re.search(r"^#{1,6}\s+Discussion\s*$", text, re.M):
         text = text.rstrip("\n") + "\n\n## Discussion\n"
+    if crlf:
+        text = text.replace("\n", "\r\n")
     fmt.reads(text, path=str(path))  # refuse what does not read back
     return text
 

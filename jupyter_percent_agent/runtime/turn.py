@@ -29,6 +29,7 @@ from jupyter_percent_agent.runtime.context import (
 )
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.run import Run
+from jupyter_percent_agent.runtime.settings import check_environment
 from jupyter_percent_agent.runtime.transport import Transport, default_transport
 
 MODEL_FREE = frozenset({"code", "tool_call", "toolchain"})
@@ -100,6 +101,8 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
+    check_environment(options.env)  # PERCENT_AGENT_RETRIES=abc: one line, nothing written
+    hist.check_history_values(nb)  # history="exlcude": one line, the cell is not sent
     agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                                          env=options.env), options.folder)
     # models a file chose (not the user's own: the environment's agent, or --model)

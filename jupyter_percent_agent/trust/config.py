@@ -37,6 +37,11 @@ class ConfigError(PercentAgentError, ValueError):
 
     error_kind = Kind.BAD_FILE
 
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(message)
+        if path is not None:  # the file at fault: not the message file a command was given
+            self.path = os.fspath(path)
+
 
 def config_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
     """The user's config directory (it need not exist yet)."""
@@ -88,22 +93,22 @@ def load_config(path: Path | None = None) -> Config:
     except FileNotFoundError:
         return Config()
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError(f"{path}: {exc}", path=path) from None
     return _parse(raw, path)
 
 
 def _parse(raw: dict[str, Any], path: Path) -> Config:
     trusted = raw.get("trusted", [])
     if not isinstance(trusted, list) or not all(isinstance(t, str) for t in trusted):
-        raise ConfigError(f"{path}: 'trusted' must be a list of folder paths")
+        raise ConfigError(f"{path}: 'trusted' must be a list of folder paths", path=path)
     endpoints = []
     for i, entry in enumerate(raw.get("endpoints", []) or []):
         base = entry.get("api_base") if isinstance(entry, dict) else None
         key_env = entry.get("key_env") if isinstance(entry, dict) else None
         if not isinstance(base, str) or not base.strip():
-            raise ConfigError(f"{path}: endpoints[{i}] needs an api_base")
+            raise ConfigError(f"{path}: endpoints[{i}] needs an api_base", path=path)
         if key_env is not None and not isinstance(key_env, str):
-            raise ConfigError(f"{path}: endpoints[{i}].key_env must be a variable name")
+            raise ConfigError(f"{path}: endpoints[{i}].key_env must be a variable name", path=path)
         endpoints.append(Endpoint(base.strip(), key_env or None))
     limits: dict[str, int | float] = {}
     for name, limit in LIMITS.items():
@@ -112,12 +117,12 @@ def _parse(raw: dict[str, Any], path: Path) -> Config:
                 if not isinstance(raw[name], str) else None
             if value is None:
                 kind = "a positive integer" if limit.integer else "a positive number"
-                raise ConfigError(f"{path}: {name} ({limit.what}) must be {kind}")
+                raise ConfigError(f"{path}: {name} ({limit.what}) must be {kind}", path=path)
             limits[name] = min(value, limit.hard)
     default_model = raw.get("default_model")
     if default_model is not None and (not isinstance(default_model, str)
                                       or not default_model.strip()):
-        raise ConfigError(f"{path}: default_model must be a model name")
+        raise ConfigError(f"{path}: default_model must be a model name", path=path)
     return Config(trusted=tuple(Path(t) for t in trusted), endpoints=tuple(endpoints),
                   limits=limits, default_model=default_model.strip() if default_model else None,
                   raw=raw)
