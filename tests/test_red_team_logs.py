@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.testing.environment import model_env
+from jupyter_percent_agent.testing.environment import model_env, run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data" / "sop" / "review"
@@ -47,14 +47,7 @@ def home(tmp_path: Path) -> Path:
 def tce(
     *args: str, cwd: Path, server: OpenAIServer, config: Path
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "tce"), *args],
-        cwd=cwd,
-        env=model_env(server, config),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    return run_tce(*args, cwd=cwd, env=model_env(server, config), timeout=TIMEOUT)
 
 
 def test_a_batch_log_a_folder_ships_cannot_name_where_results_are_written(

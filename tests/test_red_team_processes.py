@@ -32,6 +32,7 @@ from jupyter_client.manager import KernelManager
 from jupyter_percent_agent import safe_start
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.environment import model_env as local_model_env
+from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 BIN = Path(sys.executable).parent
@@ -250,8 +251,7 @@ def test_a_trusted_folder_s_python_jupytext_configuration_runs_in_the_command(
 # -- tce and its warm helper ---------------------------------------------------------------
 
 def tce(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "tce"), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    return run_tce(*args, cwd=cwd, env=env, timeout=TIMEOUT)
 
 
 def helper_pids(marker: str) -> list[int]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.testing.environment import model_env
+from jupyter_percent_agent.testing.environment import model_env, run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 DATA = Path(__file__).parent / "data" / "sop" / "review"
@@ -45,14 +45,7 @@ def private_doc(tmp_path: Path) -> Path:
 def tce(
     *args: str, cwd: Path, server: OpenAIServer, config: Path
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "tce"), *args],
-        cwd=cwd,
-        env=model_env(server, config),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    return run_tce(*args, cwd=cwd, env=model_env(server, config), timeout=TIMEOUT)
 
 
 def test_a_sop_document_linking_out_of_the_folder_is_never_read(

@@ -8,6 +8,9 @@ back-off, no warm helper and litellm's bundled cost map (never the network).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
@@ -31,3 +34,18 @@ def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str,
     )
     env.update(extra)
     return env
+
+
+def run_tce(
+    *args: str, cwd: Path, env: Mapping[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``tce ARGS`` as the user runs it: the ``tce`` script of this interpreter, in ``cwd``,
+    with ``env``; its output captured as text."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "tce"), *args],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
