@@ -345,6 +345,27 @@ def test_trust_list_untrust(tmp_path: Path) -> None:
     assert "not trusted" in tce("untrust", str(folder)).output
 
 
+@pytest.mark.parametrize("which", ["home", "above home", "root"])
+def test_trusting_home_or_a_folder_above_it_warns_that_every_clone_below_is_trusted(
+        tmp_path: Path, monkeypatch, which: str) -> None:
+    home = tmp_path / "users" / "ada"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    folder = {"home": home, "above home": home.parent, "root": Path("/")}[which]
+    result = CliRunner().invoke(main, ["trust", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert trust.is_trusted(home / "Downloads" / "clone")
+    assert "warning:" in result.stderr and "every folder below it" in result.stderr
+
+
+def test_trusting_a_project_folder_gives_no_warning(tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "ada"
+    (home / "projects" / "trip").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    result = CliRunner().invoke(main, ["trust", str(home / "projects" / "trip")])
+    assert result.exit_code == 0 and "warning" not in result.output
+
+
 def test_trust_is_kept_in_the_users_config_dir_never_in_the_project(tmp_path: Path) -> None:
     folder = tmp_path / "clone"
     folder.mkdir()

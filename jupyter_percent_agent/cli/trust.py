@@ -5,7 +5,9 @@ Kept in the user's config directory (``trust.config_path()``), never in a projec
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import click
 
@@ -36,10 +38,20 @@ def trust_(folder: str | None, list_: bool, endpoint: str | None, key_env: str |
         if folder:
             real = trust.trust_folder(folder)
             click.echo(f"trusted: {real}")
+            if _holds_home(real):
+                click.echo(f"warning: {real} holds your home folder, so every folder below it "
+                           "is trusted too, including what you clone or download there later; "
+                           "trust your project folders instead (tce untrust to undo)", err=True)
         if list_ or not (folder or endpoint):
             _list()
     except (PercentAgentError, OSError) as exc:
         fail_for(exc)
+
+
+def _holds_home(folder: Path) -> bool:
+    """Whether ``folder`` is the user's home folder or one above it (``/`` included)."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    return folder == home or folder in home.parents
 
 
 def _allow_endpoint(url: str, key_env: str | None) -> None:
