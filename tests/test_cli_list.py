@@ -38,6 +38,16 @@ def test_list_cells(tmp_path: Path) -> None:
     assert rows[1]["history"] == "exclude"
 
 
+def test_list_names_the_agent_of_a_message_whose_only_output_is_its_error(
+        tmp_path: Path) -> None:
+    path = tmp_path / "failed.msg.md"
+    path.write_text('# %% Hi[^m1]\n[^m1]: [markdown]\n\nhello\n\n## %%%[^m1.1]\n'
+                    '[^m1.1]: [error] ename="ModelError" evalue="boom" traceback_lines=[] '
+                    'agent="planner" models=["a"]\n')
+    rows = [json.loads(x) for x in tce("list", str(path), "--json").output.splitlines()]
+    assert rows[0]["agent"] == "planner" and rows[0]["outputs"] == 1
+
+
 def test_list_agents(tmp_path: Path) -> None:
     path = tmp_path / "agents.msg.md"
     shutil.copy(DATA / "agents.msg.md", path)

@@ -60,11 +60,16 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         outputs = cell.get("outputs") or []
         if not agent and outputs:
             seen: list[str] = []
-            for o in outputs:
-                if o.get("output_type") == "display_data" and fmt.output_kind(o) == "reply":
+            for o in outputs:  # the agents that replied, or whose call failed
+                ot = o.get("output_type")
+                if ot == "display_data" and fmt.output_kind(o) == "reply":
                     name = fmt.output_attrs(o).get("agent")
-                    if name and name not in seen:
-                        seen.append(name)
+                elif ot == "error":  # its attributes are kept in the cell's metadata
+                    name = fmt.output_attrs(o, cell).get("agent")
+                else:
+                    continue
+                if name and isinstance(name, str) and name not in seen:
+                    seen.append(name)
             agent = ",".join(seen)
         title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
         row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
