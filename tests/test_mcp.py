@@ -488,6 +488,41 @@ def test_a_call_that_times_out_or_kills_the_server_is_one_error_naming_it(
     assert _servers_in(user_config_dir) == set()
 
 
+def test_ctrl_c_during_a_servers_call_is_exit_130_without_a_traceback(
+    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """Ctrl-C while the model's code waits on an MCP tool: the call was left running in the
+    host's loop, failed when the server was stopped at exit, and asyncio printed its
+    traceback ("Task exception was never retrieved") under the interrupted line."""
+    import signal
+
+    r = tce("mcp", "add", "faulty", "--", sys.executable, str(DATA / "faulty_server.py"))
+    assert r.exit_code == 0, r.output
+    step = STEP.replace('get_current_time("Asia/Tokyo")', "slow(60)").replace(
+        'now["timezone"] + " " + now["datetime"]', "now")
+    local_model.script(step)
+    path = tmp_path / "slow.msg.md"
+    path.write_text(HEADER.replace("tools: [clock]", "tools: [faulty]"))
+    proc = subprocess.Popen(
+        [str(BIN / "tce"), "chat", str(path), "-m", "Wait a minute"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (local_model.chat_requests and _servers_in(user_config_dir)):
+            assert time.monotonic() < deadline, "the tool was never called"
+            time.sleep(0.1)
+        time.sleep(1.5)  # the model's code is in slow(60)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "never retrieved" not in err, err
+    assert "[interrupted" in err
+    assert "Wait a minute" in path.read_text()
+
+
 def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
     local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:

@@ -208,11 +208,15 @@ class Connection:
             raise self._fail(f"is not running ({self.error or 'stopped'})")
         timeout = self.spec.timeout or CALL_TIMEOUT
         call = asyncio.ensure_future(self.client.call_tool(name, arguments))
-        done, _ = await asyncio.wait(
-            {call, self._task},
-            timeout=timeout,  # type: ignore[arg-type]
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        try:
+            done, _ = await asyncio.wait(
+                {call, self._task},
+                timeout=timeout,  # type: ignore[arg-type]
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        except asyncio.CancelledError:  # the caller was interrupted: so is its call
+            call.cancel()
+            raise
         if call not in done:
             call.cancel()
             if self._task in done:
