@@ -134,6 +134,20 @@ def test_import_adds_the_servers_the_user_confirms(user_config_dir: Path) -> Non
     assert r.exit_code == 2 and "bad.json, line 1: not JSON" in r.output
 
 
+def test_a_config_file_that_is_not_utf8_is_one_line_naming_it(user_config_dir: Path) -> None:
+    """A config exported in UTF-16 (as some Windows editors save it) was a
+    UnicodeDecodeError traceback from tce mcp import, and from every command reading the
+    user's mcp.json."""
+    exported = user_config_dir / "exported.json"
+    exported.write_bytes('{"mcpServers": {}}'.encode("utf-16"))
+    r = tce("mcp", "import", str(exported))
+    assert r.exit_code == 2, r.output
+    assert "exported.json: not UTF-8 text" in r.output and "Traceback" not in r.output
+    (user_config_dir / "mcp.json").write_bytes(b"\xff\xfe{}")
+    r = tce("mcp", "list")
+    assert r.exit_code == 2 and "mcp.json: not UTF-8 text" in r.output
+
+
 def test_tools_list_m_shows_a_servers_tools_with_signatures(clock: str) -> None:
     r = tce("tools", "list", "-m", "clock")
     assert r.exit_code == 0, r.output
