@@ -228,6 +228,18 @@ def test_bad_context_is_a_usage_error(blog: Path, model: OpenAIServer) -> None:
     assert r.exit_code == 2 and "must be a JSON object" in r.stderr
 
 
+def test_a_context_file_that_is_not_utf8_is_a_usage_error(blog: Path, model: OpenAIServer,
+                                                          tmp_path: Path) -> None:
+    """--context @ctx.json saved as UTF-16 was a UnicodeDecodeError traceback."""
+    ctx = tmp_path / "ctx.json"
+    ctx.write_bytes('{"标题": "春天"}'.encode("utf-16"))
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", f"@{ctx}"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("tce: ") and "ctx.json: not UTF-8 text" in r.stderr
+    assert not model.chat_requests
+
+
 SMALL = {
     "t/main": "task_type: plan\nplan_steps:\n  - task_id: t/make\n  - task_id: t/check\n---\n",
     "t/make": "task_type: execute\ninput:\n  topic: $.topic\noutput:\n  $.title: $.title\n"

@@ -170,6 +170,8 @@ def _context(text: str | None) -> dict[str, Any]:
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             fail(f"{source}: {exc.strerror or exc}", EXIT_USAGE)
+        except UnicodeDecodeError as exc:
+            fail(f"{source}: not UTF-8 text (byte {exc.start})", EXIT_USAGE)
     elif text == "-":
         source, text = "standard input", sys.stdin.read()
     try:
