@@ -511,6 +511,34 @@ def test_a_task_cell_runs_the_workflow_and_streams_each_step(blog: Path,
         [fmt.output_text(o) for o in run.outputs]
 
 
+def test_ctrl_c_during_a_slow_toolbox_tool_exits_at_once(tmp_path: Path, trusted,
+                                                         local_model: OpenAIServer) -> None:
+    """tce run printed its interrupted line, then waited for the tool's thread to finish
+    (a minute here) before it exited: the tools' worker threads were joined at exit."""
+    project = tmp_path / "p"
+    (project / "toolbox").mkdir(parents=True)
+    (project / "toolbox" / "waits.py").write_text(
+        "import time\n\n\ndef wait(seconds: int) -> int:\n"
+        '    """Wait.\n\n    Args:\n        seconds: how long\n    """\n'
+        "    print('waiting', flush=True)\n    time.sleep(seconds)\n    return seconds\n")
+    write_doc(project / "sop", "w/wait", "task_type: execute\ntool:\n  tool_id: wait\n"
+              "  parameters:\n    - name: seconds\n      value: 60\n---\n")
+    trusted(project)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run", "w/wait",
+                             "--sop", str(project / "sop")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "waiting\n"  # the tool is running
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("tce run did not exit after Ctrl-C while a tool ran")
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "continue with tce run --resume" in err
+
+
 def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_continues(
         blog: Path, model: OpenAIServer) -> None:
     gate = Gate(PARAGRAPH)

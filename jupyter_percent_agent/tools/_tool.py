@@ -15,6 +15,7 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -213,14 +214,30 @@ class Tool:
                 return result
 
 
-# Not the loop's default executor: asyncio.run() waits for that one at exit, so a stuck sync
-# tool would hold up shutdown.
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="tool")
-
-
 async def _in_thread(call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread of its own. Not an executor's: asyncio.run() waits for
+    the loop's default one, and Python joins every executor's threads at exit, so a stuck
+    sync tool held up the exit of a run the user had interrupted (Ctrl-C)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
-    return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, context.run, call)
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():  # the caller may have been cancelled meanwhile
+            (future.set_result if ok else future.set_exception)(value)
+
+    def work() -> None:
+        try:
+            outcome = (True, context.run(call))
+        except BaseException as exc:  # handed to the caller, as an executor does
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop has closed: nobody waits for it any more
+            pass
+
+    threading.Thread(target=work, name="tool", daemon=True).start()
+    return await future
 
 
 def _step(generator: Any) -> tuple[bool, Any]:
