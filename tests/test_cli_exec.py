@@ -296,3 +296,30 @@ def test_exec_runs_a_script_message_file_and_it_stays_a_runnable_script(
         [sys.executable, path.name], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert ran.returncode == 0 and ran.stdout == "loaded 3\n", ran.stderr
+
+
+def test_exec_runs_a_task_cell_as_the_agent_kernel_does(
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
+    """A [task] cell was skipped by tce exec (``[1/1] cell 2``, exit 0, nothing written),
+    while jupytext --execute on the same file ran it on the Agent kernel."""
+    (tmp_path / "sop" / "t").mkdir(parents=True)
+    (tmp_path / "sop" / "t" / "title.md").write_text(
+        "---\ntask_id: t/title\ntask_type: execute\ninput:\n  topic: $.topic\noutput:\n"
+        "  $.title: $\n---\n\n## parameters.prompt\nA TITLE for {topic}\n")
+    path = tmp_path / "t.msg.md"
+    path.write_text(
+        '# %% Title it[^t1]\n[^t1]: [task] task_id="t/title" sop="sop"\n\n{"topic": "rain"}\n\n'
+        "# %% And?[^q1]\n[^q1]: [markdown]\n\nIs it good?\n")
+    local_model.script("Songs of Rain", "Yes.")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "[1/2] cell 1 (task)" in done.stderr
+    task, question = cells(path)
+    attrs = [fmt.output_attrs(o) for o in task["outputs"]]
+    assert attrs[-1]["task_status"] == "succeeded"
+    assert "Songs of Rain" in fmt.output_text(task["outputs"][-1])
+    assert (tmp_path / attrs[-1]["transcript"]).is_file()
+    assert fmt.output_text(question["outputs"][-1]) == "Yes."
+    done = tce("exec", str(path), env=env)  # it has run: not again
+    assert done.returncode == 0 and len(local_model.chat_requests) == 2
