@@ -323,3 +323,45 @@ def test_exec_runs_a_task_cell_as_the_agent_kernel_does(
     assert fmt.output_text(question["outputs"][-1]) == "Yes."
     done = tce("exec", str(path), env=env)  # it has run: not again
     assert done.returncode == 0 and len(local_model.chat_requests) == 2
+
+
+def test_an_interrupted_task_cell_run_again_continues_its_transcript(
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
+    """As in the Agent kernel, running an interrupted [task] cell again (tce exec --cell N)
+    continues its transcript: the finished step's model is not called again."""
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    for name, text in (("main", "task_type: plan\nplan_steps: [t/one, t/two]\n"),
+                       ("one", "task_type: execute\noutput:\n  $.one: $\n"),
+                       ("two", "task_type: execute\noutput:\n  $.two: $\n")):
+        doc = tmp_path / "sop" / "t" / f"{name}.md"
+        doc.parent.mkdir(parents=True, exist_ok=True)
+        prompt = "" if name == "main" else f"\n## parameters.prompt\nSTEP {name}\n"
+        doc.write_text(f"---\ntask_id: t/{name}\n{text}---\n{prompt}")
+    path = tmp_path / "t.msg.md"
+    path.write_text('# %% Go[^t1]\n[^t1]: [task] task_id="t/main" sop="sop"\n\n{}\n')
+    local_model.script("first", Reply("second, too late", delay=60))
+    proc = subprocess.Popen([*TCE, "exec", str(path)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(local_model.chat_requests) < 2:  # the second step waits for its reply
+            assert time.monotonic() < deadline and proc.poll() is None, "no second step"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    (cell,) = cells(path)
+    assert fmt.output_attrs(cell["outputs"][-1])["task_status"] == "interrupted"
+    local_model.reset()
+    local_model.script("second")
+    done = tce("exec", str(path), "--cell", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    (cell,) = cells(path)
+    assert "continuing runs/" in texts(cell, "stream")
+    assert fmt.output_attrs(cell["outputs"][-1])["task_status"] == "succeeded"
+    assert ["STEP two" in json.dumps(r.messages) for r in local_model.chat_requests] == [True]
+    assert len(list((tmp_path / "runs").glob("*.msg.md"))) == 1
