@@ -564,6 +564,9 @@ def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_cont
     assert run.status == "interrupted"
     last = fmt.output_attrs(run.outputs[-1])
     assert last["task_status"] == "interrupted"
+    # what the cell shows says so (it showed a context of ```json null```)
+    assert fmt.output_text(run.outputs[-1]) == (
+        f"interrupted: run the cell again to continue {last['transcript']}")
     path = blog / last["transcript"]
     assert 'task_state="interrupted"' in path.read_text()
     assert "interrupted=true" in path.read_text()  # the step cut short says so
