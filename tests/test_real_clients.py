@@ -405,6 +405,23 @@ def test_a_task_id_with_a_typo_is_refused_with_did_you_mean_and_nothing_runs(
     assert not openai_server.chat_requests
 
 
+def test_a_request_in_words_with_no_plan_to_pick_is_one_usage_line(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    """With no plan in the folder, a request in words was reported as a problem of a file
+    named after it ("write a blog.md: task_id: no document ...", exit 3)."""
+    sop = tmp_path / "sop"
+    sop.mkdir()
+    (sop / "draft.md").write_text(
+        "---\ntask_id: draft\ntask_type: execute\n---\n\n## parameters.prompt\nDraft.\n")
+    p = tce("run", "write a blog", "--sop", str(sop), env=env, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert line == ("tce: no task 'write a blog' in " + str(sop) + ", and no plan in it for "
+                    "a request in words; nothing was run")
+    assert not openai_server.chat_requests
+
+
 def test_an_agent_name_with_a_typo_is_refused_with_did_you_mean(
     tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
 ) -> None:
