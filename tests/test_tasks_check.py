@@ -217,3 +217,14 @@ def test_a_document_without_tool_is_an_llm_step_on_its_prompt_section() -> None:
     assert doc is not None and doc.tool_id == "LLM"
     assert doc.section("prompt") == "Say {x}."
     assert doc.sections["Notes"] == "not sent"
+
+
+def test_a_section_given_twice_is_a_problem_naming_both_lines() -> None:
+    """The second ## parameters.prompt replaced the first without a word: its text was
+    never sent, and tce sop check said the folder had no problems."""
+    _, problems = parse_document(
+        "---\ntask_id: a/b\ntask_type: execute\n---\n\n## parameters.prompt\nSay hi.\n\n"
+        "## parameters.prompt\nSay bye.\n", "a/b.md")
+    assert [(p.field, p.line) for p in problems] == [("## parameters.prompt", 9)]
+    assert problems[0].message == "given twice (lines 6 and 9): one section each"
+
