@@ -134,6 +134,19 @@ def test_import_adds_the_servers_the_user_confirms(user_config_dir: Path) -> Non
     assert r.exit_code == 2 and "bad.json, line 1: not JSON" in r.output
 
 
+def test_import_with_answers_that_run_out_adds_what_was_answered(user_config_dir: Path) -> None:
+    """tce mcp import < /dev/null (or answers that run out) ended with click's "Aborted!" and
+    exit 1, the code of a failed model call: no more answers is "no" to the rest."""
+    config = str(DATA / "claude_desktop_config.json")
+    r = tce("mcp", "import", config, input="y\n")
+    assert r.exit_code == 0, r.output
+    assert "Aborted" not in r.output and "1 of 3 servers added" in r.output
+    assert "no more answers on standard input" in r.output
+    assert sorted(mcptools.load_servers()) == ["clock"]
+    r = tce("mcp", "import", config, input="")
+    assert r.exit_code == 0 and "0 of 3 servers added" in r.output
+
+
 def test_a_config_file_that_is_not_utf8_is_one_line_naming_it(user_config_dir: Path) -> None:
     """A config exported in UTF-16 (as some Windows editors save it) was a
     UnicodeDecodeError traceback from tce mcp import, and from every command reading the
