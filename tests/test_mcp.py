@@ -321,6 +321,39 @@ def test_no_server_outlives_a_killed_tce_chat(
     assert _servers_in(user_config_dir) == set()
 
 
+def test_ctrl_c_while_a_server_starts_leaves_no_orphan(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """Ctrl-C while a server that never answers was starting (tce tools list -m, tce mcp
+    list, an agent's first message): tce exited and the server ran on, orphaned; the stop at
+    exit waited 8 s for a start that was never going to finish, past its own deadline."""
+    import signal
+
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\ntime.sleep(600)\n")  # never reads its stdin
+    r = tce("mcp", "add", "stuck", "--", sys.executable, str(stuck))
+    assert r.exit_code == 0, r.output
+    proc = subprocess.Popen([str(BIN / "tce"), "tools", "list", "-m", "stuck"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir):
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + 10
+    while _servers_in(user_config_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _servers_in(user_config_dir)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == set()
+
+
 def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
     from types import SimpleNamespace
 

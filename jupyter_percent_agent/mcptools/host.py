@@ -237,12 +237,13 @@ class Connection:
 
     async def stop(self) -> None:
         """Close the connection: the SDK closes the server's stdin, then ends its process
-        tree. A connection that failed may be stuck in a request, so it is cancelled."""
+        tree. A connection that failed may be stuck in a request, and one still starting
+        waits for a server that may never answer: both are cancelled at once."""
         self._stop.set()
         task = self._task
         if task is None or task.done():
             return
-        if self.error is not None:
+        if self.error is not None or not self._ready.is_set():
             task.cancel()
         done, _ = await asyncio.wait({task}, timeout=8)
         if not done:
