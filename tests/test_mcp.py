@@ -354,6 +354,29 @@ def test_ctrl_c_while_a_server_starts_leaves_no_orphan(
     assert left == set()
 
 
+def test_ctrl_c_in_tce_mcp_list_is_exit_130(tmp_path: Path, user_config_dir: Path) -> None:
+    """Ctrl-C while tce mcp list waited on a server ended in click's "Aborted!" and exit 1,
+    the code of a failed model call; every command's Ctrl-C is 130."""
+    import signal
+
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\ntime.sleep(600)\n")
+    assert tce("mcp", "add", "stuck", "--", sys.executable, str(stuck)).exit_code == 0
+    proc = subprocess.Popen([str(BIN / "tce"), "mcp", "list"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir):
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip() == "tce: interrupted"
+
+
 def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
     from types import SimpleNamespace
 
