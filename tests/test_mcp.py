@@ -377,6 +377,38 @@ def test_ctrl_c_in_tce_mcp_list_is_exit_130(tmp_path: Path, user_config_dir: Pat
     assert err.strip() == "tce: interrupted"
 
 
+def test_ctrl_c_while_an_agents_server_starts_stops_tce_chat_at_once(
+    tmp_path: Path, user_config_dir: Path, local_model: OpenAIServer
+) -> None:
+    """The servers of an agent were started on the event loop's own thread: Ctrl-C (and the
+    Agent kernel's interrupt) waited out the 30 s start of a server that never answers, then
+    the message was saved with "did not start within 30 s", which the user never saw."""
+    import signal
+
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\ntime.sleep(600)\n")
+    assert tce("mcp", "add", "stuck", "--", sys.executable, str(stuck)).exit_code == 0
+    path = tmp_path / "chat.msg.md"
+    path.write_text(HEADER.replace("tools: [clock]", "tools: [stuck]"))
+    proc = subprocess.Popen([str(BIN / "tce"), "chat", str(path), "-m", "Hello?"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir):
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)  # not the rest of the server's 30 s
+    except subprocess.TimeoutExpired:
+        pytest.fail("tce chat waited for the server's start after Ctrl-C")
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    text = path.read_text()
+    assert "Hello?" in text and "did not start" not in text
+    assert not local_model.chat_requests
+
+
 def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
     from types import SimpleNamespace
 

@@ -199,14 +199,14 @@ class Tool:
         if self.is_async:
             value = self.func(**kwargs)
         else:
-            value = await _in_thread(functools.partial(self.func, **kwargs))
+            value = await in_thread(functools.partial(self.func, **kwargs))
         if inspect.isawaitable(value) or inspect.isasyncgen(value):
             return await _collect_async(self.name, value, on_chunk)
         if not inspect.isgenerator(value):
             return _collect_sync(self.name, value, on_chunk)
         result: ToolResult | None = None
         while True:
-            done, item = await _in_thread(functools.partial(_step, value))
+            done, item = await in_thread(functools.partial(_step, value))
             if done and item is None:
                 return result or {"data": None, "instruction": None}
             result = _absorb(self.name, item, on_chunk) or result
@@ -214,10 +214,11 @@ class Tool:
                 return result
 
 
-async def _in_thread(call: Callable[[], Any]) -> Any:
-    """``call()`` in a daemon thread of its own. Not an executor's: asyncio.run() waits for
-    the loop's default one, and Python joins every executor's threads at exit, so a stuck
-    sync tool held up the exit of a run the user had interrupted (Ctrl-C)."""
+async def in_thread(call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread of its own, awaited (cancelling the wait leaves the
+    thread to end by itself). Not an executor's: asyncio.run() waits for the loop's default
+    one, and Python joins every executor's threads at exit, so a stuck sync tool held up the
+    exit of a run the user had interrupted (Ctrl-C)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
