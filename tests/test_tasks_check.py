@@ -158,6 +158,15 @@ def test_show_suggests_a_near_name() -> None:
     assert "did you mean blog/generate_outline" in r.output
 
 
+def test_show_of_a_document_that_does_not_parse_says_why() -> None:
+    """tce sop show bad/broken_yaml said "no document 'bad/broken_yaml'" of a file that is
+    there, as if the name were wrong."""
+    r = tce("sop", "show", "bad/broken_yaml", "--sop", str(BAD))
+    assert r.exit_code == 3, r.output
+    assert r.stderr.startswith("tce: bad/broken_yaml.md:4: front matter: is not valid YAML")
+    assert "no document" not in r.output
+
+
 @pytest.mark.parametrize("command", [["check"], ["list"], ["show", "blog/generate_blog"]])
 def test_sop_commands_do_not_import_heavy_modules(command: list[str]) -> None:
     args = ["tce", "sop", *command, *(["--sop", str(BLOG / "sop")] if command[0] == "show"
