@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data" / "code"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
@@ -365,3 +365,29 @@ def test_an_interrupted_task_cell_run_again_continues_its_transcript(
     assert fmt.output_attrs(cell["outputs"][-1])["task_status"] == "succeeded"
     assert ["STEP two" in json.dumps(r.messages) for r in local_model.chat_requests] == [True]
     assert len(list((tmp_path / "runs").glob("*.msg.md"))) == 1
+
+
+def test_a_task_cell_that_fails_or_is_refused_exits_as_tce_run_does(
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
+    """A failed [task] cell exits 1 as tce run's failed workflow does (not 4, a tool's), and
+    one the trust rules refuse (its toolbox in a folder not trusted) exits 6."""
+    (tmp_path / "toolbox").mkdir()
+    (tmp_path / "toolbox" / "kit.py").write_text(
+        'def shout(text: str) -> str:\n    """Shout.\n\n    Args:\n        text: what\n    """\n'
+        "    return text.upper()\n")
+    (tmp_path / "sop").mkdir()
+    (tmp_path / "sop" / "loud.md").write_text(
+        "---\ntask_id: loud\ntask_type: execute\ntool:\n  tool_id: shout\n  parameters:\n"
+        "    - name: text\n      value: hi\n---\n")
+    (tmp_path / "sop" / "ask.md").write_text(
+        "---\ntask_id: ask\ntask_type: execute\n---\n\n## parameters.prompt\nAsk.\n")
+    path = tmp_path / "t.msg.md"
+    path.write_text('# %% Loud[^t1]\n[^t1]: [task] task_id="loud" sop="sop"\n\n{}\n')
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 6, done.stderr
+    assert "tce trust" in done.stderr
+    path.write_text('# %% Ask[^t1]\n[^t1]: [task] task_id="ask" sop="sop"\n\n{}\n')
+    local_model.script(Reply.http_error(500))
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 1, done.stderr

@@ -21,8 +21,10 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import (
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TRUST,
     EXIT_USAGE,
     fail,
     fail_for,
@@ -30,7 +32,7 @@ from jupyter_percent_agent.cli._common import (
     read_or_fail,
     resolve_item,
 )
-from jupyter_percent_agent.errors import PercentAgentError
+from jupyter_percent_agent.errors import TABLE, Kind, PercentAgentError
 
 RUNNABLE = ("message", "code", "tool_call", "toolchain", "async", "task")
 EPILOG = (
@@ -232,6 +234,9 @@ async def _exec(
             printer.wrote = False
         if run.status == "error":
             click.echo(f"tce: cell {index}: {run.error_detail}", err=True)
+            if kinds.get(cid) == "task":  # as tce run: the workflow failed, or was refused
+                refused = run.error_type == TABLE[Kind.REFUSED].error_type
+                return EXIT_TRUST if refused else EXIT_FAILED
             return failed_run_exit(run.agent)
         if run.proposed and trust.auto_runs(path.parent):  # the user's config, never a file
             for at in proposed_after(path, cid):
