@@ -466,6 +466,38 @@ def test_resume_of_a_file_that_is_no_transcript_says_so(tmp_path: Path) -> None:
     assert r.exit_code == 3 and "not a task transcript" in r.stderr
 
 
+def test_resume_whose_next_step_names_a_document_gone_says_so_and_runs_nothing(
+        small: Path, local_model: OpenAIServer) -> None:
+    """A transcript interrupted before t/check, resumed after t/check.md was renamed (and
+    the plan changed to match): it ran t/make again, then failed with "KeyError: 't/check'"."""
+    from jupyter_percent_agent.tasks.api import arun_task
+
+    local_model.script(Reply('{"title": "A"}', delay=30))
+
+    async def interrupted() -> Path:
+        run = asyncio.ensure_future(arun_task(small, "t/main", {"topic": "x"}))
+        while not local_model.chat_requests:
+            await asyncio.sleep(0.05)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        (path,) = (small.parent / "runs").glob("*.msg.md")
+        return path
+
+    path = asyncio.run(interrupted())
+    assert 'task_state="interrupted"' in path.read_text()
+    (small / "t" / "check.md").rename(small / "t" / "verify.md")
+    write_doc(small, "t/verify", SMALL["t/check"])
+    write_doc(small, "t/main", SMALL["t/main"].replace("t/check", "t/verify"))
+    local_model.reset()
+    local_model.script('{"title": "A"}')
+    r = CliRunner().invoke(main, ["run", "--resume", str(path)])
+    assert r.exit_code == 3, r.output
+    assert "'t/check'" in r.stderr and "KeyError" not in r.stderr
+    assert "the SOP folder no longer has" in r.stderr
+    assert not local_model.chat_requests
+
+
 # -- the [task] cell (the kernel's entry point) --------------------------------------------
 
 TASK_CELL = """## %% Write a blog[^t1]
