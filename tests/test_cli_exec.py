@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data" / "code"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
@@ -296,3 +296,98 @@ def test_exec_runs_a_script_message_file_and_it_stays_a_runnable_script(
         [sys.executable, path.name], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert ran.returncode == 0 and ran.stdout == "loaded 3\n", ran.stderr
+
+
+def test_exec_runs_a_task_cell_as_the_agent_kernel_does(
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
+    """A [task] cell was skipped by tce exec (``[1/1] cell 2``, exit 0, nothing written),
+    while jupytext --execute on the same file ran it on the Agent kernel."""
+    (tmp_path / "sop" / "t").mkdir(parents=True)
+    (tmp_path / "sop" / "t" / "title.md").write_text(
+        "---\ntask_id: t/title\ntask_type: execute\ninput:\n  topic: $.topic\noutput:\n"
+        "  $.title: $\n---\n\n## parameters.prompt\nA TITLE for {topic}\n")
+    path = tmp_path / "t.msg.md"
+    path.write_text(
+        '# %% Title it[^t1]\n[^t1]: [task] task_id="t/title" sop="sop"\n\n{"topic": "rain"}\n\n'
+        "# %% And?[^q1]\n[^q1]: [markdown]\n\nIs it good?\n")
+    local_model.script("Songs of Rain", "Yes.")
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "[1/2] cell 1 (task)" in done.stderr
+    task, question = cells(path)
+    attrs = [fmt.output_attrs(o) for o in task["outputs"]]
+    assert attrs[-1]["task_status"] == "succeeded"
+    assert "Songs of Rain" in fmt.output_text(task["outputs"][-1])
+    assert (tmp_path / attrs[-1]["transcript"]).is_file()
+    assert fmt.output_text(question["outputs"][-1]) == "Yes."
+    done = tce("exec", str(path), env=env)  # it has run: not again
+    assert done.returncode == 0 and len(local_model.chat_requests) == 2
+
+
+def test_an_interrupted_task_cell_run_again_continues_its_transcript(
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
+    """As in the Agent kernel, running an interrupted [task] cell again (tce exec --cell N)
+    continues its transcript: the finished step's model is not called again."""
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    for name, text in (("main", "task_type: plan\nplan_steps: [t/one, t/two]\n"),
+                       ("one", "task_type: execute\noutput:\n  $.one: $\n"),
+                       ("two", "task_type: execute\noutput:\n  $.two: $\n")):
+        doc = tmp_path / "sop" / "t" / f"{name}.md"
+        doc.parent.mkdir(parents=True, exist_ok=True)
+        prompt = "" if name == "main" else f"\n## parameters.prompt\nSTEP {name}\n"
+        doc.write_text(f"---\ntask_id: t/{name}\n{text}---\n{prompt}")
+    path = tmp_path / "t.msg.md"
+    path.write_text('# %% Go[^t1]\n[^t1]: [task] task_id="t/main" sop="sop"\n\n{}\n')
+    local_model.script("first", Reply("second, too late", delay=60))
+    proc = subprocess.Popen([*TCE, "exec", str(path)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(local_model.chat_requests) < 2:  # the second step waits for its reply
+            assert time.monotonic() < deadline and proc.poll() is None, "no second step"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    (cell,) = cells(path)
+    assert fmt.output_attrs(cell["outputs"][-1])["task_status"] == "interrupted"
+    local_model.reset()
+    local_model.script("second")
+    done = tce("exec", str(path), "--cell", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    (cell,) = cells(path)
+    assert "continuing runs/" in texts(cell, "stream")
+    assert fmt.output_attrs(cell["outputs"][-1])["task_status"] == "succeeded"
+    assert ["STEP two" in json.dumps(r.messages) for r in local_model.chat_requests] == [True]
+    assert len(list((tmp_path / "runs").glob("*.msg.md"))) == 1
+
+
+def test_a_task_cell_that_fails_or_is_refused_exits_as_tce_run_does(
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
+    """A failed [task] cell exits 1 as tce run's failed workflow does (not 4, a tool's), and
+    one the trust rules refuse (its toolbox in a folder not trusted) exits 6."""
+    (tmp_path / "toolbox").mkdir()
+    (tmp_path / "toolbox" / "kit.py").write_text(
+        'def shout(text: str) -> str:\n    """Shout.\n\n    Args:\n        text: what\n    """\n'
+        "    return text.upper()\n")
+    (tmp_path / "sop").mkdir()
+    (tmp_path / "sop" / "loud.md").write_text(
+        "---\ntask_id: loud\ntask_type: execute\ntool:\n  tool_id: shout\n  parameters:\n"
+        "    - name: text\n      value: hi\n---\n")
+    (tmp_path / "sop" / "ask.md").write_text(
+        "---\ntask_id: ask\ntask_type: execute\n---\n\n## parameters.prompt\nAsk.\n")
+    path = tmp_path / "t.msg.md"
+    path.write_text('# %% Loud[^t1]\n[^t1]: [task] task_id="loud" sop="sop"\n\n{}\n')
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 6, done.stderr
+    assert "tce trust" in done.stderr
+    path.write_text('# %% Ask[^t1]\n[^t1]: [task] task_id="ask" sop="sop"\n\n{}\n')
+    local_model.script(Reply.http_error(500))
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 1, done.stderr

@@ -124,3 +124,25 @@ def test_the_test_servers_embeddings_endpoint_speaks_openai(openai_server) -> No
     openai_server.embedding_reply = Reply.http_error(429, "slow down")
     status, body = _post(openai_server.url + "/embeddings", {"input": "x"})
     assert status == 429 and body["error"]["message"] == "slow down"
+
+
+def test_a_huge_document_is_embedded_in_bounded_memory() -> None:
+    """A 2 MB document (a log pasted into a SOP folder) once took over 2 GB to embed, and a
+    30 MB one had the kernel's OOM killer end ``tce sop search``: the tokens of the whole
+    text were looked up at once."""
+    import subprocess
+    import sys
+
+    child = (
+        "import resource\n"
+        "from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder\n"
+        "e = WordLlamaEmbedder(); e.embed(['warm up'])\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "v = e.embed(['pay the supplier ' + ' '.join("
+        "'w%d' % i for i in range(300_000))])\n"
+        "assert abs(float((v * v).sum()) - 1) < 1e-4\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=300, check=True)
+    grown_mb = int(done.stdout.strip())
+    assert grown_mb < 200, f"embedding one 2 MB text took {grown_mb} MB more"

@@ -816,3 +816,19 @@ def test_kernels_share_the_warm_helper_for_calls_that_need_litellm(
         for km, kc in started:
             stop(km, kc)  # the helper exits by itself after PERCENT_AGENT_WARM_IDLE
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_notebook_that_is_not_json_is_one_line_naming_it(tmp_path: Path) -> None:
+    """An .ipynb served by the agent kernel that is not JSON (cut short on disk) ended each
+    cell with "JSONDecodeError: Expecting ..." naming no file, and a traceback in the log."""
+    from jupyter_percent_agent.kernel._notebook import read_notebook
+
+    path = tmp_path / "cut.ipynb"
+    path.write_text('{"cells": [')
+    with pytest.raises(fmt.FormatError) as bad:
+        read_notebook(path)
+    assert str(bad.value).startswith(f"{path}:1: not a notebook (not JSON: ")
+    path.write_text("[1, 2]")
+    with pytest.raises(fmt.FormatError, match="not a notebook"):
+        read_notebook(path)
+

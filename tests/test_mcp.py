@@ -134,6 +134,33 @@ def test_import_adds_the_servers_the_user_confirms(user_config_dir: Path) -> Non
     assert r.exit_code == 2 and "bad.json, line 1: not JSON" in r.output
 
 
+def test_import_with_answers_that_run_out_adds_what_was_answered(user_config_dir: Path) -> None:
+    """tce mcp import < /dev/null (or answers that run out) ended with click's "Aborted!" and
+    exit 1, the code of a failed model call: no more answers is "no" to the rest."""
+    config = str(DATA / "claude_desktop_config.json")
+    r = tce("mcp", "import", config, input="y\n")
+    assert r.exit_code == 0, r.output
+    assert "Aborted" not in r.output and "1 of 3 servers added" in r.output
+    assert "no more answers on standard input" in r.output
+    assert sorted(mcptools.load_servers()) == ["clock"]
+    r = tce("mcp", "import", config, input="")
+    assert r.exit_code == 0 and "0 of 3 servers added" in r.output
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line_naming_it(user_config_dir: Path) -> None:
+    """A config exported in UTF-16 (as some Windows editors save it) was a
+    UnicodeDecodeError traceback from tce mcp import, and from every command reading the
+    user's mcp.json."""
+    exported = user_config_dir / "exported.json"
+    exported.write_bytes('{"mcpServers": {}}'.encode("utf-16"))
+    r = tce("mcp", "import", str(exported))
+    assert r.exit_code == 2, r.output
+    assert "exported.json: not UTF-8 text" in r.output and "Traceback" not in r.output
+    (user_config_dir / "mcp.json").write_bytes(b"\xff\xfe{}")
+    r = tce("mcp", "list")
+    assert r.exit_code == 2 and "mcp.json: not UTF-8 text" in r.output
+
+
 def test_tools_list_m_shows_a_servers_tools_with_signatures(clock: str) -> None:
     r = tce("tools", "list", "-m", "clock")
     assert r.exit_code == 0, r.output
@@ -292,6 +319,94 @@ def test_no_server_outlives_a_killed_tce_chat(
     while _servers_in(user_config_dir) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _servers_in(user_config_dir) == set()
+
+
+def test_ctrl_c_while_a_server_starts_leaves_no_orphan(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """Ctrl-C while a server that never answers was starting (tce tools list -m, tce mcp
+    list, an agent's first message): tce exited and the server ran on, orphaned; the stop at
+    exit waited 8 s for a start that was never going to finish, past its own deadline."""
+    import signal
+
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\ntime.sleep(600)\n")  # never reads its stdin
+    r = tce("mcp", "add", "stuck", "--", sys.executable, str(stuck))
+    assert r.exit_code == 0, r.output
+    proc = subprocess.Popen([str(BIN / "tce"), "tools", "list", "-m", "stuck"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir):
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    deadline = time.monotonic() + 10
+    while _servers_in(user_config_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _servers_in(user_config_dir)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == set()
+
+
+def test_ctrl_c_in_tce_mcp_list_is_exit_130(tmp_path: Path, user_config_dir: Path) -> None:
+    """Ctrl-C while tce mcp list waited on a server ended in click's "Aborted!" and exit 1,
+    the code of a failed model call; every command's Ctrl-C is 130."""
+    import signal
+
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\ntime.sleep(600)\n")
+    assert tce("mcp", "add", "stuck", "--", sys.executable, str(stuck)).exit_code == 0
+    proc = subprocess.Popen([str(BIN / "tce"), "mcp", "list"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir):
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip() == "tce: interrupted"
+
+
+def test_ctrl_c_while_an_agents_server_starts_stops_tce_chat_at_once(
+    tmp_path: Path, user_config_dir: Path, local_model: OpenAIServer
+) -> None:
+    """The servers of an agent were started on the event loop's own thread: Ctrl-C (and the
+    Agent kernel's interrupt) waited out the 30 s start of a server that never answers, then
+    the message was saved with "did not start within 30 s", which the user never saw."""
+    import signal
+
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\ntime.sleep(600)\n")
+    assert tce("mcp", "add", "stuck", "--", sys.executable, str(stuck)).exit_code == 0
+    path = tmp_path / "chat.msg.md"
+    path.write_text(HEADER.replace("tools: [clock]", "tools: [stuck]"))
+    proc = subprocess.Popen([str(BIN / "tce"), "chat", str(path), "-m", "Hello?"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _servers_in(user_config_dir):
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)  # not the rest of the server's 30 s
+    except subprocess.TimeoutExpired:
+        pytest.fail("tce chat waited for the server's start after Ctrl-C")
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    text = path.read_text()
+    assert "Hello?" in text and "did not start" not in text
+    assert not local_model.chat_requests
 
 
 def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
@@ -486,6 +601,41 @@ def test_a_call_that_times_out_or_kills_the_server_is_one_error_naming_it(
     finally:
         mcptools.stop_all()
     assert _servers_in(user_config_dir) == set()
+
+
+def test_ctrl_c_during_a_servers_call_is_exit_130_without_a_traceback(
+    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """Ctrl-C while the model's code waits on an MCP tool: the call was left running in the
+    host's loop, failed when the server was stopped at exit, and asyncio printed its
+    traceback ("Task exception was never retrieved") under the interrupted line."""
+    import signal
+
+    r = tce("mcp", "add", "faulty", "--", sys.executable, str(DATA / "faulty_server.py"))
+    assert r.exit_code == 0, r.output
+    step = STEP.replace('get_current_time("Asia/Tokyo")', "slow(60)").replace(
+        'now["timezone"] + " " + now["datetime"]', "now")
+    local_model.script(step)
+    path = tmp_path / "slow.msg.md"
+    path.write_text(HEADER.replace("tools: [clock]", "tools: [faulty]"))
+    proc = subprocess.Popen(
+        [str(BIN / "tce"), "chat", str(path), "-m", "Wait a minute"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (local_model.chat_requests and _servers_in(user_config_dir)):
+            assert time.monotonic() < deadline, "the tool was never called"
+            time.sleep(0.1)
+        time.sleep(1.5)  # the model's code is in slow(60)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "never retrieved" not in err, err
+    assert "[interrupted" in err
+    assert "Wait a minute" in path.read_text()
 
 
 def test_the_models_code_counts_commits_by_author_with_a_real_git_server(

@@ -220,6 +220,25 @@ def test_another_agent_runs_a_task_document_and_searches_the_sops(
     assert "blog/validate_outline" in [h["task_id"] for h in found.structured_content["result"]]
 
 
+def test_an_empty_search_is_one_line_saying_so(
+    served: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    """An agent searching for "" got only "Error executing tool search_sops" (the index's
+    ValueError was no error of ours, so the SDK hid it) and a traceback in the log."""
+    from mcp import Client
+
+    shutil.copytree(DATA / "index" / "sop", served / "sop")
+    params = _serve_params(served, openai_server, user_config_dir)
+
+    async def go() -> object:
+        async with Client(_stdio(params), read_timeout_seconds=120) as client:
+            return await client.call_tool("search_sops", {"sop": "notes/sop", "query": "  "})
+
+    found = asyncio.run(go())
+    assert found.is_error
+    assert found.content[0].text.endswith("search_sops: the query is empty")
+
+
 def test_the_users_saved_token_is_used(user_config_dir: Path) -> None:
     from jupyter_percent_agent import mcpserve
 

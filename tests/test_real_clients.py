@@ -405,6 +405,23 @@ def test_a_task_id_with_a_typo_is_refused_with_did_you_mean_and_nothing_runs(
     assert not openai_server.chat_requests
 
 
+def test_a_request_in_words_with_no_plan_to_pick_is_one_usage_line(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    """With no plan in the folder, a request in words was reported as a problem of a file
+    named after it ("write a blog.md: task_id: no document ...", exit 3)."""
+    sop = tmp_path / "sop"
+    sop.mkdir()
+    (sop / "draft.md").write_text(
+        "---\ntask_id: draft\ntask_type: execute\n---\n\n## parameters.prompt\nDraft.\n")
+    p = tce("run", "write a blog", "--sop", str(sop), env=env, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert line == ("tce: no task 'write a blog' in " + str(sop) + ", and no plan in it for "
+                    "a request in words; nothing was run")
+    assert not openai_server.chat_requests
+
+
 def test_an_agent_name_with_a_typo_is_refused_with_did_you_mean(
     tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
 ) -> None:
@@ -914,6 +931,28 @@ def test_the_kernel_finds_a_cell_in_twins_and_by_the_cells_run_before(tmp_path: 
     assert find_conversation(tmp_path, later, [ask]) == tmp_path / "other.msg.md"
     assert find_conversation(tmp_path, ask, [later]) == tmp_path / "other.msg.md"
     assert find_conversation(tmp_path, "not in any file") is None
+
+
+def test_papermill_in_out_beside_the_notebook_runs_it_as_papermills_readme_shows(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], openai_server: OpenAIServer
+) -> None:
+    """``papermill x.ipynb out.ipynb``: papermill writes out.ipynb (the same cells) before
+    it runs the first one, so the kernel found the cell in two notebooks of the folder and
+    refused every cell (AmbiguousCell); so did a second ``nbconvert --execute --output``.
+    Copies of one notebook are one conversation, as copies of a message file are."""
+    _data, env = kernel_home
+    shutil.copy(RUN_ME, tmp_path / "x.msg.md")
+    _run([str(BIN / "jupytext"), "--to", "ipynb", "-o", "x.ipynb", "x.msg.md"], tmp_path, env)
+    (tmp_path / "x.msg.md").unlink()  # the notebook alone, as it was sent to someone
+    openai_server.script(*REPLIES)
+    _run([str(BIN / "papermill"), "x.ipynb", "out.ipynb"], tmp_path, env)
+    out = json.loads((tmp_path / "out.ipynb").read_text(encoding="utf-8"))
+    texts = json.dumps([c.get("outputs") for c in out["cells"]])
+    assert REPLIES[0] in texts and REPLIES[1] in texts and "AmbiguousCell" not in texts
+    openai_server.reset()
+    openai_server.script(*REPLIES)
+    _run([str(BIN / "papermill"), "x.ipynb", "out.ipynb"], tmp_path, env)  # out.ipynb ran
+    assert len(openai_server.chat_requests) == 2
 
 
 def test_jupytext_execute_on_a_script_message_file_saves_what_tce_exec_saves(

@@ -185,6 +185,25 @@ def test_tool_call_and_toolchain_cells_need_no_model(tool_file: Path) -> None:
     assert bad.status == "error" and "nope" in (bad.error or "")
 
 
+def test_a_toolbox_tool_past_its_timeout_says_so(tmp_path: Path, trusted) -> None:
+    """A [tool_call] cell (and a task step) whose toolbox tool ran past tool_timeout failed
+    with "TimeoutError: " and nothing after it."""
+    trusted(tmp_path)
+    (tmp_path / "toolbox").mkdir()
+    (tmp_path / "toolbox" / "slow.py").write_text(
+        "import time\n\n\ndef wait(seconds: float) -> float:\n"
+        '    """Wait.\n\n    Args:\n        seconds: how long\n    """\n'
+        "    time.sleep(seconds)\n    return seconds\n")
+    text = ("## %% Wait[^w1]\n\n"
+            "[^w1]: [tool_call] tool=\"wait\" args='{\"seconds\": 5}' timeout=0.5\n")
+    nb = fmt.reads(text, path=str(tmp_path / "w.msg.md"))
+    run = asyncio.run(run_turn(nb, "w1", RunOptions(base_dir=tmp_path)))
+    assert run.status == "error"
+    (out,) = run.outputs
+    assert fmt.output_text(out) == "TimeoutError: wait did not return within 0.5 s (tool_timeout)"
+    assert run.error == fmt.output_text(out)
+
+
 def test_async_cell_lands_in_its_file_then_shows_it(tmp_path: Path, env,
                                                    openai_server: OpenAIServer) -> None:
     text = ("## %% Long job[^j1]\n\n[^j1]: [async](results/j1.md) id=\"123\"\n\n"

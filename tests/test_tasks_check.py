@@ -158,6 +158,15 @@ def test_show_suggests_a_near_name() -> None:
     assert "did you mean blog/generate_outline" in r.output
 
 
+def test_show_of_a_document_that_does_not_parse_says_why() -> None:
+    """tce sop show bad/broken_yaml said "no document 'bad/broken_yaml'" of a file that is
+    there, as if the name were wrong."""
+    r = tce("sop", "show", "bad/broken_yaml", "--sop", str(BAD))
+    assert r.exit_code == 3, r.output
+    assert r.stderr.startswith("tce: bad/broken_yaml.md:4: front matter: is not valid YAML")
+    assert "no document" not in r.output
+
+
 @pytest.mark.parametrize("command", [["check"], ["list"], ["show", "blog/generate_blog"]])
 def test_sop_commands_do_not_import_heavy_modules(command: list[str]) -> None:
     args = ["tce", "sop", *command, *(["--sop", str(BLOG / "sop")] if command[0] == "show"
@@ -217,3 +226,14 @@ def test_a_document_without_tool_is_an_llm_step_on_its_prompt_section() -> None:
     assert doc is not None and doc.tool_id == "LLM"
     assert doc.section("prompt") == "Say {x}."
     assert doc.sections["Notes"] == "not sent"
+
+
+def test_a_section_given_twice_is_a_problem_naming_both_lines() -> None:
+    """The second ## parameters.prompt replaced the first without a word: its text was
+    never sent, and tce sop check said the folder had no problems."""
+    _, problems = parse_document(
+        "---\ntask_id: a/b\ntask_type: execute\n---\n\n## parameters.prompt\nSay hi.\n\n"
+        "## parameters.prompt\nSay bye.\n", "a/b.md")
+    assert [(p.field, p.line) for p in problems] == [("## parameters.prompt", 9)]
+    assert problems[0].message == "given twice (lines 6 and 9): one section each"
+

@@ -228,6 +228,18 @@ def test_bad_context_is_a_usage_error(blog: Path, model: OpenAIServer) -> None:
     assert r.exit_code == 2 and "must be a JSON object" in r.stderr
 
 
+def test_a_context_file_that_is_not_utf8_is_a_usage_error(blog: Path, model: OpenAIServer,
+                                                          tmp_path: Path) -> None:
+    """--context @ctx.json saved as UTF-16 was a UnicodeDecodeError traceback."""
+    ctx = tmp_path / "ctx.json"
+    ctx.write_bytes('{"标题": "春天"}'.encode("utf-16"))
+    r = CliRunner().invoke(main, ["run", "blog/generate_blog", "--sop", str(blog / "sop"),
+                                  "--context", f"@{ctx}"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("tce: ") and "ctx.json: not UTF-8 text" in r.stderr
+    assert not model.chat_requests
+
+
 SMALL = {
     "t/main": "task_type: plan\nplan_steps:\n  - task_id: t/make\n  - task_id: t/check\n---\n",
     "t/make": "task_type: execute\ninput:\n  topic: $.topic\noutput:\n  $.title: $.title\n"
@@ -454,6 +466,38 @@ def test_resume_of_a_file_that_is_no_transcript_says_so(tmp_path: Path) -> None:
     assert r.exit_code == 3 and "not a task transcript" in r.stderr
 
 
+def test_resume_whose_next_step_names_a_document_gone_says_so_and_runs_nothing(
+        small: Path, local_model: OpenAIServer) -> None:
+    """A transcript interrupted before t/check, resumed after t/check.md was renamed (and
+    the plan changed to match): it ran t/make again, then failed with "KeyError: 't/check'"."""
+    from jupyter_percent_agent.tasks.api import arun_task
+
+    local_model.script(Reply('{"title": "A"}', delay=30))
+
+    async def interrupted() -> Path:
+        run = asyncio.ensure_future(arun_task(small, "t/main", {"topic": "x"}))
+        while not local_model.chat_requests:
+            await asyncio.sleep(0.05)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        (path,) = (small.parent / "runs").glob("*.msg.md")
+        return path
+
+    path = asyncio.run(interrupted())
+    assert 'task_state="interrupted"' in path.read_text()
+    (small / "t" / "check.md").rename(small / "t" / "verify.md")
+    write_doc(small, "t/verify", SMALL["t/check"])
+    write_doc(small, "t/main", SMALL["t/main"].replace("t/check", "t/verify"))
+    local_model.reset()
+    local_model.script('{"title": "A"}')
+    r = CliRunner().invoke(main, ["run", "--resume", str(path)])
+    assert r.exit_code == 3, r.output
+    assert "'t/check'" in r.stderr and "KeyError" not in r.stderr
+    assert "the SOP folder no longer has" in r.stderr
+    assert not local_model.chat_requests
+
+
 # -- the [task] cell (the kernel's entry point) --------------------------------------------
 
 TASK_CELL = """## %% Write a blog[^t1]
@@ -499,6 +543,34 @@ def test_a_task_cell_runs_the_workflow_and_streams_each_step(blog: Path,
         [fmt.output_text(o) for o in run.outputs]
 
 
+def test_ctrl_c_during_a_slow_toolbox_tool_exits_at_once(tmp_path: Path, trusted,
+                                                         local_model: OpenAIServer) -> None:
+    """tce run printed its interrupted line, then waited for the tool's thread to finish
+    (a minute here) before it exited: the tools' worker threads were joined at exit."""
+    project = tmp_path / "p"
+    (project / "toolbox").mkdir(parents=True)
+    (project / "toolbox" / "waits.py").write_text(
+        "import time\n\n\ndef wait(seconds: int) -> int:\n"
+        '    """Wait.\n\n    Args:\n        seconds: how long\n    """\n'
+        "    print('waiting', flush=True)\n    time.sleep(seconds)\n    return seconds\n")
+    write_doc(project / "sop", "w/wait", "task_type: execute\ntool:\n  tool_id: wait\n"
+              "  parameters:\n    - name: seconds\n      value: 60\n---\n")
+    trusted(project)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run", "w/wait",
+                             "--sop", str(project / "sop")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "waiting\n"  # the tool is running
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("tce run did not exit after Ctrl-C while a tool ran")
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "continue with tce run --resume" in err
+
+
 def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_continues(
         blog: Path, model: OpenAIServer) -> None:
     gate = Gate(PARAGRAPH)
@@ -524,6 +596,9 @@ def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_cont
     assert run.status == "interrupted"
     last = fmt.output_attrs(run.outputs[-1])
     assert last["task_status"] == "interrupted"
+    # what the cell shows says so (it showed a context of ```json null```)
+    assert fmt.output_text(run.outputs[-1]) == (
+        f"interrupted: run the cell again to continue {last['transcript']}")
     path = blog / last["transcript"]
     assert 'task_state="interrupted"' in path.read_text()
     assert "interrupted=true" in path.read_text()  # the step cut short says so

@@ -38,6 +38,17 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._lazy})
 
+    def invoke(self, ctx: click.Context) -> object:
+        """Ctrl-C in a command that does not handle it is one line and exit 130, as in every
+        other command (click would say "Aborted!" and exit 1, a failed model call's code)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            from jupyter_percent_agent.cli._common import EXIT_INTERRUPTED
+
+            click.echo("\ntce: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self._lazy:
             module_name, attr = self._lazy[name].split(":")

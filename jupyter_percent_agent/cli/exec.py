@@ -2,7 +2,8 @@
 
 Every cell that has no outputs yet (``--all``: every cell; ``--cell N``: that one) runs where
 it belongs: a ``[code]`` cell in a code kernel of its language (trusted folder) or the
-sandbox, a message to its agent, a ``[tool_call]`` to its tools. Code a reply proposed
+sandbox, a message to its agent, a ``[tool_call]`` to its tools, a ``[task]`` to its workflow
+(as the Agent kernel runs it). Code a reply proposed
 (``proposed=true``) is the exception: the user reads it first, so it runs only when named
 (``--cell N``), with ``--proposed``, or by the user's ``auto_run``. The file is saved after
 each cell (atomically, under its lock); the first cell that fails stops the run, with the exit
@@ -20,8 +21,10 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import (
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TRUST,
     EXIT_USAGE,
     fail,
     fail_for,
@@ -29,9 +32,9 @@ from jupyter_percent_agent.cli._common import (
     read_or_fail,
     resolve_item,
 )
-from jupyter_percent_agent.errors import PercentAgentError
+from jupyter_percent_agent.errors import TABLE, Kind, PercentAgentError
 
-RUNNABLE = ("message", "code", "tool_call", "toolchain", "async")
+RUNNABLE = ("message", "code", "tool_call", "toolchain", "async", "task")
 EPILOG = (
     "Exit codes as tce chat's: 0 done, 1 a model call failed, 3 malformed file, "
     "4 a code cell or tool failed, 5 bad agent, 6 refused (the folder is not trusted: "
@@ -190,6 +193,13 @@ def run_exec(
         fail_for(exc, path=path)
 
 
+async def _run_task(cell: Any, run: Any, options: Any) -> None:
+    """``[task]`` cells run their workflow, as in the Agent kernel (imported when one runs)."""
+    from jupyter_percent_agent.tasks.cell import run_in_turn
+
+    await run_in_turn(cell, run, options)
+
+
 async def _exec(
     path: Path,
     todo: list[tuple[int, str]],
@@ -209,7 +219,8 @@ async def _exec(
     if any(kinds.get(cid) == "message" for _, cid in todo):
         transport.warm_up()
     kernels = CodeKernels(path.parent)
-    options = RunOptions(agent=agent, model=model, base_dir=path.parent, code_kernels=kernels)
+    options = RunOptions(agent=agent, model=model, base_dir=path.parent, code_kernels=kernels,
+                         runners={"task": _run_task})
     printer = Printer(quiet=quiet)
     from jupyter_percent_agent import trust
 
@@ -223,6 +234,9 @@ async def _exec(
             printer.wrote = False
         if run.status == "error":
             click.echo(f"tce: cell {index}: {run.error_detail}", err=True)
+            if kinds.get(cid) == "task":  # as tce run: the workflow failed, or was refused
+                refused = run.error_type == TABLE[Kind.REFUSED].error_type
+                return EXIT_TRUST if refused else EXIT_FAILED
             return failed_run_exit(run.agent)
         if run.proposed and trust.auto_runs(path.parent):  # the user's config, never a file
             for at in proposed_after(path, cid):

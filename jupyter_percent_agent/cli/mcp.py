@@ -9,12 +9,13 @@ did not start (``tce mcp list`` shows it as unreachable instead).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.cli._common import EXIT_INTERRUPTED, EXIT_USAGE, fail, fail_for
 from jupyter_percent_agent.errors import PercentAgentError
 
 
@@ -145,14 +146,33 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         if spec.name in existing and not replace:
             click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
             continue
-        if not yes and not click.confirm(
-            f"add {spec.name!r} ({spec.transport}: {spec.target})?", default=False
-        ):
-            continue
+        if not yes:
+            answer = _ask(f"add {spec.name!r} ({spec.transport}: {spec.target})?")
+            if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
+                click.echo("no more answers on standard input: the others were not added "
+                           "(--yes adds every server)")
+                break
+            if not answer:
+                continue
         mcptools.add_server(spec, replace=True)
         added += 1
         click.echo(f"added {spec.name!r}")
     click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
+
+
+def _ask(question: str) -> bool | None:
+    """The user's y/N; None when standard input has no more answers (click's confirm
+    aborts the command there, exit 1). Ctrl-C is exit 130, what was added kept."""
+    click.echo(f"{question} [y/N]: ", nl=False)
+    try:
+        line = sys.stdin.readline()
+    except KeyboardInterrupt:
+        click.echo()
+        fail("interrupted: the servers added so far are kept", EXIT_INTERRUPTED)
+    if not line:
+        click.echo()
+        return None
+    return line.strip().lower() in ("y", "yes")
 
 
 @mcp.command("serve")

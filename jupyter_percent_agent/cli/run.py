@@ -144,7 +144,11 @@ def _load(folder: str, task_id: str, yes: bool = False) -> tuple[Any, str]:
                 fail(f"no task {task_id!r} in {folder}{did_you_mean(task_id, sop.documents)}; "
                      "nothing was run (a request in words, with spaces, goes to the index)",
                      EXIT_USAGE)
-            task_id = _pick(sop, task_id, yes) or task_id
+            picked = _pick(sop, task_id, yes)
+            if picked is None:
+                fail(f"no task {task_id!r} in {folder}, and no plan in it for a request in "
+                     "words; nothing was run", EXIT_USAGE)
+            task_id = picked
         check_task(sop, task_id)
     except FileNotFoundError:
         fail(f"{folder}: no such folder (name the SOP folder with --sop)", EXIT_USAGE)
@@ -170,6 +174,8 @@ def _context(text: str | None) -> dict[str, Any]:
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             fail(f"{source}: {exc.strerror or exc}", EXIT_USAGE)
+        except UnicodeDecodeError as exc:
+            fail(f"{source}: not UTF-8 text (byte {exc.start})", EXIT_USAGE)
     elif text == "-":
         source, text = "standard input", sys.stdin.read()
     try:

@@ -96,6 +96,9 @@ def show(task_id: str, folder: str, as_json: bool) -> None:
     if task_id not in loaded:
         from jupyter_percent_agent.errors import did_you_mean
 
+        own = [p for p in loaded.problems if p.path == f"{task_id}.md"]
+        if own:  # the file is there: say why it is no document
+            fail(str(own[0]), EXIT_FILE)
         fail(f"no document {task_id!r} in {folder}{did_you_mean(task_id, loaded.documents)}",
              EXIT_USAGE)
     doc = loaded[task_id]

@@ -7,7 +7,8 @@ the conversations of its working folder: message files (``NAME.msg.md``, ``NAME.
 ``.md`` with messages), and, only when none has it, notebooks on the agent kernel (an
 ``.ipynb`` converted from one, executed where its message file is not). A file must also hold
 every cell this session ran before (the cells of one run come from one notebook). One file
-(or paired twins, ``x.msg.md`` and ``x.msg.py``, with the same cells): that one. None: the
+(or paired twins, ``x.msg.md`` and ``x.msg.py``, or copies, such as the ``out.ipynb`` papermill
+writes before it runs a cell, with the same cells): that one. None: the
 cell is a conversation of its own (``jupyter console``). Several: one line saying so, and
 nothing runs.
 """
@@ -94,17 +95,18 @@ def find_conversation(folder: Path, source: str, ran: Iterable[str] = ()) -> Pat
     except OSError:
         return None
     wanted = {source, *ran}
-    found: list[Path] = []
-    forms: dict[tuple[tuple[Any, str], ...], Path] = {}  # twins (x.msg.md, x.msg.py): one
+    # twins (x.msg.md, x.msg.py) and copies (papermill's out.ipynb, written before it runs
+    # the first cell) are one conversation
+    forms: dict[tuple[tuple[Any, str], ...], Path] = {}
+    notebooks: dict[tuple[tuple[Any, str], ...], Path] = {}
     for name in names:
         cells = _cells(folder / name)
         if cells is not None and wanted <= _texts(cells):
             form = tuple((c.get("id"), fmt.message_text(c)) for c in cells)
-            if name.lower().endswith(".ipynb"):
-                found.append(folder / name)
-            else:
-                forms.setdefault(form, folder / name)
-    found = list(forms.values()) or found  # a message file, not the .ipynb paired with it
+            kept = notebooks if name.lower().endswith(".ipynb") else forms
+            kept.setdefault(form, folder / name)
+    # a message file, not the .ipynb paired with it
+    found = list(forms.values()) or list(notebooks.values())
     if len(found) > 1:
         shown = ", ".join(p.name for p in found[:4]) + (" ..." if len(found) > 4 else "")
         raise AmbiguousCell(

@@ -51,7 +51,14 @@ def read_notebook(path: Path | None) -> dict[str, Any]:
     if not text.strip():
         return fmt.reads(EMPTY, path="untitled.msg.md")
     if path.suffix == ".ipynb":  # sources and texts as lists of lines, as nbformat saves
-        return joined(json.loads(text))
+        try:
+            nb = json.loads(text)
+        except ValueError as exc:
+            raise fmt.FormatError(f"not a notebook (not JSON: {getattr(exc, 'msg', exc)})",
+                                  line=getattr(exc, "lineno", None), path=str(path)) from None
+        if not isinstance(nb, dict):
+            raise fmt.FormatError("not a notebook (not a JSON object)", path=str(path))
+        return joined(nb)
     return fmt.reads(text, path=str(path))
 
 

@@ -156,6 +156,8 @@ def search_sops(folders: Folders, sop: str, query: str, k: int = 5) -> list[dict
     """The documents of a served SOP folder that best match ``query``."""
     from jupyter_percent_agent.tasks.index import Index
 
+    if not query.strip():
+        raise ServeError("the query is empty")
     root = folders.resolve(sop, suffix=None, directory=True)
     with Index.open(root) as index:
         return [hit.to_json() for hit in index.search(query, max(1, min(k, 50)))]

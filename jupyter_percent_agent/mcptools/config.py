@@ -152,6 +152,8 @@ def read_json_file(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise McpConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise McpConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         return json.loads(text) if text.strip() else {}
     except ValueError as exc:

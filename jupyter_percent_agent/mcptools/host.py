@@ -208,11 +208,15 @@ class Connection:
             raise self._fail(f"is not running ({self.error or 'stopped'})")
         timeout = self.spec.timeout or CALL_TIMEOUT
         call = asyncio.ensure_future(self.client.call_tool(name, arguments))
-        done, _ = await asyncio.wait(
-            {call, self._task},
-            timeout=timeout,  # type: ignore[arg-type]
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        try:
+            done, _ = await asyncio.wait(
+                {call, self._task},
+                timeout=timeout,  # type: ignore[arg-type]
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        except asyncio.CancelledError:  # the caller was interrupted: so is its call
+            call.cancel()
+            raise
         if call not in done:
             call.cancel()
             if self._task in done:
@@ -233,12 +237,13 @@ class Connection:
 
     async def stop(self) -> None:
         """Close the connection: the SDK closes the server's stdin, then ends its process
-        tree. A connection that failed may be stuck in a request, so it is cancelled."""
+        tree. A connection that failed may be stuck in a request, and one still starting
+        waits for a server that may never answer: both are cancelled at once."""
         self._stop.set()
         task = self._task
         if task is None or task.done():
             return
-        if self.error is not None:
+        if self.error is not None or not self._ready.is_set():
             task.cancel()
         done, _ = await asyncio.wait({task}, timeout=8)
         if not done:

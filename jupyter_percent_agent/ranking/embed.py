@@ -39,6 +39,13 @@ NO_MODEL = ("none", "off", "0", "lexical")
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
 
+EMBED_CHARS = 100_000
+"""How much of a text the bundled model embeds: its first 100,000 characters (a document of
+some fifty pages). Its vector is the mean of its tokens' vectors, which more text hardly
+moves, and the tokens of a whole log pasted into a SOP folder took a thousand times its
+size in memory (a 30 MB file had ``tce sop search`` killed for lack of it). Terms index the
+whole text."""
+
 
 class EmbeddingError(PercentAgentError, RuntimeError):
     """The embedding model could not be loaded or did not answer."""
@@ -145,7 +152,8 @@ class WordLlamaEmbedder:
         self._load()
         table = self._table
         out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        encodings = self._tokenizer.encode_batch([t[:EMBED_CHARS] for t in texts],
+                                                 add_special_tokens=False)
         for i, enc in enumerate(encodings):
             ids = np.asarray(enc.ids, dtype=np.int64)
             if ids.size:

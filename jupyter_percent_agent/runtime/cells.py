@@ -133,8 +133,14 @@ async def _call(toolset: Toolset, name: Any, data: Any, *, first: bool, run: Run
         known = ", ".join(sorted(toolset.names())) or "none"
         raise KeyError(f"no tool named {name!r} (known: {known})")
     tool = toolset.registry[name]
-    result = await asyncio.wait_for(tool.arun(data if first else _chain_args(tool, data),
-                                              on_chunk=chunk), timeout)
+    call = asyncio.ensure_future(tool.arun(data if first else _chain_args(tool, data),
+                                           on_chunk=chunk))
+    try:
+        result = await asyncio.wait_for(call, timeout)
+    except TimeoutError:
+        if not call.cancelled():  # the tool's own TimeoutError: its words
+            raise
+        raise TimeoutError(f"{name} did not return within {timeout:g} s (tool_timeout)") from None
     return result["data"], result.get("instruction")
 
 

@@ -125,8 +125,9 @@ class FileConversation:
 
 class CellInFile:
     """A cell already in a message file, run (again) where it is (``tce exec``): ``begin``
-    empties its outputs (a ``[code]`` cell run by the user is no longer ``proposed``) and
-    plans it under the file's lock; ``finish`` saves what the run made."""
+    empties its outputs in the file (a ``[code]`` cell run by the user is no longer
+    ``proposed``; a ``[task]`` cell's runner still gets its last ones, as in the Agent kernel)
+    and plans it under the file's lock; ``finish`` saves what the run made."""
 
     def __init__(self, path: Path, cell_id: str) -> None:
         self.path = path
@@ -142,9 +143,12 @@ class CellInFile:
                 raise CellGone(f"cell {cid} is no longer in {self.path}")
             decided = plan(nb, cid, options)  # fails before anything is written
             if cell.get("outputs") or fmt.cell_attrs(cell).get("proposed") is not None:
+                last = list(cell.get("outputs") or [])
                 fmt.clear_outputs(cell)
                 fmt.set_cell_attrs(cell, {"proposed": None})
                 fmt.write(nb, self.path)
+                if fmt.cell_kind(cell) == "task":  # its runner reads them: the output of an
+                    cell["outputs"] = last      # interrupted run names the transcript to go on
         return nb, decided
 
     def finish(self, run: Run) -> None:

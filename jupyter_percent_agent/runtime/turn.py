@@ -138,6 +138,7 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         tools_for,
         with_search,
     )
+    from jupyter_percent_agent.tools import in_thread
 
     _, cell = find_cell(nb, decided.cell_id)
     if decided.kind in options.runners:
@@ -155,7 +156,10 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     agent, route = decided.agent, decided.route
     assert agent is not None and route is not None
     try:
-        toolset = tools_for(agent, options.folder, nb) if agent.has_tools else None
+        # off the event loop: starting an MCP server may take its 30 s, and an interrupt
+        # (Ctrl-C, the kernel's stop button) must not wait for it
+        toolset = await in_thread(lambda: tools_for(agent, options.folder, nb)) \
+            if agent.has_tools else None
     except McpServerError as exc:  # one [error] naming the server; the conversation goes on
         run.fail(type(exc).__name__, str(exc))  # a tool's failure, not the model's
         run.emit(fmt.error_output(type(exc).__name__, str(exc), [],

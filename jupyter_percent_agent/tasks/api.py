@@ -122,6 +122,11 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
         return TaskResult.ended(ended, task_id, state.context, path, state.steps, state.error)
     loaded = as_sop(sop if sop is not None else tr.resume_sop(header, nb, path))
     check_task(loaded, task_id)
+    gone = sorted({item.task_id for item in state.stack} - set(loaded.documents))
+    if gone:  # the folder changed since: say so before any step runs again
+        raise tr.TranscriptError(
+            f"{path}: the run goes on with {', '.join(map(repr, gone))}, which the SOP folder "
+            f"no longer has; nothing was run (start the task afresh)")
     runner = Runner(loaded, task_id, nb, path, state, max_steps=steps, model=model,
                     on_event=on_event)
     return await runner.run()

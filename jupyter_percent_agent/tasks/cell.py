@@ -137,7 +137,9 @@ class _Outputs:
         path = self.run.transcript
         shown = str(path.relative_to(self.base_dir)) if path is not None and \
             path.is_relative_to(self.base_dir) else str(path)
-        text = "```json\n" + json.dumps(context, ensure_ascii=False, indent=2) + "\n```"
+        text = ("```json\n" + json.dumps(context, ensure_ascii=False, indent=2) + "\n```"
+                if status != "interrupted"
+                else f"interrupted: run the cell again to continue {shown}")
         self.emit(fmt.reply_output(text, agent="task", out_id=self._id(), attrs={
             "task_status": status, "transcript": shown, **extra}))
 

@@ -121,12 +121,16 @@ def split_front_matter(text: str) -> tuple[str, int, str, int] | None:
     return None
 
 
-def sections(body: str, first_line: int = 1) -> tuple[dict[str, str], dict[str, int]]:
+def sections(body: str, first_line: int = 1,
+             twice: list[tuple[str, int, int]] | None = None
+             ) -> tuple[dict[str, str], dict[str, int]]:
     """``## NAME`` sections of a body: name -> text (up to the next ``##`` heading or one
     above it, trimmed) and name -> the line of its first text. Headings in fences do not
-    count."""
+    count. A name given again is added to ``twice`` with the lines of both headings (the
+    last one's text is kept)."""
     found: dict[str, list[str]] = {}
     starts: dict[str, int] = {}
+    headings: dict[str, int] = {}
     current: str | None = None
     fence: str | None = None
     for i, line in enumerate(body.split("\n")):
@@ -141,6 +145,9 @@ def sections(body: str, first_line: int = 1) -> tuple[dict[str, str], dict[str, 
             if h and len(h.group(1)) <= 2:
                 current = h.group(2).strip() if len(h.group(1)) == 2 else None
                 if current is not None:
+                    if current in headings and twice is not None:
+                        twice.append((current, headings[current], first_line + i))
+                    headings[current] = first_line + i
                     found[current] = []
                     starts[current] = first_line + i + 1
                 continue
@@ -227,7 +234,11 @@ def parse_document(text: str, rel_path: str) -> tuple[TaskDocument | None, list[
     elif task_type not in TASK_TYPES:
         r.problem("task_type", f"unknown task_type {task_type!r} (one of "
                   + ", ".join(TASK_TYPES) + ")", "task_type")
-    secs, sec_lines = sections(body, body_line)
+    twice: list[tuple[str, int, int]] = []
+    secs, sec_lines = sections(body, body_line, twice)
+    for name, first, again in twice:  # one text would be silently dropped
+        r.problems.append(Problem(r.path, f"## {name}", again,
+                                  f"given twice (lines {first} and {again}): one section each"))
     agent = r.text(data, "agent")
     tool_id, params = _tool(r, data, secs)
     inputs = _inputs(r, data)

@@ -23,6 +23,7 @@ from ._tool import (
     as_tool,
     call_tool,
     check_docstring,
+    in_thread,
 )
 from .results import (
     STREAM_CHUNK,
@@ -58,6 +59,7 @@ __all__ = [
     "describe_defined_tool",
     "describe_source",
     "import_file",
+    "in_thread",
     "normalize_result",
     "parse_docstring",
     "render_source_tools",

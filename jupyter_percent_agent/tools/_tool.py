@@ -15,6 +15,7 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -198,14 +199,14 @@ class Tool:
         if self.is_async:
             value = self.func(**kwargs)
         else:
-            value = await _in_thread(functools.partial(self.func, **kwargs))
+            value = await in_thread(functools.partial(self.func, **kwargs))
         if inspect.isawaitable(value) or inspect.isasyncgen(value):
             return await _collect_async(self.name, value, on_chunk)
         if not inspect.isgenerator(value):
             return _collect_sync(self.name, value, on_chunk)
         result: ToolResult | None = None
         while True:
-            done, item = await _in_thread(functools.partial(_step, value))
+            done, item = await in_thread(functools.partial(_step, value))
             if done and item is None:
                 return result or {"data": None, "instruction": None}
             result = _absorb(self.name, item, on_chunk) or result
@@ -213,14 +214,31 @@ class Tool:
                 return result
 
 
-# Not the loop's default executor: asyncio.run() waits for that one at exit, so a stuck sync
-# tool would hold up shutdown.
-_EXECUTOR = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="tool")
-
-
-async def _in_thread(call: Callable[[], Any]) -> Any:
+async def in_thread(call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread of its own, awaited (cancelling the wait leaves the
+    thread to end by itself). Not an executor's: asyncio.run() waits for the loop's default
+    one, and Python joins every executor's threads at exit, so a stuck sync tool held up the
+    exit of a run the user had interrupted (Ctrl-C)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
-    return await asyncio.get_running_loop().run_in_executor(_EXECUTOR, context.run, call)
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():  # the caller may have been cancelled meanwhile
+            (future.set_result if ok else future.set_exception)(value)
+
+    def work() -> None:
+        try:
+            outcome = (True, context.run(call))
+        except BaseException as exc:  # handed to the caller, as an executor does
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop has closed: nobody waits for it any more
+            pass
+
+    threading.Thread(target=work, name="tool", daemon=True).start()
+    return await future
 
 
 def _step(generator: Any) -> tuple[bool, Any]:
