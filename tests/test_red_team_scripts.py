@@ -90,3 +90,24 @@ def test_text_with_line_breaks_reads_back_exactly_from_a_script(text: str, ext: 
         crlf = written.replace("\n", "\r\n")
         assert fmt.reads(crlf, path=path)["cells"][0]["source"] == text
         assert fmt.writes(fmt.reads(crlf, path=path), path=path) == crlf
+
+
+def test_code_a_reply_proposed_is_not_plain_code_of_the_script(tmp_path: Path) -> None:
+    """A proposed cell (saved by JupyterLab as the labextension inserted it, with no blank line
+    after the code) was written as plain code: python notes.msg.py ran what the model wrote
+    before the user had read it. Once the user runs it (the mark gone) it is plain code."""
+    nb = fmt.reads("# %% Q[^q]\n[^q]: [markdown]\n\nRead my file.\n")
+    code = "open('proposal-ran', 'w').write('ran')"
+    nb["cells"].append(fmt.new_code_cell(code, language="python", cell_id="p1",
+                                         attrs={"proposed": True}))  # fmt: skip
+    script = tmp_path / "notes.msg.py"
+    fmt.write(nb, script)
+    assert fmt.read(script)["cells"][1]["source"] == nb["cells"][1]["source"]
+    ran = subprocess.run([sys.executable, script.name], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert not (tmp_path / "proposal-ran").exists()
+    fmt.set_cell_attrs(nb["cells"][1], {"proposed": None})  # the user ran it
+    fmt.write(nb, script)
+    subprocess.run([sys.executable, script.name], cwd=tmp_path, check=True, timeout=60)
+    assert (tmp_path / "proposal-ran").read_text() == "ran"

@@ -330,6 +330,8 @@ def to_script(head: str, records: list[str], script: Script, front_end: int) -> 
 
 # A line that is not a comment and would read as seed 000's bare heading in the markdown.
 _BARE: Final = re.compile(r"\n(?=\\*%%%?(?= \[))")
+# A proposed=... attribute in a [code] cell's footnote (its first line or a continuation).
+_PROPOSED: Final = re.compile(r"\n(?:\[\^[^\]\s]+\]:|  |\t)[^\n]*[ \t]proposed=")
 # A [code] input cell's record as the writer makes it.
 _CODE_RECORD: Final = re.compile(r"#{1,5} %%(?!%)[^\n]*\n\[\^[^\]\s]+\]: \[code\]")
 
@@ -374,7 +376,9 @@ def _code_record(rec: str, rules: _Rules, script: Script) -> str:
     """A ``[code]`` cell's record with its code plain, when that reads back as ``rec``
     (:func:`_plain_code`); else commented as any other record."""
     start = rec.find("\n\n")
-    parts = split_fenced(rec[start + 2 : -1]) if start > 0 else None
+    # code a reply proposed is not the user's yet: it stays behind the marker until they run it
+    proposed = _PROPOSED.search(rec, 0, start) is not None
+    parts = split_fenced(rec[start + 2 : -1]) if start > 0 and not proposed else None
     c = script.comment
     if parts is not None:
         pre, open_line, code, close_line, post = parts
