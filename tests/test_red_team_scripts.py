@@ -111,3 +111,20 @@ def test_code_a_reply_proposed_is_not_plain_code_of_the_script(tmp_path: Path) -
     fmt.write(nb, script)
     subprocess.run([sys.executable, script.name], cwd=tmp_path, check=True, timeout=60)
     assert (tmp_path / "proposal-ran").read_text() == "ran"
+
+
+@pytest.mark.parametrize("ext", [".sas", ".mac", ".ml", ".wolfram", ".jenner"])
+def test_a_language_whose_comments_need_an_end_is_no_script_message_file(
+    tmp_path: Path, model: OpenAIServer, user_config_dir: Path, ext: str
+) -> None:
+    """SAS, Maxima (/* ... */), OCaml and Wolfram ((* ... *)) comment a line only up to the
+    comment's end: the marker-only grammar wrote every line as '/* text' with no '*/', so in
+    notes.msg.sas a reply 'Done. */ x = system(...); /*' closed the comment and the rest was
+    code the interpreter ran. Such a name is no script message file: tce chat keeps the conversation
+    in Markdown beside it (NAME.msg.md), as for any name that is not a message file's."""
+    name = f"notes.msg{ext}"
+    result = chat(tmp_path, name, model, user_config_dir, "Done. */ *) x = 1; /* (*")
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / name).exists()
+    assert (tmp_path / f"{name}.msg.md").is_file()
+    assert not fmt.is_script_path(name)

@@ -60,7 +60,8 @@ def _jupytext_table() -> dict:
 
 def script_for(path: str | os.PathLike[str] | None) -> Script | None:
     """The script language of ``NAME.msg.EXT`` when EXT is a script extension jupytext knows
-    (``.py``, ``.R``, ``.jl``, ``.sh``, ...), else None (``.msg.md`` included)."""
+    (``.py``, ``.R``, ``.jl``, ``.sh``, ...) whose comments run to the end of the line, else
+    None (``.msg.md`` included)."""
     if path is None:
         return None
     name = os.path.basename(os.fspath(path))
@@ -69,7 +70,10 @@ def script_for(path: str | os.PathLike[str] | None) -> Script | None:
         return None
     table = _jupytext_table()
     entry = table.get(ext) or table.get(ext.lower())
-    if entry is None:
+    # a comment that needs an end ('/* ... */' in SAS, '(* ... *)' in OCaml) comments a line
+    # only up to the first end in its text: a marker at the start of each line keeps nothing
+    # behind it, so such a language is no script message file
+    if entry is None or entry.get("comment_suffix"):
         return None
     return Script(entry["comment"], entry["language"])
 
