@@ -145,13 +145,11 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         if spec.name in existing and not replace:
             click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
             continue
-        if not yes and not click.confirm(
-            f"add {spec.name!r} ({spec.transport}: {spec.target})?", default=False
-        ):
+        if not yes and not click.confirm(f"add {spec.name!r} ({spec.described})?", default=False):
             continue
         mcptools.add_server(spec, replace=True)
         added += 1
-        click.echo(f"added {spec.name!r}")
+        click.echo(f"added {spec.name!r} ({spec.described})")
     click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
 
 
