@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jupyter_percent_agent.testing.environment import run_tce
+from jupyter_percent_agent.testing.environment import model_env, run_tce
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 PAYLOAD = "--import=data:text/javascript,import*as%20f%20from'fs';f.writeFileSync('{mark}','x')"
 
@@ -64,3 +65,56 @@ def test_a_server_the_user_agreed_to_runs_as_shown(tmp_path: Path, user_config_d
     listed = run_tce("mcp", "list", cwd=tmp_path, env=env)
     assert "files" in listed.stdout
     assert mark.exists()  # node started with the environment the user was shown
+
+
+SERVICE_TOKEN = "svc-tok-7f3d9a2c41"
+AGENT = "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [svc]\n---\n"
+STEP = '''thought = "Look the weather up."
+
+[tool_call]
+status = "success"
+target = "Look it up"
+code = """
+__result__ = lookup("weather")
+"""
+'''
+
+
+def test_a_servers_own_secret_is_masked_like_the_users_keys(
+    tmp_path: Path, user_config_dir: Path, data_dir: Path
+) -> None:
+    """An MCP server's credential lives in the user's mcp.json (its env), not in the
+    environment: a server that quoted it (an error message) put it into the message file a
+    user shares and into the model's context, where every key of the environment is masked.
+    A prompt-injected model need only call such a tool to have it written where it can read."""
+    server = data_dir / "mcp" / "token_server.py"
+    with OpenAIServer() as model:
+        env = model_env(model, user_config_dir)
+        added = run_tce("mcp", "add", "svc", "--env", f"SERVICE_TOKEN={SERVICE_TOKEN}", "--",
+                        sys.executable, str(server), cwd=tmp_path, env=env)  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        path = tmp_path / "look.msg.md"
+        path.write_text(AGENT)
+        model.script(STEP, 'answer = "It failed."')
+        done = run_tce("chat", path.name, "-m", "Weather?", cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        sent = [json.dumps(r.messages) for r in model.chat_requests]
+    assert len(sent) == 2 and "upstream refused weather" in sent[1]  # the result reached it
+    assert SERVICE_TOKEN not in sent[1]
+    text = path.read_text()
+    assert "upstream refused weather" in text and "[masked SERVICE_TOKEN]" in text
+    assert SERVICE_TOKEN not in text + done.stdout + done.stderr
+
+
+def test_an_http_servers_header_is_masked_whole_and_by_its_credential(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    from jupyter_percent_agent import masking, trust  # noqa: F401  (trust registers the source)
+
+    added = run_tce("mcp", "add", "issues", "--url", "http://127.0.0.1:9/mcp", "--header",
+                    "Authorization: Bearer ghp-abcdef0123456789", cwd=tmp_path,
+                    env={"PATH": "/usr/bin:/bin",
+                         "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)})  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    shown = masking.mask("sent Bearer ghp-abcdef0123456789; the token ghp-abcdef0123456789")
+    assert "ghp-abcdef0123456789" not in shown and "[masked Authorization" in shown

@@ -27,8 +27,9 @@ from typing import Any
 from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.masking import sensitive_name
 from jupyter_percent_agent.trust import config_dir
+from jupyter_percent_agent.trust.config import MCP_SERVERS_NAME
 
-SERVERS_NAME = "mcp.json"
+SERVERS_NAME = MCP_SERVERS_NAME
 NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
