@@ -398,6 +398,7 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
                        err=True)
     columns, rows = _screen()
     from jupyter_percent_agent.cli._terminal import drawing_stream
+    from jupyter_percent_agent.masking import mask_data
 
     bar = tqdm(total=len(jobs), unit="input", file=drawing_stream(sys.stderr), ncols=columns,
                nrows=rows, disable=not sys.stderr.isatty())
@@ -405,6 +406,8 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
     with results_path.open(mode, encoding="utf-8") as out:
 
         def on_result(result: dict[str, Any]) -> None:
+            # text leaving the process, as a transcript is: a tool may have returned a key
+            result = mask_data(result)
             line = json.dumps(result, ensure_ascii=False)
             out.write(line + "\n")
             out.flush()
