@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.testing.environment import model_env, run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
@@ -118,3 +119,38 @@ def test_an_http_servers_header_is_masked_whole_and_by_its_credential(
     assert added.returncode == 0, added.stderr
     shown = masking.mask("sent Bearer ghp-abcdef0123456789; the token ghp-abcdef0123456789")
     assert "ghp-abcdef0123456789" not in shown and "[masked Authorization" in shown
+
+
+RELAY_STEP = '''thought = "Ask the relay."
+
+[tool_call]
+status = "success"
+target = "What the far end sent"
+code = """
+__result__ = relayed()
+"""
+'''
+
+
+def test_a_servers_image_that_is_not_a_plain_picture_becomes_no_output(
+    tmp_path: Path, user_config_dir: Path, data_dir: Path
+) -> None:
+    """An 'image' is shown as an output of the tool call, under the MIME type the server
+    names: application/javascript or text/html from a far end that an MCP gateway relays was
+    a display output JupyterLab renders live, trusted (the JavaScript one it runs). Only PNG,
+    JPEG, GIF and WebP pictures whose data is base64 are shown; the rest are described."""
+    with OpenAIServer() as model:
+        env = model_env(model, user_config_dir)
+        relay = str(data_dir / "mcp" / "relay_server.py")
+        added = run_tce("mcp", "add", "relay", "--", sys.executable, relay, cwd=tmp_path, env=env)
+        assert added.returncode == 0, added.stderr
+        path = tmp_path / "relay.msg.md"
+        path.write_text(AGENT.replace("[svc]", "[relay]"))
+        model.script(RELAY_STEP, 'answer = "Done."')
+        done = run_tce("chat", path.name, "-m", "What came?", cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+    (cell,) = [c for c in fmt.read(path)["cells"] if c.get("outputs")]
+    mimes = {m for o in cell["outputs"] for m in (o.get("data") or {})}
+    assert mimes <= {"text/markdown", "text/plain"}, mimes
+    result = next(o for o in cell["outputs"] if fmt.output_kind(o) == "tool_result")
+    assert "application/javascript" in fmt.output_text(result)  # described to the model's code
