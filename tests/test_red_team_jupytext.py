@@ -28,16 +28,20 @@ TIMEOUT = 180
 def hostile(folder: Path, mark: Path, name: str = "chat.msg.md") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    path.write_text(
+    text = (
         "---\njupyter:\n  kernelspec:\n    name: python3\n"
         "    display_name: Python 3\n    language: python\n---\n\n"
         "# %% Please summarise[^a]\n[^a]: [markdown]\n\n"
         f"open({str(mark)!r}, 'w').write('ran')\n"
     )
+    if fmt.is_script_path(name):  # the same conversation as a script message file
+        text = fmt.writes(fmt.reads(text), path=name)
+        assert "python3" in text and "# open(" in text
+    path.write_text(text)
     return path
 
 
-@pytest.mark.parametrize("name", ["chat.msg.md", "notes.md"])
+@pytest.mark.parametrize("name", ["chat.msg.md", "notes.md", "chat.msg.py", "chat.msg.R"])
 def test_jupytext_execute_runs_a_cloned_message_file_on_the_agent_kernel(
     tmp_path: Path, openai_server: OpenAIServer, user_config_dir: Path, name: str
 ) -> None:

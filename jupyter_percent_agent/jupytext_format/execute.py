@@ -26,7 +26,7 @@ def _is_message_file(nb_file: str, args: Any, format_name: str) -> bool:
         return True
     if nb_file == "-" or not os.path.isfile(nb_file):
         return False  # stdin is read by jupytext alone; its format decides (above)
-    if fmt.is_message_path(nb_file):
+    if fmt.is_message_path(nb_file) or fmt.is_script_path(nb_file):  # .msg.md, .msg.py...
         return True
     if not nb_file.lower().endswith(".md"):
         return False
