@@ -222,7 +222,7 @@ def _strip(chunk: str, rules: _Rules) -> str:
     out = rules.strip.sub("\n", chunk)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
-    return rules.unbreak.sub(r"\1", out)
+    return rules.unbreak.sub(r"\1", out) if _has_break(out) else out
 
 
 def _strip_fast(chunk: str, rules: _Rules) -> str:
@@ -234,7 +234,7 @@ def _strip_fast(chunk: str, rules: _Rules) -> str:
     out = rules.level_one.sub("\n# %%", out)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
-    return rules.unbreak.sub(r"\1", out)
+    return rules.unbreak.sub(r"\1", out) if _has_break(out) else out
 
 
 def _code_spans(src: str, at: int, rules: _Rules) -> tuple[list[tuple[int, int]], bool]:
@@ -442,4 +442,12 @@ def _prose(text: str, comment: str, before: bool) -> str:
 def _marked_breaks(text: str, comment: str) -> str:
     """Commented ``text`` with the marker after each line break other than LF (``_BREAKS``):
     the text after a lone CR is a comment too."""
+    if not _has_break(text):
+        return text
     return _BREAKS.sub(lambda m: m.group() + comment + " ", text)
+
+
+def _has_break(text: str) -> bool:
+    """Whether ``text`` holds a ``_BREAK_CHARS`` character (one memchr-like scan each: far
+    cheaper than a regular expression's scan over text that holds none, as text mostly does)."""
+    return any(c in text for c in _BREAK_CHARS)
