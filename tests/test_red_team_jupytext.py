@@ -130,3 +130,28 @@ def test_jupytext_execute_leaves_code_a_reply_proposed_as_tce_exec_does(
     ran = run_tce("exec", name, "--cell", "2", cwd=folder, env=env)
     assert ran.returncode == 0, ran.stderr
     assert (folder / "proposal-ran").read_text() == "ran"
+
+
+@pytest.mark.parametrize("name", ["chat.msg.md", "chat.msg.py"])
+def test_a_notebook_made_from_a_cloned_message_file_runs_on_the_agent_kernel(
+    tmp_path: Path, openai_server: OpenAIServer, user_config_dir: Path, name: str
+) -> None:
+    """README's way to run a conversation in a notebook pipeline: jupytext --to ipynb, then
+    nbconvert --execute (or papermill). The .ipynb took the kernelspec the cloned file named
+    (python3), so nbconvert ran the message text as Python, as the user, outside the sandbox."""
+    mark = tmp_path / "ran"
+    path = hostile(tmp_path / "clone", mark, name)
+    env = model_env(openai_server, user_config_dir)
+    openai_server.script("A summary.")
+    made = subprocess.run([str(BIN / "jupytext"), "--to", "ipynb", path.name], cwd=path.parent,
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    notebook = path.parent / (path.name.split(".")[0] + ".msg.ipynb")
+    assert json.loads(notebook.read_text())["metadata"]["kernelspec"]["name"] == "percent-agent"
+    done = subprocess.run(
+        [str(BIN / "jupyter"), "nbconvert", "--to", "notebook", "--execute", "--output",
+         "out.ipynb", notebook.name],
+        cwd=path.parent, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert not mark.exists(), done.stderr
+    assert done.returncode == 0, done.stderr
