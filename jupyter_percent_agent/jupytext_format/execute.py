@@ -72,9 +72,10 @@ def patch_execute(cli: ModuleType, format_name: str) -> None:
     @functools.wraps(single)
     def jupytext_single_file(nb_file: str, args: Any, *rest: Any, **kwargs: Any) -> Any:
         execute = getattr(args, "execute", False)
-        if getattr(args, "set_kernel", None) or not (
-            execute or (_makes_another_notebook(args, format_name) and not _trusted(nb_file))
-        ) or not _is_message_file(nb_file, args, format_name):
+        converts = _makes_another_notebook(args, format_name) and not _trusted(nb_file)
+        if getattr(args, "set_kernel", None) or not (execute or converts):
+            return single(nb_file, args, *rest, **kwargs)
+        if not _is_message_file(nb_file, args, format_name):
             return single(nb_file, args, *rest, **kwargs)
         from jupyter_percent_agent.format import DEFAULT_KERNELSPEC
 
