@@ -9,8 +9,9 @@ user picks a kernel (``--set-kernel``), the command executes it on the agent ker
 if ``--set-kernel percent-agent`` had been given; and a notebook it writes from one in a folder
 the user has not trusted (``--to ipynb``, a pair of ``--sync``), which nbconvert or papermill
 would execute on the kernel it names, names the agent kernel (in a trusted folder the files
-are the user's own, and a notebook converted to a message file and back keeps its kernel). A
-message file written keeps what it names.
+are the user's own, and a notebook converted to a message file and back keeps its kernel).
+``--execute`` and ``--to`` leave the message file as it is; ``--sync`` (and ``--set-formats``)
+write the agent kernel into it with its pairs.
 """
 
 from __future__ import annotations
