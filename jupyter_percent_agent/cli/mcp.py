@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.cli._terminal import confirm_text
 from jupyter_percent_agent.errors import PercentAgentError
 
 
@@ -145,7 +146,8 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         if spec.name in existing and not replace:
             click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
             continue
-        if not yes and not click.confirm(f"add {spec.name!r} ({spec.described})?", default=False):
+        asked = confirm_text(f"add {spec.name!r} ({spec.described})?")
+        if not yes and not click.confirm(asked, default=False):
             continue
         mcptools.add_server(spec, replace=True)
         added += 1

@@ -121,7 +121,10 @@ def _pick(sop: Any, words: str, yes: bool) -> str | None:
         if not sys.stdin.isatty():
             fail(f"the best two plans are close: name one, or add --yes to take "
                  f"{choice.best.task_id}", EXIT_USAGE)
-        if not click.confirm(f"Run {choice.best.task_id}?", default=True, err=True):
+        from jupyter_percent_agent.cli._terminal import confirm_text
+
+        if not click.confirm(confirm_text(f"Run {choice.best.task_id}?"), default=True,
+                             err=True):  # fmt: skip
             fail("nothing was run", EXIT_USAGE)
     return choice.best.task_id
 
