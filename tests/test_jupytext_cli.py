@@ -525,11 +525,14 @@ NOTEBOOKS = Path(__file__).parent / "data" / "format" / "notebooks"
 
 @pytest.mark.parametrize("name", ["stdin_stream", "future_types", "later_minor_keys"])
 def test_jupyterlab_and_future_notebooks_round_trip_exactly_through_the_cli(
-    tmp_path: Path, name: str
+    tmp_path: Path, name: str, trusted
 ) -> None:
     """A stdin stream (what JupyterLab records for input()), the cell and output types of a
     later nbformat, and a later minor version's keys on the notebook, its cells and outputs:
-    .ipynb -> .msg.md -> .ipynb gives the same JSON."""
+    .ipynb -> .msg.md -> .ipynb gives the same JSON. (The user's own folder: in one they have
+    not trusted, the .ipynb made from a message file names the agent kernel, whatever the
+    message file names; tests/test_red_team_jupytext.py.)"""
+    trusted(tmp_path)
     shutil.copy(NOTEBOOKS / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
     run_jupytext("--to", ".msg.md", f"{name}.ipynb", cwd=tmp_path, env={"PYTHONWARNINGS": "ignore"})
     run_jupytext("--to", "ipynb", f"{name}.msg.md", cwd=tmp_path, env={"PYTHONWARNINGS": "ignore"})

@@ -84,8 +84,12 @@ def test_registration_is_complete_and_idempotent() -> None:
     formats = jupytext.formats
     assert jupytext_format.is_registered()
     msg_exts = [f.extension for f in formats.JUPYTEXT_FORMATS if f.format_name == "msg"]
-    # one for .md and one for each script extension of jupytext's table (.msg.py, ...)
-    assert sorted(msg_exts) == sorted({".md", *jupytext.languages._SCRIPT_EXTENSIONS})
+    # one for .md and one for each script extension of jupytext's table (.msg.py, ...) whose
+    # comments run to the end of the line (not SAS's /* ... */)
+    table = jupytext.languages._SCRIPT_EXTENSIONS
+    ends = {e for e in table if not table[e].get("comment_suffix")}
+    assert sorted(msg_exts) == sorted({".md", *ends})
+    assert ".sas" not in msg_exts and ".py" in msg_exts
     assert formats.get_format_implementation(".py").format_name != "msg"
     assert formats.get_format_implementation(".py", "msg").format_name == "msg"
     assert formats.long_form_one_format(".msg.py") == {

@@ -111,3 +111,29 @@ def test_the_sop_index_never_reads_a_document_linking_out_of_the_folder(
     assert found.returncode == 0, found.stderr
     assert SECRET not in found.stdout + found.stderr
     assert "w/leak" not in found.stdout
+
+
+def test_a_sop_index_file_linking_out_of_the_folder_is_replaced_not_written_through(
+    tmp_path: Path, clone: Path, user_config_dir: Path
+) -> None:
+    """A clone shipping sop/.sop-index.sqlite -> the index of a SOP folder of the user's had
+    tce sop search write the clone's documents into the user's index (sealed by the user, so
+    taken as trusted) and drop theirs from it: a file outside the clone written because the
+    clone asked. The link is replaced by an index of the clone's own."""
+    mine = tmp_path / "home" / "work"
+    shutil.copytree(DATA / "sop", mine / "sop")
+    with OpenAIServer() as server:
+        built = tce("sop", "index", "sop", cwd=mine, server=server, config=user_config_dir)
+        assert built.returncode == 0, built.stderr
+        index = mine / "sop" / ".sop-index.sqlite"
+        before = index.read_bytes()
+        (clone / "sop" / "w" / "tea.md").write_text(
+            "---\ntask_id: w/tea\ntask_type: execute\ndescription: All about tea\n---\n\n"
+            "## parameters.prompt\nTea.\n"
+        )
+        (clone / "sop" / ".sop-index.sqlite").symlink_to(index)
+        found = tce("sop", "search", "tea", cwd=clone, server=server, config=user_config_dir)
+    assert found.returncode == 0, found.stderr
+    assert "w/tea" in found.stdout
+    assert index.read_bytes() == before
+    assert not (clone / "sop" / ".sop-index.sqlite").is_symlink()

@@ -65,6 +65,12 @@ class TerminalStream:
         return getattr(self.stream, name)
 
 
+def confirm_text(text: str) -> str:
+    """``text`` for a yes/no prompt, made ``visible``: a prompt reaches a terminal through
+    ``input()``, which writes to the terminal's descriptor, past the guarded ``sys.stdout``."""
+    return visible(text)
+
+
 def guard_terminal() -> None:
     """From now on, ``sys.stdout`` and ``sys.stderr`` show control characters when they are
     a terminal."""

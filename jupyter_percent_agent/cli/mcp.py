@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import EXIT_INTERRUPTED, EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.cli._terminal import confirm_text
 from jupyter_percent_agent.errors import PercentAgentError
 
 
@@ -147,7 +148,7 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
             click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
             continue
         if not yes:
-            answer = _ask(f"add {spec.name!r} ({spec.transport}: {spec.target})?")
+            answer = _ask(confirm_text(f"add {spec.name!r} ({spec.described})?"))
             if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
                 click.echo("no more answers on standard input: the others were not added "
                            "(--yes adds every server)")
@@ -156,7 +157,7 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
                 continue
         mcptools.add_server(spec, replace=True)
         added += 1
-        click.echo(f"added {spec.name!r}")
+        click.echo(f"added {spec.name!r} ({spec.described})")
     click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
 
 

@@ -121,7 +121,10 @@ def _pick(sop: Any, words: str, yes: bool) -> str | None:
         if not sys.stdin.isatty():
             fail(f"the best two plans are close: name one, or add --yes to take "
                  f"{choice.best.task_id}", EXIT_USAGE)
-        if not click.confirm(f"Run {choice.best.task_id}?", default=True, err=True):
+        from jupyter_percent_agent.cli._terminal import confirm_text
+
+        if not click.confirm(confirm_text(f"Run {choice.best.task_id}?"), default=True,
+                             err=True):  # fmt: skip
             fail("nothing was run", EXIT_USAGE)
     return choice.best.task_id
 
@@ -404,6 +407,7 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
                        err=True)
     columns, rows = _screen()
     from jupyter_percent_agent.cli._terminal import drawing_stream
+    from jupyter_percent_agent.masking import mask_data
 
     bar = tqdm(total=len(jobs), unit="input", file=drawing_stream(sys.stderr), ncols=columns,
                nrows=rows, disable=not sys.stderr.isatty())
@@ -411,6 +415,8 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
     with results_path.open(mode, encoding="utf-8") as out:
 
         def on_result(result: dict[str, Any]) -> None:
+            # text leaving the process, as a transcript is: a tool may have returned a key
+            result = mask_data(result)
             line = json.dumps(result, ensure_ascii=False)
             out.write(line + "\n")
             out.flush()

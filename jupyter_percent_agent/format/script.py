@@ -60,7 +60,8 @@ def _jupytext_table() -> dict:
 
 def script_for(path: str | os.PathLike[str] | None) -> Script | None:
     """The script language of ``NAME.msg.EXT`` when EXT is a script extension jupytext knows
-    (``.py``, ``.R``, ``.jl``, ``.sh``, ...), else None (``.msg.md`` included)."""
+    (``.py``, ``.R``, ``.jl``, ``.sh``, ...) whose comments run to the end of the line, else
+    None (``.msg.md`` included)."""
     if path is None:
         return None
     name = os.path.basename(os.fspath(path))
@@ -69,7 +70,10 @@ def script_for(path: str | os.PathLike[str] | None) -> Script | None:
         return None
     table = _jupytext_table()
     entry = table.get(ext) or table.get(ext.lower())
-    if entry is None:
+    # a comment that needs an end ('/* ... */' in SAS, '(* ... *)' in OCaml) comments a line
+    # only up to the first end in its text: a marker at the start of each line keeps nothing
+    # behind it, so such a language is no script message file
+    if entry is None or entry.get("comment_suffix"):
         return None
     return Script(entry["comment"], entry["language"])
 
@@ -80,6 +84,13 @@ def is_script_path(path: str | os.PathLike[str] | None) -> bool:
 
 
 # ------------------------------------------------------------------------------- patterns
+
+# Characters besides LF that some reader ends a line at: Python's tokenizer a lone CR (a
+# comment ends there and code begins), JavaScript CR, U+2028 and U+2029, str.splitlines (editors,
+# other tools) all of these. Behind the marker each takes the marker (and a space) after it, so
+# that the text after it is a comment too; the reader takes that marker off again.
+_BREAK_CHARS: Final = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAKS: Final = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]|\r(?!\n)")
 
 # What follows a heading's first '#': more '#', a space, %% or %%%, then a blank, '[' or EOL.
 _HEAD_REST: Final = r"#{0,4} %%%?(?=[ \t\[]|$|\n)"
@@ -103,6 +114,8 @@ class _Rules(NamedTuple):
     prefix: re.Pattern[str]  # the start of a non-blank md line, to comment
     escape: re.Pattern[str]  # a md line that would read as a heading behind the marker
     front: re.Pattern[str]  # a commented front matter at the top of the text
+    breaks: re.Pattern[str]  # a line break other than LF in commented text (takes the marker)
+    unbreak: re.Pattern[str]  # such a break and the marker the writer put after it
 
 
 @lru_cache(maxsize=16)
@@ -131,6 +144,8 @@ def _rules(comment: str) -> _Rules:
         prefix=re.compile(r"\n(?=[^\n\x00])"),  # a line neither blank nor a heading
         escape=re.compile(rf"\n(?={_PCT_LINE})"),
         front=re.compile(rf"\n{c} ---[ \t]*\n(?:[^\n]*\n)*?{c} (?:---|\.\.\.)[ \t]*(?=\n|$)"),
+        breaks=_BREAKS,
+        unbreak=re.compile(rf"([{_BREAK_CHARS}]){c} "),
     )
 
 
@@ -207,7 +222,7 @@ def _strip(chunk: str, rules: _Rules) -> str:
     out = rules.strip.sub("\n", chunk)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
-    return out
+    return rules.unbreak.sub(r"\1", out) if _has_break(out) else out
 
 
 def _strip_fast(chunk: str, rules: _Rules) -> str:
@@ -219,7 +234,7 @@ def _strip_fast(chunk: str, rules: _Rules) -> str:
     out = rules.level_one.sub("\n# %%", out)
     if rules.head_fix is not None:
         out = rules.head_fix.sub("\n#", out)
-    return out
+    return rules.unbreak.sub(r"\1", out) if _has_break(out) else out
 
 
 def _code_spans(src: str, at: int, rules: _Rules) -> tuple[list[tuple[int, int]], bool]:
@@ -319,6 +334,8 @@ def to_script(head: str, records: list[str], script: Script, front_end: int) -> 
 
 # A line that is not a comment and would read as seed 000's bare heading in the markdown.
 _BARE: Final = re.compile(r"\n(?=\\*%%%?(?= \[))")
+# A proposed=... attribute in a [code] cell's footnote (its first line or a continuation).
+_PROPOSED: Final = re.compile(r"\n(?:\[\^[^\]\s]+\]:|  |\t)[^\n]*[ \t]proposed=")
 # A [code] input cell's record as the writer makes it.
 _CODE_RECORD: Final = re.compile(r"#{1,5} %%(?!%)[^\n]*\n\[\^[^\]\s]+\]: \[code\]")
 
@@ -328,7 +345,7 @@ def _commented(text: str, rules: _Rules, comment: str) -> str:
     src = "\n" + text
     if "%%" in src:
         src = rules.escape.sub("\n\\\\", src)
-    return rules.prefix.sub("\n" + comment + " ", src)[1:]
+    return _marked_breaks(rules.prefix.sub("\n" + comment + " ", src)[1:], comment)
 
 
 def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
@@ -344,7 +361,7 @@ def _comment_records(records: list[str], rules: _Rules, comment: str) -> str:
     # one pass puts the prefix on every line but a blank one and a heading (after a NUL)
     src = rules.prefix.sub("\n" + comment + " ", src)
     src = src.replace("\x00", "") if comment == "#" else src.replace("\x00#", comment)
-    return src[1:]
+    return _marked_breaks(src[1:], comment)
 
 
 def _comment_record(rec: str, comment: str) -> str:
@@ -356,14 +373,16 @@ def _comment_record(rec: str, comment: str) -> str:
         out.append(
             comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line) if line else ""
         )
-    return "\n".join(out)
+    return _marked_breaks("\n".join(out), comment)
 
 
 def _code_record(rec: str, rules: _Rules, script: Script) -> str:
     """A ``[code]`` cell's record with its code plain, when that reads back as ``rec``
     (:func:`_plain_code`); else commented as any other record."""
     start = rec.find("\n\n")
-    parts = split_fenced(rec[start + 2 : -1]) if start > 0 else None
+    # code a reply proposed is not the user's yet: it stays behind the marker until they run it
+    proposed = _PROPOSED.search(rec, 0, start) is not None
+    parts = split_fenced(rec[start + 2 : -1]) if start > 0 and not proposed else None
     c = script.comment
     if parts is not None:
         pre, open_line, code, close_line, post = parts
@@ -376,11 +395,7 @@ def _code_record(rec: str, rules: _Rules, script: Script) -> str:
         ):
             nl = rec.find("\n")
             return (
-                c
-                + rec[1 : nl + 1]
-                + c
-                + " "
-                + rec[nl + 1 : start + 1]
+                _marked_breaks(c + rec[1 : nl + 1] + c + " " + rec[nl + 1 : start + 1], c)
                 + "\n"
                 + _prose(pre[:-1], c, before=True)
                 + code
@@ -414,10 +429,25 @@ def _prose(text: str, comment: str, before: bool) -> str:
     blank, and ends the code), each line ending with a newline."""
     if not text:
         return ""
-    return (
+    return _marked_breaks(
         "\n".join(
             comment + " " + ("\\" + line if re.match(_PCT_LINE, line) else line) if line else ""
             for line in text.split("\n")
         )
-        + "\n"
+        + "\n",
+        comment,
     )
+
+
+def _marked_breaks(text: str, comment: str) -> str:
+    """Commented ``text`` with the marker after each line break other than LF (``_BREAKS``):
+    the text after a lone CR is a comment too."""
+    if not _has_break(text):
+        return text
+    return _BREAKS.sub(lambda m: m.group() + comment + " ", text)
+
+
+def _has_break(text: str) -> bool:
+    """Whether ``text`` holds a ``_BREAK_CHARS`` character (one memchr-like scan each: far
+    cheaper than a regular expression's scan over text that holds none, as text mostly does)."""
+    return any(c in text for c in _BREAK_CHARS)

@@ -118,10 +118,10 @@ def _script_hint(ext: str) -> bool:
 
 
 def _script_extensions() -> list[str]:
-    """The script extensions jupytext knows (its own table): a message file may be any."""
+    """The script extensions a message file may have (``format.script_for``: jupytext's)."""
     from jupytext.languages import _SCRIPT_EXTENSIONS
 
-    return [ext for ext in _SCRIPT_EXTENSIONS if ext != EXTENSION]
+    return [e for e, v in _SCRIPT_EXTENSIONS.items() if "comment_suffix" not in v]
 
 
 # --- delegation to the core ---------------------------------------------------------------

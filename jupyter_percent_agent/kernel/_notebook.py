@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.errors import PercentAgentError
 from jupyter_percent_agent.format.notebook import is_json_mime, join_source
 
 EMPTY = ""
@@ -224,6 +225,19 @@ def _new_cell(cell_type: str, source: str, cid: str,
     return fmt.new_message(source, cell_id=cid)
 
 
+class ProposedNotRun(PercentAgentError):
+    """The cell a client that names no cell runs (nbclient: ``jupytext --execute``, papermill,
+    ``nbconvert --execute``) is code a reply proposed: it is left, as a plain ``tce exec``
+    leaves it. The user reads it first and runs it by name (``tce exec FILE --cell N``, or
+    Shift+Enter, which names the cell)."""
+
+    def __init__(self, cell_id: str) -> None:
+        super().__init__(
+            f"not run: cell {cell_id}, code a reply proposed; read it, then run it with "
+            "tce exec FILE --cell N (or all of them with --proposed)"
+        )
+
+
 class LiveConversation:
     """The running cell of the notebook this kernel serves (``runtime.conversation``)."""
 
@@ -232,6 +246,7 @@ class LiveConversation:
         self.memory, self.path, self.nb_id, self.source = memory, path, nb_id, source
         self.live = live  # the notebook on screen (``lay_live_state``), when the front end sent it
         self.rerun = False  # found by its text (nbclient): this session's outputs win
+        self.left: ProposedNotRun | None = None  # why the cell was left unrun (nbclient)
         self.kind = "message"
 
     def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
@@ -242,7 +257,11 @@ class LiveConversation:
         nb, self.nb_id, footnote_id = self.memory.prepare(nb, self.nb_id, self.source,
                                                           rerun=self.rerun)
         apply_summaries(nb, self.memory.summaries)
-        self.kind = fmt.cell_kind(find_cell(nb, footnote_id)[1])
+        cell = find_cell(nb, footnote_id)[1]
+        self.kind = fmt.cell_kind(cell)
+        if self.rerun and self.kind == "code" and fmt.cell_attrs(cell).get("proposed") is not None:
+            self.left = ProposedNotRun(footnote_id)
+            raise self.left
         return nb, plan(nb, footnote_id, options)
 
     def finish(self, run: Run) -> None:

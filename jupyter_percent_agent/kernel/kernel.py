@@ -357,6 +357,10 @@ class AgentKernel(Kernel):
                                if conversation.kind not in ("code", "tool_call", "toolchain")
                                else "interrupted")
         exc = task.exception()
+        if conversation.left is not None:  # left, and said on the runner's stderr, no output
+            self.log.warning("percent-agent: %s", conversation.left)
+            self._tell_count(None)
+            return self._ok()
         if exc is not None:
             # the package's table names it and says it in one line (the name of a refusal
             # that trusting the notebook's folder would lift: UntrustedFolder)

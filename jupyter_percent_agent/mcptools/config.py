@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.masking import sensitive_name
 from jupyter_percent_agent.trust import config_dir
+from jupyter_percent_agent.trust.config import MCP_SERVERS_NAME
 
-SERVERS_NAME = "mcp.json"
+SERVERS_NAME = MCP_SERVERS_NAME
 NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
@@ -60,6 +62,21 @@ class ServerSpec:
         if self.url:
             return self.url
         return " ".join([self.command or "", *self.args])
+
+    @property
+    def described(self) -> str:
+        """The target and everything else that decides what runs or is sent: the environment
+        the command starts with (a secret's value, by its name, as ``***``) and the names of
+        the headers sent, as ``tce mcp import`` asks about them."""
+        parts = [f"{self.transport}: {self.target}"]
+        if self.env:
+            parts.append(
+                "env: "
+                + " ".join(f"{k}={'***' if sensitive_name(k) else v}" for k, v in self.env.items())
+            )
+        if self.headers:
+            parts.append("headers: " + ", ".join(self.headers))
+        return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

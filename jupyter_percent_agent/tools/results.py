@@ -3,6 +3,7 @@ and the images a tool shows beside its value (``show_image``)."""
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -102,11 +103,18 @@ class ToolImage:
 _IMAGES: ContextVar[list[ToolImage] | None] = ContextVar("tool_images", default=None)
 
 
+SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The images a tool's call shows as an output: pictures, nothing a front end runs or lays out
+(an output's MIME type decides its renderer: ``application/javascript`` is run, ``text/html``
+and SVG laid out, by JupyterLab for a live output)."""
+
+
 def show_image(mime: str, data: str, tool: str) -> int | None:
     """Hand an image to the run that called the tool: its number (from 1) among the run's
-    images, or None when no run collects them (the image is then only described)."""
+    images, or None when no run collects them or it is not a picture (``SHOWN_IMAGE_TYPES``,
+    its data base64): it is then only described."""
     images = _IMAGES.get()
-    if images is None:
+    if images is None or not _picture(mime, data):
         return None
     images.append(ToolImage(mime, data, tool))
     return len(images)
@@ -122,3 +130,14 @@ def collecting_images() -> Iterator[list[ToolImage]]:
         yield images
     finally:
         _IMAGES.reset(token)
+
+
+def _picture(mime: object, data: object) -> bool:
+    """``mime`` names a picture and ``data`` is base64 (as the image's output holds it)."""
+    if not isinstance(mime, str) or mime not in SHOWN_IMAGE_TYPES:
+        return False
+    try:
+        base64.b64decode(data, validate=True)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True

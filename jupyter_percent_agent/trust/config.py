@@ -30,6 +30,9 @@ from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.trust.limits import LIMITS, number, user_limit
 
 CONFIG_NAME = "config.toml"
+MCP_SERVERS_NAME = "mcp.json"
+"""The user's MCP servers (``tce mcp add``), in the config folder: their ``env`` and headers
+may hold credentials (``trust.keys.known_secrets`` masks them)."""
 
 
 class ConfigError(PercentAgentError, ValueError):

@@ -25,7 +25,12 @@ from pathlib import Path
 
 from jupyter_percent_agent import masking
 from jupyter_percent_agent.errors import Kind, PercentAgentError
-from jupyter_percent_agent.trust.config import CONFIG_NAME, config_dir, load_config
+from jupyter_percent_agent.trust.config import (
+    CONFIG_NAME,
+    MCP_SERVERS_NAME,
+    config_dir,
+    load_config,
+)
 
 KEYS_NAME = "keys.json"
 
@@ -177,12 +182,13 @@ _seen: dict[str, tuple[tuple[int, int, int], dict[str, str]]] = {}  # path -> (s
 
 def known_secrets() -> dict[str, str]:
     """What the runtime knows to be secret beyond the environment's ``*_KEY`` and friends, for
-    ``masking``: the stored keys (named by their provider's variable) and the value of every
-    variable an allowed endpoint takes its key from. The files are read again only when they
-    change; a file that cannot be read names nothing."""
+    ``masking``: the stored keys (named by their provider's variable), the value of every
+    variable an allowed endpoint takes its key from, and the credentials of the user's MCP
+    servers (:func:`mcp_secrets`). The files are read again only when they change; a file
+    that cannot be read names nothing."""
     found: dict[str, str] = {}
     folder = config_dir()
-    for name in (KEYS_NAME, CONFIG_NAME):
+    for name in (KEYS_NAME, CONFIG_NAME, MCP_SERVERS_NAME):
         path = folder / name
         try:
             st = os.stat(path)
@@ -194,6 +200,8 @@ def known_secrets() -> dict[str, str]:
             try:
                 if name == KEYS_NAME:
                     names = {key_variable(p): k for p, k in load_keys(path).items()}
+                elif name == MCP_SERVERS_NAME:
+                    names = mcp_secrets(path)
                 else:
                     names = {e.key_env: "" for e in load_config(path).endpoints if e.key_env}
             except PercentAgentError:
@@ -201,6 +209,35 @@ def known_secrets() -> dict[str, str]:
             cached = _seen[str(path)] = (stamp, names)
         for variable, value in cached[1].items():
             found[variable] = value or os.environ.get(variable, "")
+    return found
+
+
+def mcp_secrets(path: Path) -> dict[str, str]:
+    """The credentials in the user's ``mcp.json``: the ``env`` values of a server whose names
+    say secret (``masking.sensitive_name``, as for the environment) and every header's value,
+    with the credential after its scheme (``Bearer TOKEN``) on its own. A server quoting its
+    own credential (an upstream error passed on) must not put it into a message file or a
+    model's context. ``{}`` for a file that is not such JSON."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    table = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
+    found: dict[str, str] = {}
+    servers = table.items() if isinstance(table, dict) else ()
+    for server, entry in servers:
+        if not isinstance(entry, dict):
+            continue
+        env, headers = entry.get("env"), entry.get("headers")
+        values = [(name, value) for name, value in (env or {}).items()
+                  if masking.sensitive_name(str(name))] if isinstance(env, dict) else []
+        for name, value in headers.items() if isinstance(headers, dict) else ():
+            values.append((name, value))
+            if isinstance(value, str) and " " in value.strip():
+                values.append((name, value.strip().split(None, 1)[1]))
+        for name, value in values:
+            if isinstance(value, str) and value.strip() and value not in found.values():
+                found[str(name) if str(name) not in found else f"{name} ({server})"] = value
     return found
 
 

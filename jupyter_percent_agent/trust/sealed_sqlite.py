@@ -184,10 +184,14 @@ class SealedSchema:
         """A connection to the file at ``path`` sealed under ``key``, and why it was rebuilt
         ("" if it was not); ``None`` if the folder cannot hold one. A missing file is
         created, an untrusted one (or any, with ``distrust``) replaced, each atomically:
-        processes that open the same file at once end up sharing one."""
+        processes that open the same file at once end up sharing one. A symbolic link is
+        replaced too, never opened: it could lead to a sealed file elsewhere (another folder's
+        index), which this would then write."""
         for _ in range(3):
             reason = "damaged" if distrust else ""
-            if not distrust and path.exists():
+            if path.is_symlink():  # never written through: the link is replaced by a file
+                reason = "a link, not a file of the folder's own"
+            elif not distrust and path.exists():
                 try:
                     conn = connect(f"file:{path}?mode=rw", uri=True)
                 except sqlite3.DatabaseError as exc:
