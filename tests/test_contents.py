@@ -508,6 +508,23 @@ async def test_malformed_file_is_a_400_naming_the_line(
     assert "Traceback" not in body["message"]
 
 
+async def test_a_file_that_is_not_utf8_is_a_400_naming_its_line_not_a_server_path(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    """docs/format.md: text that is not UTF-8 is a FormatError naming its line; JupyterLab
+    showed jupyter_server's own "/abs/path/x.msg.md is not UTF-8 encoded" instead."""
+    (jp_root_dir / "latin.msg.md").write_bytes(
+        "## %% Hello[^a]\n[^a]: [markdown]\n\nCaf\xe9 cr\xe8me.\n".encode("latin-1")
+    )
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "latin.msg.md", method="GET")
+    assert info.value.code == 400
+    message = json.loads(info.value.response.body)["message"]
+    assert message.startswith("latin.msg.md:4: ")
+    assert "UTF-8" in message
+    assert str(jp_root_dir) not in message
+
+
 async def test_failing_save_leaves_the_old_file_intact(
     jp_fetch, jp_root_dir: Path, chat_text, unwritable_cell: dict
 ) -> None:
