@@ -508,6 +508,31 @@ async def test_malformed_file_is_a_400_naming_the_line(
     assert "Traceback" not in body["message"]
 
 
+async def test_a_malformed_file_is_one_line_in_the_server_log_not_a_traceback(
+    jp_fetch, jp_serverapp, jp_root_dir: Path, malformed_text: tuple[str, int]
+) -> None:
+    """jupytext logs what its reading raised with its traceback; for a file the user wrote
+    wrong, the log says where and what in one line, as the answer does."""
+    import logging
+
+    text, line = malformed_text
+    (jp_root_dir / "bad.msg.md").write_text(text, encoding="utf-8")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log = jp_serverapp.contents_manager.log
+    log.addHandler(handler)
+    try:
+        with pytest.raises(HTTPClientError):
+            await jp_fetch("api", "contents", "bad.msg.md", method="GET")
+    finally:
+        log.removeHandler(handler)
+    about_it = [r for r in records if "bad.msg.md" in r.getMessage()]
+    assert about_it, "the failure is logged"
+    assert any(f"bad.msg.md:{line}:" in r.getMessage() for r in about_it)
+    assert [r.getMessage() for r in about_it if r.exc_info or r.exc_text] == []
+
+
 async def test_a_file_that_is_not_utf8_is_a_400_naming_its_line_not_a_server_path(
     jp_fetch, jp_root_dir: Path
 ) -> None:
