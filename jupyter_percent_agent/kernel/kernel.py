@@ -383,8 +383,10 @@ class AgentKernel(Kernel):
             from jupyter_percent_agent import trust
 
             # the labextension inserts them under the message (JupyterLab ignores it), and
-            # runs them when the user's config says auto_run for this folder
-            return self._ok([{"source": PROPOSED_SOURCE, "after": conversation.nb_id,
+            # runs them when the user's config says auto_run for this folder; it finds the
+            # message by the id it sent (a UUID for a cell added there, not its short form)
+            return self._ok([{"source": PROPOSED_SOURCE,
+                              "after": cell_id if cell_id is not None else conversation.nb_id,
                               "auto_run": trust.auto_runs(folder),
                               "cells": [{"code": code, "language": lang}
                                         for lang, code in run.proposed]}])
