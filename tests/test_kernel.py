@@ -780,6 +780,24 @@ def test_the_live_state_makes_the_file_the_notebook_on_screen(tmp_path: Path) ->
     assert len(lay_live_state(read_notebook(path), {"version": 99})["cells"]) == 3
 
 
+def test_outputs_the_live_state_sends_are_laid_over_the_file(tmp_path: Path) -> None:
+    """After a kernel restart the labextension sends the unsaved outputs the old kernel made
+    (the new one never saw them): they stand in for the file's; anything not an output is
+    left out."""
+    from jupyter_percent_agent.kernel._notebook import lay_live_state, read_notebook
+
+    path = tmp_path / "o.msg.md"
+    path.write_text("# %% a[^a]\n[^a]: [markdown]\n\nA\n\n# %% b[^b]\n[^b]: [markdown]\n\nB\n")
+    reply = fmt.reply_output("Reply to A.", agent="writer", out_id="a.1")
+    state = {"version": 1, "cells": [
+        {"id": "a", "cell_type": "code", "outputs": [reply, "junk", {"no": "type"}]},
+        {"id": "b", "cell_type": "code"},
+    ]}
+    nb = lay_live_state(read_notebook(path), state)
+    assert [fmt.output_text(o) for o in nb["cells"][0]["outputs"]] == ["Reply to A."]
+    assert nb["cells"][1]["outputs"] == []
+
+
 def _maps(km: KernelManager) -> str:
     """The files mapped into the kernel process (its extension modules among them)."""
     pid = km.provisioner.process.pid  # type: ignore[union-attr]

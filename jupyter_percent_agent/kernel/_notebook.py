@@ -173,7 +173,8 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
     """``nb`` (the saved file) made into the notebook on screen (changed in place): the cells
     in the state's order, deleted ones gone, new ones added, sources the state sends (cells
     not as saved) and the ``LIVE_KEYS`` attributes as the state says. Outputs stay the file's
-    (and the kernel's, laid over by ``KernelMemory.prepare``). A state the kernel does not
+    (and the kernel's, laid over by ``KernelMemory.prepare``), but for a cell the state sends
+    ``outputs`` for (unsaved, made by a kernel before a restart). A state the kernel does not
     understand is ignored: the file is the fallback, as for front ends that send none."""
     if not isinstance(state, dict) or state.get("version") != 1:
         return nb
@@ -198,6 +199,11 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
             taken.add(cell["id"])
         elif isinstance(source, str):
             cell["source"] = source
+        outputs = entry.get("outputs")
+        if isinstance(outputs, list) and cell.get("cell_type") == "code":
+            # unsaved outputs a kernel made before a restart: this one never saw them
+            cell["outputs"] = [dict(o) for o in outputs
+                               if isinstance(o, dict) and isinstance(o.get("output_type"), str)]
         fmt.set_cell_attrs(cell, {key: entry.get(key) for key in LIVE_KEYS})
         cells.append(cell)
     nb["cells"] = cells

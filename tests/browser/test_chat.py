@@ -398,6 +398,53 @@ def test_the_agent_sees_the_notebook_on_screen_not_the_saved_file(
     assert "Second message. Edited." in text and 'agent="critic"' in text
 
 
+def test_after_a_kernel_restart_the_agent_still_sees_the_unsaved_replies_on_screen(
+    page, lab_server, model
+) -> None:
+    """A reply the old kernel streamed in, not saved yet, is on screen after "Restart
+    Kernel": the next message goes with it (the new kernel never made it, so the
+    labextension sends it once), not as two user turns in a row."""
+    (lab_server.root / "restart.msg.md").write_text(
+        FRONT + "# %% A[^m1]\n[^m1]: [markdown]\n\nFirst message.\n\n"
+        "# %% B[^m2]\n[^m2]: [markdown]\n\nSecond message.\n"
+    )
+    notebook = open_notebook(page, lab_server, "restart.msg.md")
+    wait_for_kernel(page)
+    model.script("First reply, on screen only.")
+    run_cell(page, cell_with(notebook, "First message."))
+    page.locator(".jp-NotebookPanel:visible [data-command='notebook:restart-kernel']").first.click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    page.wait_for_timeout(2000)
+    wait_for_kernel(page)
+    model.script("Second reply.")
+    run_cell(page, cell_with(notebook, "Second message."))
+    sent = [(m["role"], m["content"].strip()) for m in model.chat_requests[-1].messages]
+    assert sent == [
+        ("user", "First message."),
+        ("assistant", "First reply, on screen only."),
+        ("user", "Second message."),
+    ]
+    # Saved, the file holds it; the next restart has nothing more to send.
+    save(page)
+    model.script("Third reply.")
+    page.locator(".jp-NotebookPanel:visible [data-command='notebook:restart-kernel']").first.click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    page.wait_for_timeout(2000)
+    wait_for_kernel(page)
+    second = cell_with(notebook, "Second message.")
+    second.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    expect(second.locator(".jp-OutputArea")).to_contain_text("Third reply.", timeout=90_000)
+    sent = [(m["role"], m["content"].strip()) for m in model.chat_requests[-1].messages]
+    assert sent == [
+        ("user", "First message."),
+        ("assistant", "First reply, on screen only."),
+        ("user", "Second message."),
+    ]
+
+
 def test_a_new_chat_saved_after_a_run_is_a_clean_file(page, lab_server, model) -> None:
     """Short ids as tce makes them (not JupyterLab's 36-character UUIDs), no execution_count
     on messages, no empty message for the cell JupyterLab adds below the one that ran."""
