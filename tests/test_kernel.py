@@ -615,6 +615,46 @@ def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Pat
     assert fmt.output_text(back["outputs"][3]) == "It is **18.5 °C** in Paris."
 
 
+def test_an_interrupted_tool_call_stays_on_record_marked_and_the_model_hears_of_it(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Stop pressed while the sandbox runs an agent's tool call: the step was shown, and the
+    call and its result used to vanish (the file read as if the step had nothing after it,
+    and the next message sent the model a call with no result)."""
+    from jupyter_percent_agent.attp import ToolCall, format_reply
+
+    km, kc = kernel
+    notebook.write_text("---\nagents:\n  helper:\n    models: [test-model]\n"
+                        "    tools: ['*']\n---\n\n# %% Ask[^s1]\n[^s1]: [markdown]\n\nSpin.\n")
+    spin = ToolCall(thought="Count for ever.", target="spin",
+                    code="x = 0\nwhile True:\n    x += 1\n")
+    srv.script(format_reply(spin), "Stopped, I see.")
+    msg = kc.session.msg("execute_request", {
+        "code": "Spin.", "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"]["cellId"] = "s1"
+    trust_for_kernel(notebook.parent)  # a toolbox/ another test left there is allowed
+    try:
+        kc.shell_channel.send(msg)
+        for _ in range(200):  # the step is shown, the sandbox runs it (no timing asserted)
+            if srv.pending == 1 and any(state == "R" for state in children(km).values()):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        km.interrupt_kernel()
+        reply, iopub = collect(kc, msg["header"]["msg_id"])
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        outs = as_saved(iopub)
+        assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result"]
+        assert fmt.output_attrs(outs[2]).get("interrupted") is True
+        assert "x += 1" in fmt.output_text(outs[1])
+        reply, _ = execute(kc, "Did it finish?", "s2")
+    finally:  # the module's other tests run code cells in the sandbox: untrusted
+        trust_for_kernel(notebook.parent, trusted=False)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    sent = " ".join(str(m["content"]) for m in srv.last_messages)
+    assert "interrupted" in sent
+
+
 def test_rerunning_an_earlier_unsaved_message_keeps_it_before_the_later_ones() -> None:
     """A new chat, never saved: run two messages, then edit and re-run the first. Its history
     is what comes before it (nothing), not the second message."""
