@@ -262,6 +262,21 @@ def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
     assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]  # said once
 
 
+def test_a_model_server_error_is_said_once(kernel: Any, notebook: Path,
+                                          srv: OpenAIServer) -> None:
+    """An HTTP 500 showed its reason twice in JupyterLab ("InternalServerError: X", then
+    "test-model: InternalServerError: X"): the one attempt failed for the error's own reason,
+    which is not worth a second line."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply.http_error(500, "upstream exploded"))
+    reply, iopub = execute(kc, "Anyone home?", "err-1")
+    assert reply["content"]["status"] == "error"
+    (error,) = [m["content"] for m in iopub if m["msg_type"] == "error"]
+    assert "upstream exploded" in error["evalue"]
+    assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]
+
+
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
                                                                 srv: OpenAIServer) -> None:
     km, kc = kernel
