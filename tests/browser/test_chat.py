@@ -217,6 +217,28 @@ def test_each_message_shows_its_agent_and_history_and_changes_them_with_one_clic
     assert cells["q4"]["metadata"]["agent"] == "critic"
 
 
+def test_editing_the_front_matter_updates_every_bar_without_a_click(page, lab_server) -> None:
+    """The bar says at a glance who answers: after the user types a new default_agent (and
+    a new agent) into the front matter, the closed menus said "default (writer)" until
+    each was clicked."""
+    (lab_server.root / "front.msg.md").write_text(
+        FRONT + "# %% A[^m1]\n[^m1]: [markdown]\n\nFirst message.\n\n"
+        "# %% B[^m2]\n[^m2]: [markdown]\n\nSecond message.\n"
+    )
+    notebook = open_notebook(page, lab_server, "front.msg.md")
+    first = bar_of(notebook, "First message.").locator("select")
+    expect(first.locator("option:checked")).to_have_text("default (writer)")
+    front = notebook.locator(".jp-Cell").first
+    front.get_by_text("default_agent: writer").click()
+    page.keyboard.press("End")
+    for _ in "writer":
+        page.keyboard.press("Backspace")
+    page.keyboard.type("helper")
+    for text in ["First message.", "Second message."]:
+        select = bar_of(notebook, text).locator("select")
+        expect(select.locator("option:checked")).to_have_text("default (helper)")
+
+
 def test_an_excluded_message_is_dimmed(page, lab_server) -> None:
     notebook = open_chat(page, lab_server)
     aside = cell_with(notebook, "An aside the agent should not see.")
