@@ -374,6 +374,24 @@ async def test_a_fifo_named_like_a_message_file_is_refused_without_blocking(
     assert "a FIFO" in json.loads(info.value.response.body)["message"]
 
 
+async def test_a_folder_holding_a_refused_message_file_still_lists(
+    jp_fetch, jp_root_dir: Path, private_file: Path, chat_text
+) -> None:
+    """A link out of the folder (or a FIFO) named like a message file is refused when it is
+    opened; the listing of its folder used to be refused with it (403), so JupyterLab's file
+    browser showed none of the folder's other files."""
+    (jp_root_dir / "chat.msg.md").write_text(chat_text, encoding="utf-8")
+    (jp_root_dir / "notes.msg.md").symlink_to(private_file)
+    os.mkfifo(jp_root_dir / "pipe.msg.md")
+    listing = await get_model(jp_fetch, "", timeout=10)
+    names = sorted(entry["name"] for entry in listing["content"])
+    assert "chat.msg.md" in names
+    assert "PIN" not in json.dumps(listing)
+    with pytest.raises(HTTPClientError) as info:  # opening it is still refused
+        await jp_fetch("api", "contents", "notes.msg.md", method="GET")
+    assert info.value.code == 403
+
+
 # --- writing ------------------------------------------------------------------------------------
 
 
