@@ -374,6 +374,24 @@ async def test_a_fifo_named_like_a_message_file_is_refused_without_blocking(
     assert "a FIFO" in json.loads(info.value.response.body)["message"]
 
 
+async def test_exporting_a_message_notebook_as_html_sanitizes_model_output(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    """File > Save and Export Notebook As > HTML (nbconvert) wrote a reply's <script> and
+    event handlers into the page as they were: model output is never trusted HTML."""
+    (jp_root_dir / "xss.msg.md").write_text(
+        "# %% M1[^m1]\n[^m1]: [markdown]\n\nHi.\n\n## %%%[^m1.1]\n[^m1.1]: [writer]\n\n"
+        'Hello <script>alert(document.domain)</script><img src=x onerror="alert(1)"> done\n',
+        encoding="utf-8",
+    )
+    response = await jp_fetch("nbconvert", "html", "xss.msg.md", method="GET",
+                              params={"download": "false"}, request_timeout=60)
+    page = response.body.decode()
+    assert "<p>Hello" in page and "done</p>" in page  # still rendered, not shown as tags
+    assert "<script>alert" not in page and "alert(document.domain)" not in page
+    assert "onerror" not in page
+
+
 async def test_a_folder_holding_a_refused_message_file_still_lists(
     jp_fetch, jp_root_dir: Path, private_file: Path, chat_text
 ) -> None:

@@ -36,6 +36,8 @@ def _link_jupyter_server_extension(serverapp: Any) -> None:
 
 
 _DERIVED: dict[type, type] = {}
+# By name: nbconvert imports it when it exports (``contents.exporting``), not at start-up.
+SANITIZE_EXPORTS = "jupyter_percent_agent.contents.exporting.SanitizeMessageNotebooks"
 
 
 def _derived(base: type) -> type:
@@ -68,3 +70,6 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     log = serverapp.contents_manager.log
     if _one_line_user_errors not in log.filters:
         log.addFilter(_one_line_user_errors)
+    # the server's nbconvert route builds its exporters from this config: a message
+    # notebook's HTML export is sanitized (the module is imported only when one exports)
+    serverapp.config.HTMLExporter.preprocessors.append(SANITIZE_EXPORTS)
