@@ -374,6 +374,34 @@ async def test_a_fifo_named_like_a_message_file_is_refused_without_blocking(
     assert "a FIFO" in json.loads(info.value.response.body)["message"]
 
 
+async def test_pairing_a_message_notebook_with_an_auto_script_is_one_line_not_a_locked_file(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """Jupytext's "Pair Notebook with percent Script" sets ``auto:percent``; a message
+    notebook has no script language, and once saved the file no longer opened (a 500 and a
+    traceback: 'No language information in this notebook')."""
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    before = path.read_bytes()
+    model = await get_model(jp_fetch, "chat.msg.md")
+    model["content"]["metadata"]["jupytext"] = {"formats": "md,auto:percent"}
+    with pytest.raises(HTTPClientError) as info:
+        await put_model(jp_fetch, "chat.msg.md", model)
+    assert info.value.code == 400
+    message = json.loads(info.value.response.body)["message"]
+    assert message.startswith("chat.msg.md: ") and "auto:percent" in message
+    assert "py:percent" in message  # what to pair it with instead
+    assert path.read_bytes() == before
+    # a file saved so before opens with the same line, not a 500
+    nb = core.reads(chat_text, path="chat.msg.md")
+    nb["metadata"]["jupytext"] = {"formats": "md,auto:percent"}
+    path.write_text(core.writes(nb, path="chat.msg.md"), encoding="utf-8")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "chat.msg.md", method="GET")
+    assert info.value.code == 400
+    assert "auto:percent" in json.loads(info.value.response.body)["message"]
+
+
 async def test_exporting_a_message_notebook_as_html_sanitizes_model_output(
     jp_fetch, jp_root_dir: Path
 ) -> None:
