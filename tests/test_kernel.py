@@ -277,6 +277,37 @@ def test_a_model_server_error_is_said_once(kernel: Any, notebook: Path,
     assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]
 
 
+def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """JupyterLab renames an open notebook's session, not its kernel's JPY_SESSION_NAME: the
+    next message went with no history and none of the file's agents (the old path was gone).
+    The live state names the notebook's path and the server's root."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    renamed = notebook.parent / "sub" / "renamed.msg.md"
+    renamed.parent.mkdir(exist_ok=True)
+    renamed.write_text("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
+                       "# %% Q[^r1]\n[^r1]: [markdown]\n\nSaved question.\n\n"
+                       "## %%%[^r1.1]\n[^r1.1]: [critic]\n\nSaved answer.\n\n"
+                       "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
+    srv.script("Noted.")
+    msg = kc.session.msg("execute_request", {
+        "code": "New question.", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"]["cellId"] = "r2"
+    msg["metadata"]["percent_agent_notebook"] = {
+        "version": 1, "path": "sub/renamed.msg.md", "root": str(notebook.parent),
+        "cells": [{"id": "front-matter", "cell_type": "raw"}, {"id": "r1", "cell_type": "code"},
+                  {"id": "r2", "cell_type": "code"}]}
+    kc.shell_channel.send(msg)
+    reply, _ = collect(kc, msg["header"]["msg_id"])
+    assert reply["content"]["status"] == "ok", reply["content"]
+    body = srv.chat_requests[-1].body
+    assert body["model"].endswith("critic-model")
+    assert [m["content"] for m in srv.last_messages if m["role"] != "system"] == [
+        "Saved question.", "Saved answer.", "New question."]
+
+
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
                                                                 srv: OpenAIServer) -> None:
     km, kc = kernel

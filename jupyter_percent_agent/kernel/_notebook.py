@@ -42,6 +42,23 @@ def notebook_path(env: Mapping[str, str] | None = None) -> Path | None:
     return path
 
 
+def live_notebook_path(state: Any, path: Path | None) -> Path | None:
+    """The notebook's path as the live state names it (``path`` under the server's ``root``)
+    when it differs from ``path`` (``JPY_SESSION_NAME``, fixed when the kernel started): the
+    user renamed or moved the open notebook. ``path`` when the state names none, or a file
+    that is not there."""
+    if not isinstance(state, dict):
+        return path
+    rel, root = state.get("path"), state.get("root")
+    if not (isinstance(rel, str) and rel and isinstance(root, str) and root):
+        return path
+    parts = [p for p in rel.split("/") if p]
+    if not parts or ".." in parts:
+        return path
+    named = Path(os.path.expanduser(root)).joinpath(*parts)
+    return named if named != path and named.is_file() else path
+
+
 def read_notebook(path: Path | None) -> dict[str, Any]:
     """The saved notebook: a message file through the format core, an ``.ipynb`` as JSON,
     a missing or empty file as an empty conversation. ``FormatError`` for a bad file."""

@@ -40,6 +40,7 @@ from jupyter_percent_agent.kernel._notebook import (
     LIVE_STATE_KEY,
     KernelMemory,
     LiveConversation,
+    live_notebook_path,
     notebook_path,
 )
 
@@ -329,7 +330,7 @@ class AgentKernel(Kernel):
         from jupyter_percent_agent import errors
         from jupyter_percent_agent.runtime import RunOptions, send
 
-        path = notebook_path()
+        path = live_notebook_path(live, notebook_path())  # renamed since the kernel started?
         by_text = path is None and cell_id is None  # nbclient: only the source, in its folder
         if by_text:
             path = self._conversation_of(code)

@@ -12,6 +12,7 @@
  *       "cellId": "q4", "agent": "critic", "deletedCells": [], ...,   // JupyterLab's own
  *       "percent_agent_notebook": {
  *         "version": 1,
+ *         "path": "notes/trip.msg.md", "root": "~/work",   // where the notebook is now
  *         "cells": [                          // every cell, in notebook order
  *           {"id": "front-matter", "cell_type": "raw", "source": "---\n...\n---",
  *            "unsaved": true},                 // source only when not as saved
@@ -36,6 +37,7 @@
  */
 
 import { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { JSONObject, JSONValue } from '@lumino/coreutils';
 
@@ -137,7 +139,10 @@ export function liveState(panel: NotebookPanel): JSONObject {
     }
     cells.push(entry);
   }
-  return { version: LIVE_STATE_VERSION, cells };
+  // Where the notebook is now: a rename or move of an open notebook changes its session's
+  // path, never the kernel's JPY_SESSION_NAME (the path it started with).
+  const root = PageConfig.getOption('serverRoot');
+  return { version: LIVE_STATE_VERSION, path: panel.context.path, root, cells };
 }
 
 /**

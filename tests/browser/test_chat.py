@@ -467,6 +467,35 @@ def test_after_a_kernel_restart_the_agent_still_sees_the_unsaved_replies_on_scre
     ]
 
 
+def test_a_conversation_renamed_while_open_keeps_its_history_and_agents(
+    page, lab_server, model
+) -> None:
+    """Renamed in the file browser while open, the notebook's next message went with no
+    history and none of the file's agents: the kernel still read the old path."""
+    (lab_server.root / "before.msg.md").write_text(
+        "---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
+        "# %% Q[^m1]\n[^m1]: [markdown]\n\nSaved question.\n\n"
+        "## %%%[^m1.1]\n[^m1.1]: [critic]\n\nSaved answer.\n\n"
+        "# %% N[^m2]\n[^m2]: [markdown]\n\nNew question.\n"
+    )
+    notebook = open_notebook(page, lab_server, "before.msg.md")
+    wait_for_kernel(page)
+    item = page.locator(".jp-DirListing-item", has=page.locator('text="before.msg.md"'))
+    item.first.click()
+    page.keyboard.press("F2")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("after.msg.md")
+    page.keyboard.press("Enter")
+    tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="after.msg.md")
+    expect(tab).to_be_visible()
+    model.script("Noted.")
+    run_cell(page, cell_with(notebook, "New question."))
+    body = model.chat_requests[-1].body
+    assert body["model"].endswith("critic-model")
+    sent = [m["content"] for m in body["messages"] if m["role"] != "system"]
+    assert sent == ["Saved question.", "Saved answer.", "New question."]
+
+
 def test_a_new_chat_saved_after_a_run_is_a_clean_file(page, lab_server, model) -> None:
     """Short ids as tce makes them (not JupyterLab's 36-character UUIDs), no execution_count
     on messages, no empty message for the cell JupyterLab adds below the one that ran."""
