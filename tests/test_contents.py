@@ -436,6 +436,10 @@ async def test_a_folder_holding_a_refused_message_file_still_lists(
     with pytest.raises(HTTPClientError) as info:  # opening it is still refused
         await jp_fetch("api", "contents", "notes.msg.md", method="GET")
     assert info.value.code == 403
+    with pytest.raises(HTTPClientError) as info:  # and so is hashing what it leads to
+        await jp_fetch("api", "contents", "notes.msg.md", method="GET",
+                       params={"content": "0", "hash": "1"})
+    assert info.value.code == 403
 
 
 # --- writing ------------------------------------------------------------------------------------

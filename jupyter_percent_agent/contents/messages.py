@@ -280,16 +280,16 @@ def reading(path: str, root: str) -> Iterator[None]:
 
 
 def check_open(os_path: str, path: str, type: str | None, content: bool,
-               root: str) -> bool:
+               root: str, require_hash: bool = False) -> bool:
     """Checks before ``path`` opens; True when its pairings must be checked too
     (:func:`opened_pairs`, with the configuration the manager reads its own way).
 
-    A request without content (an entry of its folder's listing, a check of its date)
-    reads nothing and is not refused: a refusal there failed the whole listing."""
-    if not wants_notebook(path, type) or not content:
+    A request without content or hash (an entry of its folder's listing, a check of its
+    date) reads nothing and is not refused: a refusal there failed the whole listing."""
+    if not wants_notebook(path, type) or not (content or require_hash):
         return False
     refuse_unsafe_path(os_path, path, root)
-    return os.path.isfile(os_path)
+    return content and os.path.isfile(os_path)
 
 
 def prepare_save(model: dict[str, Any], path: str, os_path: str, root: str) -> dict[str, Any]:
