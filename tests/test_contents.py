@@ -374,6 +374,74 @@ async def test_a_fifo_named_like_a_message_file_is_refused_without_blocking(
     assert "a FIFO" in json.loads(info.value.response.body)["message"]
 
 
+async def test_pairing_a_message_notebook_with_an_auto_script_is_one_line_not_a_locked_file(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """Jupytext's "Pair Notebook with percent Script" sets ``auto:percent``; a message
+    notebook has no script language, and once saved the file no longer opened (a 500 and a
+    traceback: 'No language information in this notebook')."""
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    before = path.read_bytes()
+    model = await get_model(jp_fetch, "chat.msg.md")
+    model["content"]["metadata"]["jupytext"] = {"formats": "md,auto:percent"}
+    with pytest.raises(HTTPClientError) as info:
+        await put_model(jp_fetch, "chat.msg.md", model)
+    assert info.value.code == 400
+    message = json.loads(info.value.response.body)["message"]
+    assert message.startswith("chat.msg.md: ") and "auto:percent" in message
+    assert "py:percent" in message  # what to pair it with instead
+    assert path.read_bytes() == before
+    # a file saved so before opens with the same line, not a 500
+    nb = core.reads(chat_text, path="chat.msg.md")
+    nb["metadata"]["jupytext"] = {"formats": "md,auto:percent"}
+    path.write_text(core.writes(nb, path="chat.msg.md"), encoding="utf-8")
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "chat.msg.md", method="GET")
+    assert info.value.code == 400
+    assert "auto:percent" in json.loads(info.value.response.body)["message"]
+
+
+async def test_exporting_a_message_notebook_as_html_sanitizes_model_output(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    """File > Save and Export Notebook As > HTML (nbconvert) wrote a reply's <script> and
+    event handlers into the page as they were: model output is never trusted HTML."""
+    (jp_root_dir / "xss.msg.md").write_text(
+        "# %% M1[^m1]\n[^m1]: [markdown]\n\nHi.\n\n## %%%[^m1.1]\n[^m1.1]: [writer]\n\n"
+        'Hello <script>alert(document.domain)</script><img src=x onerror="alert(1)"> done\n',
+        encoding="utf-8",
+    )
+    response = await jp_fetch("nbconvert", "html", "xss.msg.md", method="GET",
+                              params={"download": "false"}, request_timeout=60)
+    page = response.body.decode()
+    assert "<p>Hello" in page and "done</p>" in page  # still rendered, not shown as tags
+    assert "<script>alert" not in page and "alert(document.domain)" not in page
+    assert "onerror" not in page
+
+
+async def test_a_folder_holding_a_refused_message_file_still_lists(
+    jp_fetch, jp_root_dir: Path, private_file: Path, chat_text
+) -> None:
+    """A link out of the folder (or a FIFO) named like a message file is refused when it is
+    opened; the listing of its folder used to be refused with it (403), so JupyterLab's file
+    browser showed none of the folder's other files."""
+    (jp_root_dir / "chat.msg.md").write_text(chat_text, encoding="utf-8")
+    (jp_root_dir / "notes.msg.md").symlink_to(private_file)
+    os.mkfifo(jp_root_dir / "pipe.msg.md")
+    listing = await get_model(jp_fetch, "", timeout=10)
+    names = sorted(entry["name"] for entry in listing["content"])
+    assert "chat.msg.md" in names
+    assert "PIN" not in json.dumps(listing)
+    with pytest.raises(HTTPClientError) as info:  # opening it is still refused
+        await jp_fetch("api", "contents", "notes.msg.md", method="GET")
+    assert info.value.code == 403
+    with pytest.raises(HTTPClientError) as info:  # and so is hashing what it leads to
+        await jp_fetch("api", "contents", "notes.msg.md", method="GET",
+                       params={"content": "0", "hash": "1"})
+    assert info.value.code == 403
+
+
 # --- writing ------------------------------------------------------------------------------------
 
 
@@ -506,6 +574,48 @@ async def test_malformed_file_is_a_400_naming_the_line(
     body = json.loads(info.value.response.body)
     assert f"line {line}" in body["message"] or f":{line}:" in body["message"]
     assert "Traceback" not in body["message"]
+
+
+async def test_a_malformed_file_is_one_line_in_the_server_log_not_a_traceback(
+    jp_fetch, jp_serverapp, jp_root_dir: Path, malformed_text: tuple[str, int]
+) -> None:
+    """jupytext logs what its reading raised with its traceback; for a file the user wrote
+    wrong, the log says where and what in one line, as the answer does."""
+    import logging
+
+    text, line = malformed_text
+    (jp_root_dir / "bad.msg.md").write_text(text, encoding="utf-8")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log = jp_serverapp.contents_manager.log
+    log.addHandler(handler)
+    try:
+        with pytest.raises(HTTPClientError):
+            await jp_fetch("api", "contents", "bad.msg.md", method="GET")
+    finally:
+        log.removeHandler(handler)
+    about_it = [r for r in records if "bad.msg.md" in r.getMessage()]
+    assert about_it, "the failure is logged"
+    assert any(f"bad.msg.md:{line}:" in r.getMessage() for r in about_it)
+    assert [r.getMessage() for r in about_it if r.exc_info or r.exc_text] == []
+
+
+async def test_a_file_that_is_not_utf8_is_a_400_naming_its_line_not_a_server_path(
+    jp_fetch, jp_root_dir: Path
+) -> None:
+    """docs/format.md: text that is not UTF-8 is a FormatError naming its line; JupyterLab
+    showed jupyter_server's own "/abs/path/x.msg.md is not UTF-8 encoded" instead."""
+    (jp_root_dir / "latin.msg.md").write_bytes(
+        "## %% Hello[^a]\n[^a]: [markdown]\n\nCaf\xe9 cr\xe8me.\n".encode("latin-1")
+    )
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "latin.msg.md", method="GET")
+    assert info.value.code == 400
+    message = json.loads(info.value.response.body)["message"]
+    assert message.startswith("latin.msg.md:4: ")
+    assert "UTF-8" in message
+    assert str(jp_root_dir) not in message
 
 
 async def test_failing_save_leaves_the_old_file_intact(

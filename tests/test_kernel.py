@@ -262,6 +262,52 @@ def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
     assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]  # said once
 
 
+def test_a_model_server_error_is_said_once(kernel: Any, notebook: Path,
+                                          srv: OpenAIServer) -> None:
+    """An HTTP 500 showed its reason twice in JupyterLab ("InternalServerError: X", then
+    "test-model: InternalServerError: X"): the one attempt failed for the error's own reason,
+    which is not worth a second line."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply.http_error(500, "upstream exploded"))
+    reply, iopub = execute(kc, "Anyone home?", "err-1")
+    assert reply["content"]["status"] == "error"
+    (error,) = [m["content"] for m in iopub if m["msg_type"] == "error"]
+    assert "upstream exploded" in error["evalue"]
+    assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]
+
+
+def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """JupyterLab renames an open notebook's session, not its kernel's JPY_SESSION_NAME: the
+    next message went with no history and none of the file's agents (the old path was gone).
+    The live state names the notebook's path and the server's root."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    renamed = notebook.parent / "sub" / "renamed.msg.md"
+    renamed.parent.mkdir(exist_ok=True)
+    renamed.write_text("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
+                       "# %% Q[^r1]\n[^r1]: [markdown]\n\nSaved question.\n\n"
+                       "## %%%[^r1.1]\n[^r1.1]: [critic]\n\nSaved answer.\n\n"
+                       "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
+    srv.script("Noted.")
+    msg = kc.session.msg("execute_request", {
+        "code": "New question.", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"]["cellId"] = "r2"
+    msg["metadata"]["percent_agent_notebook"] = {
+        "version": 1, "path": "sub/renamed.msg.md", "root": str(notebook.parent),
+        "cells": [{"id": "front-matter", "cell_type": "raw"}, {"id": "r1", "cell_type": "code"},
+                  {"id": "r2", "cell_type": "code"}]}
+    kc.shell_channel.send(msg)
+    reply, _ = collect(kc, msg["header"]["msg_id"])
+    assert reply["content"]["status"] == "ok", reply["content"]
+    body = srv.chat_requests[-1].body
+    assert body["model"].endswith("critic-model")
+    assert [m["content"] for m in srv.last_messages if m["role"] != "system"] == [
+        "Saved question.", "Saved answer.", "New question."]
+
+
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
                                                                 srv: OpenAIServer) -> None:
     km, kc = kernel
@@ -615,6 +661,46 @@ def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Pat
     assert fmt.output_text(back["outputs"][3]) == "It is **18.5 °C** in Paris."
 
 
+def test_an_interrupted_tool_call_stays_on_record_marked_and_the_model_hears_of_it(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Stop pressed while the sandbox runs an agent's tool call: the step was shown, and the
+    call and its result used to vanish (the file read as if the step had nothing after it,
+    and the next message sent the model a call with no result)."""
+    from jupyter_percent_agent.attp import ToolCall, format_reply
+
+    km, kc = kernel
+    notebook.write_text("---\nagents:\n  helper:\n    models: [test-model]\n"
+                        "    tools: ['*']\n---\n\n# %% Ask[^s1]\n[^s1]: [markdown]\n\nSpin.\n")
+    spin = ToolCall(thought="Count for ever.", target="spin",
+                    code="x = 0\nwhile True:\n    x += 1\n")
+    srv.script(format_reply(spin), "Stopped, I see.")
+    msg = kc.session.msg("execute_request", {
+        "code": "Spin.", "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"]["cellId"] = "s1"
+    trust_for_kernel(notebook.parent)  # a toolbox/ another test left there is allowed
+    try:
+        kc.shell_channel.send(msg)
+        for _ in range(200):  # the step is shown, the sandbox runs it (no timing asserted)
+            if srv.pending == 1 and any(state == "R" for state in children(km).values()):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        km.interrupt_kernel()
+        reply, iopub = collect(kc, msg["header"]["msg_id"])
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        outs = as_saved(iopub)
+        assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result"]
+        assert fmt.output_attrs(outs[2]).get("interrupted") is True
+        assert "x += 1" in fmt.output_text(outs[1])
+        reply, _ = execute(kc, "Did it finish?", "s2")
+    finally:  # the module's other tests run code cells in the sandbox: untrusted
+        trust_for_kernel(notebook.parent, trusted=False)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    sent = " ".join(str(m["content"]) for m in srv.last_messages)
+    assert "interrupted" in sent
+
+
 def test_rerunning_an_earlier_unsaved_message_keeps_it_before_the_later_ones() -> None:
     """A new chat, never saved: run two messages, then edit and re-run the first. Its history
     is what comes before it (nothing), not the second message."""
@@ -778,6 +864,24 @@ def test_the_live_state_makes_the_file_the_notebook_on_screen(tmp_path: Path) ->
     assert attrs.get("agent") == "critic" and "history" not in attrs
     # a state the kernel does not understand leaves the file as it is
     assert len(lay_live_state(read_notebook(path), {"version": 99})["cells"]) == 3
+
+
+def test_outputs_the_live_state_sends_are_laid_over_the_file(tmp_path: Path) -> None:
+    """After a kernel restart the labextension sends the unsaved outputs the old kernel made
+    (the new one never saw them): they stand in for the file's; anything not an output is
+    left out."""
+    from jupyter_percent_agent.kernel._notebook import lay_live_state, read_notebook
+
+    path = tmp_path / "o.msg.md"
+    path.write_text("# %% a[^a]\n[^a]: [markdown]\n\nA\n\n# %% b[^b]\n[^b]: [markdown]\n\nB\n")
+    reply = fmt.reply_output("Reply to A.", agent="writer", out_id="a.1")
+    state = {"version": 1, "cells": [
+        {"id": "a", "cell_type": "code", "outputs": [reply, "junk", {"no": "type"}]},
+        {"id": "b", "cell_type": "code"},
+    ]}
+    nb = lay_live_state(read_notebook(path), state)
+    assert [fmt.output_text(o) for o in nb["cells"][0]["outputs"]] == ["Reply to A."]
+    assert nb["cells"][1]["outputs"] == []
 
 
 def _maps(km: KernelManager) -> str:

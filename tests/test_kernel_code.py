@@ -151,6 +151,32 @@ def test_a_proposal_comes_back_in_the_execute_reply_for_the_labextension(
     assert cell["language"] == "python" and "csv.DictReader" in cell["code"]
 
 
+def test_a_proposal_names_the_cell_id_the_front_end_sent_for_a_message_typed_in_it(
+    trusted_kernel: tuple[Any, Any, Path], server: OpenAIServer
+) -> None:
+    """A message added in JupyterLab has a UUID id there (the file gets its short form on
+    save): the labextension finds the message by the id it sent, so that is the one named."""
+    _km, kc, folder = trusted_kernel
+    data = Path(__file__).parent / "data"
+    (folder / "toolbox").mkdir(exist_ok=True)
+    shutil.copy(data / "toolbox" / "weather.py", folder / "toolbox" / "weather.py")
+    notebook = folder / "work.msg.md"
+    before = notebook.read_text()
+    notebook.write_text(
+        "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n---\n\n"
+    )
+    server.reset()
+    server.script((data / "code" / "propose_answer.toml").read_text())
+    uuid = "330eafa1-7ee1-40b4-8599-eccad51e0409"
+    try:
+        reply, _ = execute(kc, "Chart it.", uuid)
+    finally:
+        notebook.write_text(before)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    (entry,) = reply["content"]["payload"]
+    assert entry["after"] == uuid
+
+
 def test_the_code_kernel_imports_the_users_modules_from_the_trusted_folder(
     trusted_kernel: tuple[Any, Any, Path],
 ) -> None:

@@ -1,8 +1,9 @@
 """The jupyter_server extension points: derive the contents manager from the configured
-class at link time, and add the trust API when the extension loads."""
+class at link time, and add the trust API (and a log filter) when the extension loads."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from jupyter_percent_agent.contents.manager import (
@@ -35,6 +36,8 @@ def _link_jupyter_server_extension(serverapp: Any) -> None:
 
 
 _DERIVED: dict[type, type] = {}
+# By name: nbconvert imports it when it exports (``contents.exporting``), not at start-up.
+SANITIZE_EXPORTS = "jupyter_percent_agent.contents.exporting.SanitizeMessageNotebooks"
 
 
 def _derived(base: type) -> type:
@@ -43,10 +46,30 @@ def _derived(base: type) -> type:
     return _DERIVED[base]
 
 
+def _one_line_user_errors(record: logging.LogRecord) -> bool:
+    """A log filter: a record about one of the package's errors (a malformed file, a
+    refusal: what the user can fix, said in one line) keeps its line, not its traceback.
+
+    jupytext logs what its reading raised with ``exc_info``; the answer to the client already
+    says where and what."""
+    from jupyter_percent_agent import errors
+
+    if record.exc_info and errors.find(record.exc_info[1]) is not None:
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     """The contents manager was set up at link time; add the trust and keys APIs for
-    JupyterLab."""
+    JupyterLab, and keep tracebacks of user errors out of the contents manager's log."""
     from jupyter_percent_agent.contents import keys_api, trust_api
 
     trust_api.register(serverapp)
     keys_api.register(serverapp)
+    log = serverapp.contents_manager.log
+    if _one_line_user_errors not in log.filters:
+        log.addFilter(_one_line_user_errors)
+    # the server's nbconvert route builds its exporters from this config: a message
+    # notebook's HTML export is sanitized (the module is imported only when one exports)
+    serverapp.config.HTMLExporter.preprocessors.append(SANITIZE_EXPORTS)

@@ -46,7 +46,8 @@ class _SyncMessageFiles(_MessageFilesMixin):
         if not m.is_md(path):
             return super().get(path, content=content, type=type, format=format, **kwargs)
         os_path, root = self._os_path(path), self._root()
-        if m.check_open(os_path, path, type, content, root):
+        if m.check_open(os_path, path, type, content, root,
+                        bool(kwargs.get("require_hash"))):
             plain = path.strip("/")
             m.opened_pairs(plain, os_path, self.get_config(plain), root)  # type: ignore[attr-defined]
         with m.reading(path, root):
@@ -91,7 +92,8 @@ class _AsyncMessageFiles(_MessageFilesMixin):
         if not m.is_md(path):
             return await super().get(path, content=content, type=type, format=format, **kwargs)
         os_path, root = self._os_path(path), self._root()
-        if m.check_open(os_path, path, type, content, root):
+        if m.check_open(os_path, path, type, content, root,
+                        bool(kwargs.get("require_hash"))):
             plain = path.strip("/")
             config = await self.get_config(plain)  # type: ignore[attr-defined]
             m.opened_pairs(plain, os_path, config, root)

@@ -231,8 +231,9 @@ def refuse_pairs(path: str, nb: Any, config: Any, os_path: str, root: str) -> No
 
 
 def opened_pairs(path: str, os_path: str, config: Any, root: str) -> None:
-    """Before a message file opens: refuse it if it names a pairing it may not (jupytext
-    would read that file). Files that name no pairing are not parsed twice."""
+    """Before a message file opens: a 400 naming the line when its bytes are not UTF-8, and
+    a refusal if it names a pairing it may not (jupytext would read that file). Files that
+    name no pairing are not parsed twice."""
     from jupyter_percent_agent import format as core
     from jupyter_percent_agent.contents.pairing import names_a_pairing
     from jupyter_percent_agent.errors import PercentAgentError
@@ -240,8 +241,13 @@ def opened_pairs(path: str, os_path: str, config: Any, root: str) -> None:
 
     try:
         text = core.read_text(os_path)
-    except (OSError, UnicodeDecodeError, PercentAgentError):
+    except (OSError, UnicodeDecodeError):
         return  # jupytext's own reading reports it
+    except PercentAgentError as err:
+        # bytes that are not UTF-8: the line, not jupyter_server's "/abs/path is not UTF-8"
+        translated = translate(err, path, root)
+        assert translated is not None
+        raise translated from None
     if not names_a_pairing(text, config):
         return
     if not (is_message_path(path) or _is_script(path) or looks_like_message_text(text)):
@@ -274,10 +280,13 @@ def reading(path: str, root: str) -> Iterator[None]:
 
 
 def check_open(os_path: str, path: str, type: str | None, content: bool,
-               root: str) -> bool:
+               root: str, require_hash: bool = False) -> bool:
     """Checks before ``path`` opens; True when its pairings must be checked too
-    (:func:`opened_pairs`, with the configuration the manager reads its own way)."""
-    if not wants_notebook(path, type):
+    (:func:`opened_pairs`, with the configuration the manager reads its own way).
+
+    A request without content or hash (an entry of its folder's listing, a check of its
+    date) reads nothing and is not refused: a refusal there failed the whole listing."""
+    if not wants_notebook(path, type) or not (content or require_hash):
         return False
     refuse_unsafe_path(os_path, path, root)
     return content and os.path.isfile(os_path)

@@ -43,6 +43,23 @@ def notebook_path(env: Mapping[str, str] | None = None) -> Path | None:
     return path
 
 
+def live_notebook_path(state: Any, path: Path | None) -> Path | None:
+    """The notebook's path as the live state names it (``path`` under the server's ``root``)
+    when it differs from ``path`` (``JPY_SESSION_NAME``, fixed when the kernel started): the
+    user renamed or moved the open notebook. ``path`` when the state names none, or a file
+    that is not there."""
+    if not isinstance(state, dict):
+        return path
+    rel, root = state.get("path"), state.get("root")
+    if not (isinstance(rel, str) and rel and isinstance(root, str) and root):
+        return path
+    parts = [p for p in rel.split("/") if p]
+    if not parts or ".." in parts:
+        return path
+    named = Path(os.path.expanduser(root)).joinpath(*parts)
+    return named if named != path and named.is_file() else path
+
+
 def read_notebook(path: Path | None) -> dict[str, Any]:
     """The saved notebook: a message file through the format core, an ``.ipynb`` as JSON,
     a missing or empty file as an empty conversation. ``FormatError`` for a bad file."""
@@ -181,7 +198,8 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
     """``nb`` (the saved file) made into the notebook on screen (changed in place): the cells
     in the state's order, deleted ones gone, new ones added, sources the state sends (cells
     not as saved) and the ``LIVE_KEYS`` attributes as the state says. Outputs stay the file's
-    (and the kernel's, laid over by ``KernelMemory.prepare``). A state the kernel does not
+    (and the kernel's, laid over by ``KernelMemory.prepare``), but for a cell the state sends
+    ``outputs`` for (unsaved, made by a kernel before a restart). A state the kernel does not
     understand is ignored: the file is the fallback, as for front ends that send none."""
     if not isinstance(state, dict) or state.get("version") != 1:
         return nb
@@ -206,6 +224,11 @@ def lay_live_state(nb: dict[str, Any], state: Any) -> dict[str, Any]:
             taken.add(cell["id"])
         elif isinstance(source, str):
             cell["source"] = source
+        outputs = entry.get("outputs")
+        if isinstance(outputs, list) and cell.get("cell_type") == "code":
+            # unsaved outputs a kernel made before a restart: this one never saw them
+            cell["outputs"] = [dict(o) for o in outputs
+                               if isinstance(o, dict) and isinstance(o.get("output_type"), str)]
         fmt.set_cell_attrs(cell, {key: entry.get(key) for key in LIVE_KEYS})
         cells.append(cell)
     nb["cells"] = cells

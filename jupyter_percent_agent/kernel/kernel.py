@@ -40,6 +40,7 @@ from jupyter_percent_agent.kernel._notebook import (
     LIVE_STATE_KEY,
     KernelMemory,
     LiveConversation,
+    live_notebook_path,
     notebook_path,
 )
 
@@ -329,7 +330,7 @@ class AgentKernel(Kernel):
         from jupyter_percent_agent import errors
         from jupyter_percent_agent.runtime import RunOptions, send
 
-        path = notebook_path()
+        path = live_notebook_path(live, notebook_path())  # renamed since the kernel started?
         by_text = path is None and cell_id is None  # nbclient: only the source, in its folder
         if by_text:
             path = self._conversation_of(code)
@@ -387,8 +388,10 @@ class AgentKernel(Kernel):
             from jupyter_percent_agent import trust
 
             # the labextension inserts them under the message (JupyterLab ignores it), and
-            # runs them when the user's config says auto_run for this folder
-            return self._ok([{"source": PROPOSED_SOURCE, "after": conversation.nb_id,
+            # runs them when the user's config says auto_run for this folder; it finds the
+            # message by the id it sent (a UUID for a cell added there, not its short form)
+            return self._ok([{"source": PROPOSED_SOURCE,
+                              "after": cell_id if cell_id is not None else conversation.nb_id,
                               "auto_run": trust.auto_runs(folder),
                               "cells": [{"code": code, "language": lang}
                                         for lang, code in run.proposed]}])

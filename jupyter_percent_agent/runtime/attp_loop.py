@@ -10,6 +10,7 @@ as the final answer. The step limit comes from the caller (``trust.step_limit``)
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -113,10 +114,14 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
         _reply(run, agent, res, res.text, reasoning=1)
         call_id = fmt.tool_call_id(run.cell_id)
         with collecting_images() as images:  # images a tool returned (an MCP server's)
-            result = await sandbox.execute_async(
-                parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
-                timeout=SANDBOX_TIMEOUT,
-                on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
+            try:
+                result = await sandbox.execute_async(
+                    parsed.code, tools=toolset.registry, defined=list(toolset.defined.values()),
+                    timeout=SANDBOX_TIMEOUT,
+                    on_chunk=lambda name, chunk: run.tell(Chunk(name, chunk)))
+            except asyncio.CancelledError:
+                _interrupted_call(run, parsed, call_id)
+                raise
         names = sorted({c.name for c in result.tool_calls}) or ["python"]
         run.emit(fmt.tool_call_output(",".join(names), parsed.code, out_id=call_id,
                                       attrs={"target": parsed.target} if parsed.target
@@ -133,6 +138,16 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
     run.fail("StepLimit", f"no final answer after {max_steps} steps")
     run.emit(fmt.error_output("StepLimit", run.error or "", [], out_id=run.next_output_id(),
                               attrs={"agent": agent.name}))
+
+
+def _interrupted_call(run: Run, parsed: Any, call_id: str) -> None:
+    """The user stopped the call as it ran: it stays on record, its result saying so (for
+    the file, and for the model at the next message)."""
+    run.emit(fmt.tool_call_output("python", parsed.code, out_id=call_id,
+                                  attrs={"target": parsed.target} if parsed.target else None))
+    run.emit(fmt.tool_result_output(
+        "interrupted: the user stopped this run before it finished", out_id=f"{call_id}.1",
+        status="fail", attrs={"interrupted": True}))
 
 
 def _emit_images(run: Run, images: list[ToolImage], call_id: str, cap: int | None

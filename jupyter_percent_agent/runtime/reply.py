@@ -90,20 +90,23 @@ def fail_with(run: Run, agent: Agent, res: CallResult) -> None:
     run.fail(ename, res.error or evalue, detail=res.error_detail)
     attrs = {"agent": agent.name, "time": res.time, "duration": res.duration,
              "models": list(agent.models)}
-    run.emit(fmt.error_output(ename, evalue, attempt_lines(res.attempts, evalue),
+    run.emit(fmt.error_output(ename, evalue, attempt_lines(res.attempts, evalue, ename=ename),
                               out_id=run.next_output_id(), attrs=attrs))
 
 
-def attempt_lines(attempts: Sequence[str], reason: str) -> list[str]:
+def attempt_lines(attempts: Sequence[str], reason: str, *, ename: str | None = None
+                  ) -> list[str]:
     """The attempts worth listing under an error: repeats folded into one line with a count,
-    and none at all when every attempt failed for the error's own reason."""
+    and none at all when every attempt failed for the error's own reason (``reason``, or
+    ``ENAME: reason`` as an attempt names it)."""
     folded: list[list[Any]] = []
     for line in attempts:
         if folded and folded[-1][0] == line:
             folded[-1][1] += 1
         else:
             folded.append([line, 1])
-    if len(folded) == 1 and folded[0][0].partition(": ")[2] == reason:
+    own = {reason, f"{ename}: {reason}"} if ename else {reason}
+    if len(folded) == 1 and folded[0][0].partition(": ")[2] in own:
         return []
     return [f"{line} ({n} attempts)" if n > 1 else line for line, n in folded]
 

@@ -139,6 +139,13 @@ export class CellBar extends Widget {
     return this._cell.model;
   }
 
+  /** List the file's agents again (its front matter or an agent cell changed). */
+  refreshAgents(): void {
+    if (!this.isDisposed && this._model !== null) {
+      this._fillAgents();
+    }
+  }
+
   private _fillAgents(): void {
     const select = this._select;
     if (select === null) {
@@ -241,7 +248,27 @@ export function decorateCells(panel: NotebookPanel): void {
       decorated.set(cell, bar);
     }
   };
-  panel.model?.contentChanged.connect(() => agentsCache.delete(panel));
+  // An edit of the front matter (or of an agent cell) changes what every bar shows at a
+  // glance, "default (NAME)" above all: once the typing pauses, the bars list them again.
+  let timer = 0;
+  let shown = '';
+  panel.model?.contentChanged.connect(() => {
+    agentsCache.delete(panel);
+    window.clearTimeout(timer);
+    timer = window.setTimeout(() => {
+      if (panel.isDisposed) {
+        return;
+      }
+      const agents = JSON.stringify(agentsOf(panel));
+      if (agents === shown) {
+        return;
+      }
+      shown = agents;
+      for (const cell of panel.content.widgets) {
+        decorated.get(cell)?.refreshAgents();
+      }
+    }, 250);
+  });
   run();
   // JupyterLab makes the widgets of new cells in its own handler of the same signal.
   panel.model?.cells.changed.connect(() => void Promise.resolve().then(run));

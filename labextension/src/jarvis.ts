@@ -23,19 +23,22 @@ export interface IJarvisTag {
 
 const TAG = /<(video|img|text|download)>\s*([\s\S]*?)\s*<\/\1>/g;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+/** An inline code span: a run of backticks, then text, then a run of as many. */
+const CODE_SPAN = /(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)/g;
 
 /**
  * Replace the Jarvis tags of `source` by placeholder paragraphs.
  *
- * Tags inside fenced code blocks are left alone (a reply may be explaining the
- * convention), and so is a tag whose body is neither a JSON object nor a bare URL.
+ * Tags inside fenced code blocks and inline code spans are left alone (a reply may be
+ * explaining the convention), and so is a tag whose body is neither a JSON object nor a
+ * bare URL.
  */
 export function extractJarvisTags(
   source: string,
   token: string
 ): { source: string; tags: IJarvisTag[] } {
   const tags: IJarvisTag[] = [];
-  const replace = (text: string): string =>
+  const replaceTags = (text: string): string =>
     text.replace(TAG, (whole: string, kind: JarvisKind, body: string) => {
       const payload = parseBody(body);
       if (payload === null) {
@@ -44,6 +47,17 @@ export function extractJarvisTags(
       tags.push({ kind, payload });
       return `\n\n${token}${tags.length - 1}\n\n`;
     });
+  // Prose between inline code spans only: a span is kept as it is.
+  const replace = (text: string): string => {
+    let out = '';
+    let last = 0;
+    const spans = new RegExp(CODE_SPAN.source, 'g');
+    for (let span = spans.exec(text); span !== null; span = spans.exec(text)) {
+      out += replaceTags(text.slice(last, span.index)) + span[0];
+      last = span.index + span[0].length;
+    }
+    return out + replaceTags(text.slice(last));
+  };
 
   // Split into runs of prose and fenced code; only prose is rewritten.
   const out: string[] = [];

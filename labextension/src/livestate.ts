@@ -12,6 +12,7 @@
  *       "cellId": "q4", "agent": "critic", "deletedCells": [], ...,   // JupyterLab's own
  *       "percent_agent_notebook": {
  *         "version": 1,
+ *         "path": "notes/trip.msg.md", "root": "~/work",   // where the notebook is now
  *         "cells": [                          // every cell, in notebook order
  *           {"id": "front-matter", "cell_type": "raw", "source": "---\n...\n---",
  *            "unsaved": true},                 // source only when not as saved
@@ -28,13 +29,17 @@
  *     }
  *
  * A cell carries its `source` (and `unsaved: true`) only when it is new or was edited since
- * the notebook was opened or last saved; its outputs never (the kernel keeps the ones it
- * produced). The kernel lays it over the saved file (`kernel/_notebook.py: lay_live_state`).
+ * the notebook was opened or last saved. Its outputs go only when the kernel running now
+ * did not make them: a cell that ran since the last save, before the kernel restarted (or
+ * changed), sends its `outputs` (nbformat JSON) until it runs again or the notebook is saved;
+ * otherwise the kernel keeps the ones it produced. The kernel lays it over the saved file
+ * (`kernel/_notebook.py: lay_live_state`).
  */
 
-import { ICellModel } from '@jupyterlab/cells';
+import { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
-import { JSONObject } from '@lumino/coreutils';
+import { JSONObject, JSONValue } from '@lumino/coreutils';
 
 import { addExecuteHook } from './executehooks';
 
@@ -46,9 +51,14 @@ export const LIVE_STATE_VERSION = 1;
 /** The flat metadata keys that decide who answers and what the history holds. */
 const KEYS = ['agent', 'history', 'summary', 'summary_hash', 'definition', 'name'];
 
-/** Which cells are not as saved: edited or new since the last load or save. */
+/** Which cells are not as saved: edited or new since the last load or save; and which
+ * cells' unsaved outputs the kernel running now did not make. */
 class Edits {
   private readonly _saved = new Map<string, string>();
+  /** Cells run since the last load or save: their outputs are not in the file. */
+  private readonly _ran = new Set<string>();
+  /** Of those, the ones run before the kernel restarted: the kernel now does not know them. */
+  private readonly _unknown = new Set<string>();
 
   constructor(private readonly _panel: NotebookPanel) {
     void _panel.context.ready.then(() => this.snapshot());
@@ -57,11 +67,19 @@ class Edits {
         this.snapshot();
       }
     });
+    _panel.sessionContext.statusChanged.connect((_, status) => {
+      if (status === 'restarting' || status === 'autorestarting') {
+        this.restarted();
+      }
+    });
+    _panel.sessionContext.kernelChanged.connect(() => this.restarted());
   }
 
   /** Remember every cell's source as it is now: what the file holds. */
   snapshot(): void {
     this._saved.clear();
+    this._ran.clear();
+    this._unknown.clear();
     for (const cell of this._panel.model?.cells ?? []) {
       this._saved.set(cell.id, cell.sharedModel.getSource());
     }
@@ -69,6 +87,24 @@ class Edits {
 
   unsaved(cell: ICellModel): boolean {
     return this._saved.get(cell.id) !== cell.sharedModel.getSource();
+  }
+
+  /** The cell `id` runs in the kernel running now: its outputs will be that kernel's. */
+  ran(id: string): void {
+    this._ran.add(id);
+    this._unknown.delete(id);
+  }
+
+  /** A new kernel: the outputs of every cell run since the last save are not its own. */
+  restarted(): void {
+    for (const id of this._ran) {
+      this._unknown.add(id);
+    }
+  }
+
+  /** Whether the kernel running now did not make the (unsaved) outputs of `cell`. */
+  unknownOutputs(cell: ICellModel): boolean {
+    return this._unknown.has(cell.id);
   }
 }
 
@@ -98,9 +134,15 @@ export function liveState(panel: NotebookPanel): JSONObject {
         }
       }
     }
+    if (tracked?.unknownOutputs(cell) && cell.type === 'code') {
+      entry['outputs'] = (cell as ICodeCellModel).outputs.toJSON() as unknown as JSONValue;
+    }
     cells.push(entry);
   }
-  return { version: LIVE_STATE_VERSION, cells };
+  // Where the notebook is now: a rename or move of an open notebook changes its session's
+  // path, never the kernel's JPY_SESSION_NAME (the path it started with).
+  const root = PageConfig.getOption('serverRoot');
+  return { version: LIVE_STATE_VERSION, path: panel.context.path, root, cells };
 }
 
 /**
@@ -111,12 +153,17 @@ export function sendLiveState(panel: NotebookPanel): void {
   if (edits.has(panel)) {
     return;
   }
-  edits.set(panel, new Edits(panel));
+  const tracked = new Edits(panel);
+  edits.set(panel, tracked);
   addExecuteHook(panel, {
     // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
-    request: metadata =>
-      metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed
-        ? { ...metadata, [LIVE_STATE_KEY]: liveState(panel) }
-        : metadata
+    request: metadata => {
+      if (!(metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed)) {
+        return metadata;
+      }
+      const state = liveState(panel);
+      tracked.ran(metadata['cellId']);
+      return { ...metadata, [LIVE_STATE_KEY]: state };
+    }
   });
 }

@@ -217,6 +217,28 @@ def test_each_message_shows_its_agent_and_history_and_changes_them_with_one_clic
     assert cells["q4"]["metadata"]["agent"] == "critic"
 
 
+def test_editing_the_front_matter_updates_every_bar_without_a_click(page, lab_server) -> None:
+    """The bar says at a glance who answers: after the user types a new default_agent (and
+    a new agent) into the front matter, the closed menus said "default (writer)" until
+    each was clicked."""
+    (lab_server.root / "front.msg.md").write_text(
+        FRONT + "# %% A[^m1]\n[^m1]: [markdown]\n\nFirst message.\n\n"
+        "# %% B[^m2]\n[^m2]: [markdown]\n\nSecond message.\n"
+    )
+    notebook = open_notebook(page, lab_server, "front.msg.md")
+    first = bar_of(notebook, "First message.").locator("select")
+    expect(first.locator("option:checked")).to_have_text("default (writer)")
+    front = notebook.locator(".jp-Cell").first
+    front.get_by_text("default_agent: writer").click()
+    page.keyboard.press("End")
+    for _ in "writer":
+        page.keyboard.press("Backspace")
+    page.keyboard.type("helper")
+    for text in ["First message.", "Second message."]:
+        select = bar_of(notebook, text).locator("select")
+        expect(select.locator("option:checked")).to_have_text("default (helper)")
+
+
 def test_an_excluded_message_is_dimmed(page, lab_server) -> None:
     notebook = open_chat(page, lab_server)
     aside = cell_with(notebook, "An aside the agent should not see.")
@@ -396,6 +418,82 @@ def test_the_agent_sees_the_notebook_on_screen_not_the_saved_file(
     text = path.read_text()
     assert '[^m1]: [markdown] history="exclude"' in text
     assert "Second message. Edited." in text and 'agent="critic"' in text
+
+
+def test_after_a_kernel_restart_the_agent_still_sees_the_unsaved_replies_on_screen(
+    page, lab_server, model
+) -> None:
+    """A reply the old kernel streamed in, not saved yet, is on screen after "Restart
+    Kernel": the next message goes with it (the new kernel never made it, so the
+    labextension sends it once), not as two user turns in a row."""
+    (lab_server.root / "restart.msg.md").write_text(
+        FRONT + "# %% A[^m1]\n[^m1]: [markdown]\n\nFirst message.\n\n"
+        "# %% B[^m2]\n[^m2]: [markdown]\n\nSecond message.\n"
+    )
+    notebook = open_notebook(page, lab_server, "restart.msg.md")
+    wait_for_kernel(page)
+    model.script("First reply, on screen only.")
+    run_cell(page, cell_with(notebook, "First message."))
+    page.locator(".jp-NotebookPanel:visible [data-command='notebook:restart-kernel']").first.click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    page.wait_for_timeout(2000)
+    wait_for_kernel(page)
+    model.script("Second reply.")
+    run_cell(page, cell_with(notebook, "Second message."))
+    sent = [(m["role"], m["content"].strip()) for m in model.chat_requests[-1].messages]
+    assert sent == [
+        ("user", "First message."),
+        ("assistant", "First reply, on screen only."),
+        ("user", "Second message."),
+    ]
+    # Saved, the file holds it; the next restart has nothing more to send.
+    save(page)
+    model.script("Third reply.")
+    page.locator(".jp-NotebookPanel:visible [data-command='notebook:restart-kernel']").first.click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    page.wait_for_timeout(2000)
+    wait_for_kernel(page)
+    second = cell_with(notebook, "Second message.")
+    second.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    expect(second.locator(".jp-OutputArea")).to_contain_text("Third reply.", timeout=90_000)
+    sent = [(m["role"], m["content"].strip()) for m in model.chat_requests[-1].messages]
+    assert sent == [
+        ("user", "First message."),
+        ("assistant", "First reply, on screen only."),
+        ("user", "Second message."),
+    ]
+
+
+def test_a_conversation_renamed_while_open_keeps_its_history_and_agents(
+    page, lab_server, model
+) -> None:
+    """Renamed in the file browser while open, the notebook's next message went with no
+    history and none of the file's agents: the kernel still read the old path."""
+    (lab_server.root / "before.msg.md").write_text(
+        "---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
+        "# %% Q[^m1]\n[^m1]: [markdown]\n\nSaved question.\n\n"
+        "## %%%[^m1.1]\n[^m1.1]: [critic]\n\nSaved answer.\n\n"
+        "# %% N[^m2]\n[^m2]: [markdown]\n\nNew question.\n"
+    )
+    notebook = open_notebook(page, lab_server, "before.msg.md")
+    wait_for_kernel(page)
+    item = page.locator(".jp-DirListing-item", has=page.locator('text="before.msg.md"'))
+    item.first.click()
+    page.keyboard.press("F2")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("after.msg.md")
+    page.keyboard.press("Enter")
+    tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="after.msg.md")
+    expect(tab).to_be_visible()
+    model.script("Noted.")
+    run_cell(page, cell_with(notebook, "New question."))
+    body = model.chat_requests[-1].body
+    assert body["model"].endswith("critic-model")
+    sent = [m["content"] for m in body["messages"] if m["role"] != "system"]
+    assert sent == ["Saved question.", "Saved answer.", "New question."]
 
 
 def test_a_new_chat_saved_after_a_run_is_a_clean_file(page, lab_server, model) -> None:

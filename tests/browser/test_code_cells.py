@@ -140,6 +140,32 @@ def test_proposed_code_appears_under_the_reply_and_runs_only_when_the_user_runs_
     assert "proposed=true" not in (trusted_root / "propose.msg.md").read_text()
 
 
+def test_a_message_typed_in_jupyterlab_gets_its_proposal_under_it_too(
+    page, lab_server, model, trusted_root
+) -> None:
+    """A message the user adds in JupyterLab has a UUID id there; its proposal used to be
+    dropped (the kernel named the message by the short id the file will give it)."""
+    (trusted_root / "toolbox").mkdir(exist_ok=True)
+    shutil.copy(DATA / "toolbox" / "weather.py", trusted_root / "toolbox" / "weather.py")
+    (trusted_root / "propose.msg.md").write_text(CHAT)
+    notebook = open_notebook(page, lab_server, "propose.msg.md")
+    wait_for_kernel(page)
+    model.script(PROPOSE)
+    last = notebook.locator(".jp-CodeCell").last
+    last.locator(".cm-content").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new message below, as a user adds one
+    page.keyboard.press("Enter")
+    page.keyboard.type("Now chart it for me.")
+    ask = cell_with(notebook, "Now chart it for me.")
+    run_cell(page, ask)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("run it when you are ready")
+    cells = notebook.locator(".jp-CodeCell")
+    index = next(i for i in range(cells.count()) if "Now chart it" in cells.nth(i).inner_text())
+    expect(cells.nth(index + 1)).to_contain_text("csv.DictReader", timeout=30_000)
+    assert page.evaluate(PROPOSED_MARK) is True
+
+
 def test_code_cells_are_highlighted_as_their_language(page, lab_server, model, trusted_root):
     (trusted_root / "langs.msg.md").write_text(
         "# %% Py[^a]\n[^a]: [code]\n\n```python\nimport os\n```\n\n"

@@ -144,3 +144,19 @@ def test_an_image_a_tool_returned_shows_under_its_result(page, lab_server) -> No
     )
     assert order[1:4] == ["tool_call", "tool_result", "image/png"], order
     page.screenshot(path=str(lab_server.root.parent / "tool_image.png"))
+
+
+def test_a_display_tag_quoted_in_inline_code_stays_text(page, lab_server) -> None:
+    """A reply explaining the Jarvis convention inline (`<text>{...}</text>` in backticks)
+    was cut in two around an empty media block, the quoted tag lost; quoted in a fenced block
+    it was already kept."""
+    (lab_server.root / "quoted.msg.md").write_text(
+        "# %% Q[^q1]\n[^q1]: [markdown]\n\nHow do I show text?\n\n"
+        "## %%%[^q1.1]\n[^q1.1]: [writer]\n\n"
+        'Write `<text>{"content": "hi"}</text>` in your reply, and it shows as text.\n'
+    )
+    notebook = open_notebook(page, lab_server, "quoted.msg.md")
+    body = cell_with(notebook, "How do I show text?").locator(".jp-PercentAgent-replyBody")
+    expect(body.locator("code")).to_have_text('<text>{"content": "hi"}</text>')
+    expect(body).to_contain_text("in your reply, and it shows as text.")
+    expect(body.locator("figure")).to_have_count(0)
