@@ -640,7 +640,7 @@ def test_a_task_cells_paths_stay_in_its_folder(blog: Path, model: OpenAIServer,
     (blog / "c.msg.md").write_text(TASK_CELL.replace('sop="sop"', attrs))
     cell = fmt.read(blog / "c.msg.md")["cells"][0]
     run = asyncio.run(run_task_cell(cell, base_dir=blog))
-    assert run.status == "error" and run.error_type == "TrustError"
+    assert run.status == "error" and run.error_type == "trust_error"
     assert run.error.startswith("refused: [task] ")
     assert model.chat_requests == []
     assert not (blog.parent / "escaped").exists()
@@ -658,7 +658,7 @@ def test_a_task_cells_saved_transcript_out_of_its_folder_is_never_resumed(
         "interrupted", agent="task", out_id="t1.1",
         attrs={"task_status": "interrupted", "transcript": "../victim.msg.md"})]
     run = asyncio.run(run_task_cell(cell, base_dir=blog))
-    assert run.status == "error" and run.error_type == "TrustError"
+    assert run.status == "error" and run.error_type == "trust_error"
     assert outside.read_text() == "# %% mine[^m]\n[^m]: [markdown]\n\nnot a run\n"
     assert model.chat_requests == []
 
@@ -687,7 +687,7 @@ def test_a_shipped_transcript_cannot_continue_a_run_in_another_projects_sop(
     cell["outputs"] = [fmt.reply_output("interrupted", agent="task", out_id="t1.1", attrs={
         "task_status": "interrupted", "transcript": "runs/evil.msg.md"})]
     run = asyncio.run(run_task_cell(cell, base_dir=clone))
-    assert run.status == "error" and run.error_type == "TrustError", run.error
+    assert run.status == "error" and run.error_type == "trust_error", run.error
     assert not marker.exists()
     assert model.chat_requests == []
 
