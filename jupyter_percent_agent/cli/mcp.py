@@ -222,4 +222,10 @@ def serve(
     # A token the user gave is theirs already: not printed, so no log keeps it.
     told = f"bearer token: {token}" if source is None else f"bearer token from {source}"
     click.echo(f"tce mcp serve: {where}  {told}", err=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    # uvicorn.run would swallow the Ctrl-C its server raises again once it has stopped (exit
+    # 0); tce's Ctrl-C is 130 and 'tce: interrupted', which the command group prints
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    server.run()
+    if not server.started:  # the port is taken: uvicorn said so
+        sys.exit(3)  # what uvicorn.run exits with there
