@@ -391,3 +391,17 @@ def test_a_task_cell_that_fails_or_is_refused_exits_as_tce_run_does(
     local_model.script(Reply.http_error(500))
     done = tce("exec", str(path), env=env)
     assert done.returncode == 1, done.stderr
+
+
+def test_a_task_cell_whose_sop_points_out_of_the_folder_exits_6_as_every_refusal(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """sop="../x" is refused by the trust rules (a path out of the file's folder): exit 6,
+    as a toolbox in a folder not trusted, not 1 as a workflow that failed."""
+    (tmp_path / "x").mkdir()
+    (tmp_path / "in").mkdir()
+    path = tmp_path / "in" / "t.msg.md"
+    path.write_text('# %% Out[^t1]\n[^t1]: [task] task_id="loud" sop="../x"\n\n{}\n')
+    done = tce("exec", str(path), env=env)
+    assert done.returncode == 6, done.stderr
+    assert "[task] sop" in done.stderr

@@ -54,7 +54,21 @@ def test_list_refuses_a_badly_documented_tool() -> None:
 def test_list_unknown_module_is_a_usage_error() -> None:
     code, _, err = tce("tools", "list", "--toolbox", TOOLBOX, "-m", "drone")
     assert code == 2
-    assert err.startswith("tce: no tool module named 'drone' (known: ")
+    assert err.startswith("tce: no tool module or MCP server named 'drone' (tool modules: ")
+    assert err.count("\n") == 1
+
+
+def test_an_unknown_m_names_the_users_mcp_servers_too(user_config_dir: Path) -> None:
+    """-m takes a tool module or one of the user's MCP servers: a name that is neither said
+    "(known: none)" when the user had servers configured."""
+    (user_config_dir / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"clock": {"command": "mcp-server-time"}}}))
+    code, out, err = tce("tools", "list", "--toolbox", TOOLBOX, "--no-entry-points",
+                         "-m", "nosuch")
+    assert code == 2 and out == ""
+    assert err.startswith("tce: no tool module or MCP server named 'nosuch' ")
+    assert "tool modules: " in err and "weather" in err
+    assert "your MCP servers: clock" in err
     assert err.count("\n") == 1
 
 

@@ -288,3 +288,37 @@ def test_the_documented_example_is_canonical_and_runs(tmp_path):
     path.write_text(example, encoding="utf-8")
     run = _run(path)
     assert run.returncode == 0 and run.stdout == "1\n", run.stderr
+
+
+@pytest.mark.parametrize(
+    "title, front",
+    [
+        ("coding: utf-7", None),  # the first heading, line 1
+        ("Notes", "title: 'vim: set fileencoding=utf-7 :'"),  # the front matter's line 2
+        ("Refactor the coding: naming", None),  # Python cannot even run it
+    ],
+)
+def test_a_python_encoding_declaration_in_the_first_two_lines_is_refused(
+    tmp_path: Path, title: str, front: str | None
+) -> None:
+    """Python reads a whole script in the encoding a comment on line 1 or 2 declares (PEP
+    263): under '# %% coding: utf-7' a reply's '+AAo-' is a newline, and what follows it
+    code that `python x.msg.py` runs. The writer refuses such a script in one line."""
+    text = (f"---\n{front}\n---\n\n" if front else "") + f"# %% {title}[^m1]\n\nhi\n"
+    nb = reads(text, path="x.msg.md")
+    messages(nb)[0]["outputs"] = [fmt.reply_output(
+        "+AAo-import os+ADs-os.system('touch pwned')", agent="a", out_id="m1.1")]
+    path = tmp_path / "x.msg.py"
+    with pytest.raises(FormatError, match=r"encoding declaration") as err:
+        fmt.write(nb, path)
+    assert err.value.line in (1, 2)
+    assert "\n" not in str(err.value)
+    assert not path.exists()
+    assert "coding" in writes(nb, path="x.msg.md")  # a .msg.md is no script: written
+
+
+def test_a_utf8_declaration_in_the_first_two_lines_is_written_and_reads_back() -> None:
+    nb = reads("# %% -*- coding: utf-8 -*-[^m1]\n\nhi\n", path="x.msg.md")
+    text = writes(nb, path="x.msg.py")
+    assert text.startswith("# %% -*- coding: utf-8 -*-")
+    assert messages(reads(text, path="x.msg.py"))[0]["id"] == "m1"

@@ -790,3 +790,22 @@ def test_outside_a_run_an_image_is_only_described(camera: str) -> None:
     value = tools["snapshot"].run({"width": 8, "height": 6})["data"]
     assert value == {"type": "image", "mime_type": "image/png", "bytes": value["bytes"]}
     assert 50 < value["bytes"] < 500
+
+
+def test_a_malformed_user_mcp_json_during_chat_records_an_error_under_the_message(
+    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
+) -> None:
+    """The message was saved and tce exited 2, but nothing under it said why it has no
+    reply: every other failed turn records an [error]."""
+    (user_config_dir / "mcp.json").write_text('{"mcpServers": {"a": {"args": []}}}')
+    path = tmp_path / "time.msg.md"
+    path.write_text(HEADER)
+    r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
+    assert r.exit_code == 2, r.output
+    assert "needs a command or a url" in r.output
+    cell = hist.conversation_cells(fmt.read(path))[-1]
+    assert fmt.message_text(cell).strip() == "What time is it in Tokyo?"
+    kinds = [fmt.output_kind(o) for o in cell.get("outputs") or []]
+    assert kinds == ["error"]
+    assert "needs a command or a url" in fmt.output_text(cell["outputs"][0])
+    assert local_model.chat_requests == []

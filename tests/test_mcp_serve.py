@@ -377,3 +377,39 @@ def test_a_url_server_the_user_added_is_reached_over_http_with_its_headers(
         assert r.exit_code == 4 and "MCP server 'notes' did not start" in r.output
     finally:
         mcptools.stop_all()
+
+
+def test_ctrl_c_stops_the_http_server_with_exit_130(
+    served: Path, openai_server: OpenAIServer, user_config_dir: Path, free_port
+) -> None:
+    """Ctrl-C is 130 and 'tce: interrupted' for every command: the HTTP server exited 0."""
+    import signal
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(BIN / "tce"), "mcp", "serve", "--http", "--port", str(port), str(served)],
+        env={**os.environ, **_env(openai_server, user_config_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        proc.stderr.readline()
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        assert proc.wait(20) == 130, rest
+        assert rest.strip().splitlines()[-1] == "tce: interrupted", rest
+        assert "Traceback" not in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

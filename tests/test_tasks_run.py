@@ -640,7 +640,7 @@ def test_a_task_cells_paths_stay_in_its_folder(blog: Path, model: OpenAIServer,
     (blog / "c.msg.md").write_text(TASK_CELL.replace('sop="sop"', attrs))
     cell = fmt.read(blog / "c.msg.md")["cells"][0]
     run = asyncio.run(run_task_cell(cell, base_dir=blog))
-    assert run.status == "error" and run.error_type == "TrustError"
+    assert run.status == "error" and run.error_type == "trust_error"
     assert run.error.startswith("refused: [task] ")
     assert model.chat_requests == []
     assert not (blog.parent / "escaped").exists()
@@ -658,7 +658,7 @@ def test_a_task_cells_saved_transcript_out_of_its_folder_is_never_resumed(
         "interrupted", agent="task", out_id="t1.1",
         attrs={"task_status": "interrupted", "transcript": "../victim.msg.md"})]
     run = asyncio.run(run_task_cell(cell, base_dir=blog))
-    assert run.status == "error" and run.error_type == "TrustError"
+    assert run.status == "error" and run.error_type == "trust_error"
     assert outside.read_text() == "# %% mine[^m]\n[^m]: [markdown]\n\nnot a run\n"
     assert model.chat_requests == []
 
@@ -687,7 +687,7 @@ def test_a_shipped_transcript_cannot_continue_a_run_in_another_projects_sop(
     cell["outputs"] = [fmt.reply_output("interrupted", agent="task", out_id="t1.1", attrs={
         "task_status": "interrupted", "transcript": "runs/evil.msg.md"})]
     run = asyncio.run(run_task_cell(cell, base_dir=clone))
-    assert run.status == "error" and run.error_type == "TrustError", run.error
+    assert run.status == "error" and run.error_type == "trust_error", run.error
     assert not marker.exists()
     assert model.chat_requests == []
 
@@ -978,3 +978,75 @@ def test_a_transcript_saved_before_the_one_outcome_type_still_resumes(
     assert 'task_state="succeeded" steps=17' in path.read_text()
     again = resume_task(path)  # ended: read back, nothing called
     assert again.status == "succeeded" and again.outcome.ok
+
+
+def _close_call_folder(root: Path) -> Path:
+    """A SOP folder where "weekly sales report" matches two plans alike (a close call)."""
+    for task_id, text in (("a/weekly_report", "Write the weekly sales report"),
+                          ("b/weekly_report", "Write the weekly sales report for the board"),
+                          ("c/garden", "Water the garden")):
+        write_doc(root, task_id, f"task_type: plan\ndescription: {text}\n"
+                  "plan_steps:\n  - task_id: s/step\n---\n\n"
+                  "## Plan Details\nCollect the sales numbers and write the report.\n")
+    write_doc(root, "s/step", "task_type: execute\n---\n\n## parameters.prompt\nDo it.\n")
+    return root
+
+
+def _answer_the_prompt(sop: Path, env: dict[str, str], how: str) -> tuple[int, str]:
+    """``tce run`` on a terminal until it asks "Run ...?", then Ctrl-C or Ctrl-D there."""
+    import pty
+    import select
+
+    main_fd, child = pty.openpty()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run",
+                             "weekly sales report", "--sop", str(sop)],
+                            stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
+    os.close(child)
+    got, asked = b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main_fd], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(main_fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                got += data
+            elif proc.poll() is not None:
+                break
+            if not asked and b"?" in got.split(b"the index picks", 1)[-1] and b"[Y/n]" in got:
+                asked = True
+                if how == "eof":
+                    os.write(main_fd, b"\x04")
+                else:
+                    proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(main_fd)
+    assert asked, got
+    return code, got.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("how", ["ctrl_c", "eof"])
+def test_ctrl_c_or_end_of_input_at_the_close_call_prompt_is_one_clear_line(
+        how: str, tmp_path: Path, model: OpenAIServer, user_config_dir: Path) -> None:
+    """click's confirm turned both into "Aborted!" and exit 1: Ctrl-C is 130 and
+    'tce: interrupted' as everywhere, the end of input says nothing was answered."""
+    sop = _close_call_folder(tmp_path / "sop")
+    env = {**os.environ, "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)}
+    code, shown = _answer_the_prompt(sop, env, how)
+    assert "Aborted" not in shown and "Traceback" not in shown
+    last = shown.strip().splitlines()[-1]
+    if how == "ctrl_c":
+        assert code == 130, shown
+        assert last == "tce: interrupted", shown
+    else:
+        assert code == 2, shown
+        assert last.startswith("tce: no answer on standard input: nothing was run"), shown
+    assert model.chat_requests == []

@@ -25,7 +25,7 @@ EXIT_TRUST = exit_code(Kind.REFUSED)            # 6: refused: only a trusted fol
 EXIT_INTERRUPTED = exit_code(Kind.INTERRUPTED)  # 130: Ctrl-C, what was complete is kept
 
 __all__ = ["EXIT_AGENT", "EXIT_FAILED", "EXIT_FILE", "EXIT_INTERRUPTED", "EXIT_MODEL",
-           "EXIT_OK", "EXIT_TOOLS", "EXIT_TRUST", "EXIT_USAGE", "fail", "fail_for",
+           "EXIT_OK", "EXIT_TOOLS", "EXIT_TRUST", "EXIT_USAGE", "ask", "fail", "fail_for",
            "failed_run_exit", "read_or_fail", "resolve_item"]
 
 
@@ -33,6 +33,25 @@ def failed_run_exit(agent: str | None) -> int:
     """The exit code of a turn that ended in error: a model's failure when an agent ran, else
     a tool's (a ``[tool_call]`` cell, which calls no model)."""
     return EXIT_MODEL if agent else EXIT_TOOLS
+
+
+def ask(question: str, *, default: bool = False, err: bool = False,
+        interrupted: str = "interrupted") -> bool | None:
+    """The user's yes or no to ``question`` (an empty answer is ``default``); None when
+    standard input has no more answers (``< /dev/null``, a short pipe, Ctrl-D), which the
+    caller says in its own words. Ctrl-C exits 130 with ``tce: INTERRUPTED``. (click's
+    confirm turns both into "Aborted!" and exit 1.)"""
+    click.echo(f"{question} {'[Y/n]' if default else '[y/N]'}: ", nl=False, err=err)
+    try:
+        line = sys.stdin.readline()
+    except KeyboardInterrupt:
+        click.echo(err=err)
+        fail(interrupted, EXIT_INTERRUPTED)
+    if not line:
+        click.echo(err=err)
+        return None
+    answer = line.strip().lower()
+    return default if not answer else answer in ("y", "yes")
 
 
 def fail(message: str, code: int) -> NoReturn:

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from jupyter_percent_agent.cli._common import EXIT_INTERRUPTED, EXIT_USAGE, fail, fail_for
+from jupyter_percent_agent.cli._common import EXIT_USAGE, ask, fail, fail_for
 from jupyter_percent_agent.cli._terminal import confirm_text
 from jupyter_percent_agent.errors import PercentAgentError
 
@@ -148,7 +148,8 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
             click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
             continue
         if not yes:
-            answer = _ask(confirm_text(f"add {spec.name!r} ({spec.described})?"))
+            answer = ask(confirm_text(f"add {spec.name!r} ({spec.described})?"),
+                         interrupted="interrupted: the servers added so far are kept")
             if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
                 click.echo("no more answers on standard input: the others were not added "
                            "(--yes adds every server)")
@@ -159,21 +160,6 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         added += 1
         click.echo(f"added {spec.name!r} ({spec.described})")
     click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
-
-
-def _ask(question: str) -> bool | None:
-    """The user's y/N; None when standard input has no more answers (click's confirm
-    aborts the command there, exit 1). Ctrl-C is exit 130, what was added kept."""
-    click.echo(f"{question} [y/N]: ", nl=False)
-    try:
-        line = sys.stdin.readline()
-    except KeyboardInterrupt:
-        click.echo()
-        fail("interrupted: the servers added so far are kept", EXIT_INTERRUPTED)
-    if not line:
-        click.echo()
-        return None
-    return line.strip().lower() in ("y", "yes")
 
 
 @mcp.command("serve")
@@ -222,4 +208,10 @@ def serve(
     # A token the user gave is theirs already: not printed, so no log keeps it.
     told = f"bearer token: {token}" if source is None else f"bearer token from {source}"
     click.echo(f"tce mcp serve: {where}  {told}", err=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    # uvicorn.run would swallow the Ctrl-C its server raises again once it has stopped (exit
+    # 0); tce's Ctrl-C is 130 and 'tce: interrupted', which the command group prints
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    server.run()
+    if not server.started:  # the port is taken: uvicorn said so
+        sys.exit(3)  # what uvicorn.run exits with there

@@ -21,6 +21,7 @@ from jupyter_percent_agent.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    ask,
     fail,
     fail_for,
 )
@@ -123,8 +124,11 @@ def _pick(sop: Any, words: str, yes: bool) -> str | None:
                  f"{choice.best.task_id}", EXIT_USAGE)
         from jupyter_percent_agent.cli._terminal import confirm_text
 
-        if not click.confirm(confirm_text(f"Run {choice.best.task_id}?"), default=True,
-                             err=True):  # fmt: skip
+        answer = ask(confirm_text(f"Run {choice.best.task_id}?"), default=True, err=True)
+        if answer is None:
+            fail(f"no answer on standard input: nothing was run (name the task, or add "
+                 f"--yes to take {choice.best.task_id})", EXIT_USAGE)
+        if not answer:
             fail("nothing was run", EXIT_USAGE)
     return choice.best.task_id
 

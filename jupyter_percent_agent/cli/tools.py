@@ -125,6 +125,7 @@ def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) ->
         toolbox = Path("toolbox")
     try:
         servers = _servers(modules)
+        _check_names(toolbox, [m for m in modules if m not in servers], entry_points)
         if modules and len(servers) == len(set(modules)):
             registry = Registry()
         else:
@@ -138,6 +139,23 @@ def _load(toolbox: Path | None, modules: tuple[str, ...], entry_points: bool) ->
         return registry
     except PercentAgentError as exc:
         fail_for(exc)
+
+
+def _check_names(toolbox: Path | None, wanted: list[str], entry_points: bool) -> None:
+    """Refuse, in one line naming the tool modules and the user's MCP servers there are, a
+    ``-m`` name that is neither."""
+    if not wanted:
+        return
+    from jupyter_percent_agent import mcptools
+    from jupyter_percent_agent.tools import Registry
+
+    known = Registry.module_names(toolbox, entry_points=entry_points)
+    unknown = [m for m in dict.fromkeys(wanted) if m not in known]
+    if unknown:
+        servers = sorted(mcptools.load_servers())
+        _fail(f"no tool module or MCP server named {', '.join(map(repr, unknown))} "
+              f"(tool modules: {', '.join(known) or 'none'}; "
+              f"your MCP servers: {', '.join(servers) or 'none'})", EXIT_USAGE)
 
 
 def _servers(modules: tuple[str, ...]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Final, NamedTuple
 
+from .errors import FormatError
 from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_for, split_fenced
 
 __all__ = ["Script", "is_script_path", "script_for", "script_line", "to_markdown", "to_script"]
@@ -329,7 +330,41 @@ def to_script(head: str, records: list[str], script: Script, front_end: int) -> 
     if batch:
         texts.append(_comment_records(batch, rules, script.comment))
     parts.append("\n".join(texts))
-    return "".join(parts)
+    text = "".join(parts)
+    if script.language == "python":
+        _check_declaration(text)
+    return text
+
+
+# Python's first two lines as its tokenizer ends lines (a lone CR too), and the encoding
+# declaration PEP 263 looks for in a comment there (CPython's own rule: '#', then anything,
+# then 'coding' with ':' or '=', then the name).
+_TWO_LINES: Final = re.compile(r"([^\r\n]*)(?:\r\n?|\n)?([^\r\n]*)")
+_DECLARATION: Final = re.compile(r"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _check_declaration(text: str) -> None:
+    """Refuse a Python script whose line 1 or 2 (a title, the front matter, the preamble)
+    declares an encoding other than UTF-8: Python would read the whole file in it, and text
+    that is a comment in UTF-8 (a reply's ``+AAo-`` in UTF-7) could be code. No escape can
+    keep such a line and read back the same: the words are the title's or the user's."""
+    import codecs
+
+    for n, line in enumerate(_TWO_LINES.match(text).groups(), start=1):  # type: ignore[union-attr]
+        m = _DECLARATION.match(line)
+        if m is None:
+            continue
+        try:
+            utf8 = codecs.lookup(m.group(1)).name in ("utf-8", "utf-8-sig")
+        except LookupError:
+            utf8 = False
+        if not utf8:
+            raise FormatError(
+                f"{m.group(0).strip()!r} is a Python encoding declaration (PEP 263): python "
+                f"would read the whole script as {m.group(1)!r}, where a comment can be "
+                "code; reword it (line 1 or 2: the first title, front matter or preamble)",
+                line=n,
+            )
 
 
 # A line that is not a comment and would read as seed 000's bare heading in the markdown.

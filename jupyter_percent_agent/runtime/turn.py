@@ -128,7 +128,7 @@ def step_limit(options: RunOptions, agent: Agent) -> int:
 async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,
                   transport: Transport) -> None:
     """Run the planned cell of ``nb`` into ``run``."""
-    from jupyter_percent_agent.mcptools import McpServerError
+    from jupyter_percent_agent.mcptools import McpConfigError, McpServerError
     from jupyter_percent_agent.runtime.cells import run_tool_cell
     from jupyter_percent_agent.runtime.code import run_code_cell
     from jupyter_percent_agent.runtime.summaries import make_summaries
@@ -165,6 +165,11 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         run.emit(fmt.error_output(type(exc).__name__, str(exc), [],
                                   out_id=run.next_output_id()))
         return
+    except McpConfigError as exc:  # the user's config: said in the file too, then refused
+        run.fail(type(exc).__name__, str(exc))
+        run.emit(fmt.error_output(type(exc).__name__, str(exc), [],
+                                  out_id=run.next_output_id()))
+        raise
     run.answered_by(agent.name, agent.models[0])
     offered = None
     if toolset is not None:

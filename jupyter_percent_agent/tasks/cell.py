@@ -178,8 +178,8 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
                                      lowered=(f"[task] cell: {steps.describe()}",)
                                      if steps.lowered else ())
     except (errors.PercentAgentError, ValueError, OSError) as exc:
-        shown = errors.report(exc)  # the name and line every front end shows for it
-        run.outcome.fail(*((shown.ename, shown.message) if shown
+        shown = errors.report(exc)  # the kind's name (as a step's) and the line every
+        run.outcome.fail(*((shown.error_type, shown.message) if shown  # front end shows
                            else (type(exc).__name__, str(exc))))
         outputs.emit(fmt.error_output(run.error_type, run.error, [], out_id=outputs._id()))
         return run

@@ -69,6 +69,13 @@ class Registry(Mapping[str, Tool]):
             tools.extend(tools_of_module(module, name=name, path=path))
         return cls(tools)
 
+    @staticmethod
+    def module_names(
+        toolbox: str | os.PathLike[str] | None = None, *, entry_points: bool = True
+    ) -> list[str]:
+        """The names ``load`` takes in ``modules`` (nothing is imported)."""
+        return sorted(_find_sources(toolbox, entry_points))
+
     @classmethod
     def from_functions(cls, *funcs: Callable[..., Any], module: str = "") -> Registry:
         """Tools made directly of functions (checked like any other tool)."""
