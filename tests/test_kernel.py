@@ -243,6 +243,38 @@ def test_rerunning_the_first_message_of_an_unsaved_chat_sends_no_later_ones(
     assert {"role": "assistant", "content": "Sure."} not in sent
 
 
+def test_a_reply_saved_while_it_streams_is_written_incomplete(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """A save (or an autosave) during streaming writes the output as JupyterLab holds it then:
+    every in-place update before the last says the reply is incomplete, and the final one,
+    which replaces it, does not."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply("Marseille is on the coast. " * 8, chunk_size=6, chunk_delay=0.02))
+    reply, iopub = execute(kc, "Where is Marseille?", "mid-1")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    shown = [m["content"] for m in outputs(iopub)]
+    assert len(shown) >= 3
+    for content in shown[:-1]:
+        out = {"output_type": "display_data", "data": content["data"],
+               "metadata": content["metadata"]}
+        assert fmt.output_attrs(out).get("incomplete") is True, content["metadata"]
+    final = shown[-1]
+    assert "incomplete" not in final["metadata"]
+    assert final["data"]["text/markdown"] == "Marseille is on the coast. " * 8
+    # what the file gets when JupyterLab saves mid-stream
+    nb = fmt.reads(CONVERSATION)
+    cell = fmt.new_message("Where is Marseille?", cell_id="mid1")
+    cell["outputs"] = [{"output_type": "display_data", "data": shown[1]["data"],
+                        "metadata": shown[1]["metadata"]}]
+    nb["cells"].append(cell)
+    text = fmt.writes(nb)
+    assert "incomplete=true" in text
+    (saved,) = fmt.reads(text)["cells"][-1]["outputs"]
+    assert fmt.output_kind(saved) == "reply"
+    assert fmt.output_attrs(saved)["incomplete"] is True
+
+
 def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
         kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
     _km, kc = kernel

@@ -48,6 +48,10 @@ PROPOSED_SOURCE = "percent_agent_proposed"
 """The execute reply's payload that lists the code cells a reply proposes (the labextension's
 ``proposals.ts`` inserts them under the message)."""
 
+STREAMING_ATTRS = {"incomplete": True}
+"""What a reply still streaming carries until its final form replaces it (docs/format.md):
+what JupyterLab saves meanwhile is never taken for a finished reply."""
+
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
@@ -110,8 +114,11 @@ class _Display:
         from jupyter_percent_agent.masking import streamed
 
         shown, _ = streamed(self.text)  # not even the start of a key before it is whole
+        # marked incomplete until the last update replaces it: a save (or JupyterLab's
+        # autosave) while it streams writes the reply so far as one that did not finish
         out = fmt.reply_output(fmt.escape_surrogates(shown), agent=self.agent,
-                               out_id=None)  # type: ignore[arg-type]  # id: on the last update
+                               out_id=None,  # type: ignore[arg-type]  # id: on the last update
+                               attrs=STREAMING_ATTRS)
         return {"data": out["data"], "metadata": out["metadata"]}
 
     def _push(self, force: bool = False) -> None:

@@ -225,7 +225,9 @@ export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | nul
     attrs['interrupted'] === true
       ? 'stopped'
       : attrs['incomplete'] === true
-        ? 'incomplete: the connection was lost'
+        ? isStreaming(attrs)
+          ? 'incomplete' // still streaming, or saved while it streamed
+          : 'incomplete: the connection was lost'
         : '';
   const usage: IUsage = usageOf(attrs);
   const parts = [
