@@ -275,6 +275,34 @@ def test_a_reply_saved_while_it_streams_is_written_incomplete(
     assert fmt.output_attrs(saved)["incomplete"] is True
 
 
+def test_a_long_reply_streams_in_few_updates_and_ends_complete_and_exact(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Each update resends the whole text so far, so a long reply waits longer between two
+    (``update_interval``); whatever was left out on the way, the last update is the whole
+    reply, exactly, and no update ever shows less than the one before."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    text = "".join(f"## Part {i}\n\n- item **{i}** `x = {i}`\n\n" for i in range(3000))
+    srv.script(Reply(text, chunk_size=64, chunk_delay=0.0005))
+    reply, iopub = execute(kc, "Write it all.", "long-1")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    shown = [m["content"] for m in outputs(iopub)]
+    assert len(shown) >= 2  # opened, then replaced by its final form
+    sizes = [len(c["data"]["text/markdown"]) for c in shown]
+    assert sizes == sorted(sizes)  # each update is the text so far, never less
+    final = shown[-1]
+    assert final["data"]["text/markdown"] == text
+    assert "incomplete" not in final["metadata"]
+
+
+def test_a_longer_reply_waits_longer_between_two_updates() -> None:
+    from jupyter_percent_agent.kernel.kernel import UPDATE_INTERVAL, update_interval
+
+    assert update_interval(0) == update_interval(10_000) == UPDATE_INTERVAL
+    assert update_interval(300_000) > 5 * UPDATE_INTERVAL
+    assert update_interval(600_000) == 2 * update_interval(300_000)
+
+
 def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
         kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
     _km, kc = kernel

@@ -55,6 +55,17 @@ what JupyterLab saves meanwhile is never taken for a finished reply."""
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
+UPDATE_RATE = 500_000
+"""Characters a second a streaming reply's updates may resend: each update carries the whole
+text so far, so a long reply waits ``len(text) / UPDATE_RATE`` seconds between two (a 300 KB
+reply: 0.6 s) and what the kernel sends, and the front end renders, grows with the reply's
+length, not with its square."""
+
+
+def update_interval(chars: int) -> float:
+    """Seconds to wait before the next in-place update of a reply ``chars`` long."""
+    return max(UPDATE_INTERVAL, chars / UPDATE_RATE)
+
 HELPER_WAIT = 60.0
 """Seconds a message that needs litellm waits for the warm helper to start (it imports
 litellm, about 3 s) before the kernel imports litellm itself."""
@@ -123,7 +134,8 @@ class _Display:
 
     def _push(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and (now - self.sent_at < UPDATE_INTERVAL or self.text == self.sent_text):
+        if not force and (now - self.sent_at < update_interval(len(self.sent_text))
+                          or self.text == self.sent_text):
             return
         self._send("update_display_data", {**self._streaming_content(),
                                            "transient": {"display_id": self.display_id}})
