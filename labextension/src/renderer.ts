@@ -270,6 +270,8 @@ export class AgentMarkdown extends RenderedMarkdown {
   private _latest: IRenderMime.IMimeModel | null = null;
   /** The renders under way, one after the other, until no newer model waits. */
   private _drain: Promise<void> | null = null;
+  /** Ends the pause between two renders at once: the final reply has come. */
+  private _wake: (() => void) | null = null;
 
   constructor(options: IRenderMime.IRendererOptions, allModel = false) {
     super(
@@ -293,6 +295,9 @@ export class AgentMarkdown extends RenderedMarkdown {
    */
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._latest = model;
+    if (this._wake !== null && !isStreamingReply(model)) {
+      this._wake();
+    }
     if (this._drain === null) {
       this._drain = this._renderLatest();
     }
@@ -309,7 +314,15 @@ export class AgentMarkdown extends RenderedMarkdown {
         const next: IRenderMime.IMimeModel | null = this._latest;
         if (next !== null && isStreamingReply(next)) {
           const took = performance.now() - started;
-          await new Promise<void>(resolve => setTimeout(resolve, took));
+          await new Promise<void>(resolve => {
+            const timer = setTimeout(wake, took);
+            function wake(): void {
+              clearTimeout(timer);
+              resolve();
+            }
+            this._wake = wake;
+          });
+          this._wake = null;
         }
       }
     } finally {
