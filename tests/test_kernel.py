@@ -243,6 +243,66 @@ def test_rerunning_the_first_message_of_an_unsaved_chat_sends_no_later_ones(
     assert {"role": "assistant", "content": "Sure."} not in sent
 
 
+def test_a_reply_saved_while_it_streams_is_written_incomplete(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """A save (or an autosave) during streaming writes the output as JupyterLab holds it then:
+    every in-place update before the last says the reply is incomplete, and the final one,
+    which replaces it, does not."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    srv.script(Reply("Marseille is on the coast. " * 8, chunk_size=6, chunk_delay=0.02))
+    reply, iopub = execute(kc, "Where is Marseille?", "mid-1")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    shown = [m["content"] for m in outputs(iopub)]
+    assert len(shown) >= 3
+    for content in shown[:-1]:
+        out = {"output_type": "display_data", "data": content["data"],
+               "metadata": content["metadata"]}
+        assert fmt.output_attrs(out).get("incomplete") is True, content["metadata"]
+    final = shown[-1]
+    assert "incomplete" not in final["metadata"]
+    assert final["data"]["text/markdown"] == "Marseille is on the coast. " * 8
+    # what the file gets when JupyterLab saves mid-stream
+    nb = fmt.reads(CONVERSATION)
+    cell = fmt.new_message("Where is Marseille?", cell_id="mid1")
+    cell["outputs"] = [{"output_type": "display_data", "data": shown[1]["data"],
+                        "metadata": shown[1]["metadata"]}]
+    nb["cells"].append(cell)
+    text = fmt.writes(nb)
+    assert "incomplete=true" in text
+    (saved,) = fmt.reads(text)["cells"][-1]["outputs"]
+    assert fmt.output_kind(saved) == "reply"
+    assert fmt.output_attrs(saved)["incomplete"] is True
+
+
+def test_a_long_reply_streams_in_few_updates_and_ends_complete_and_exact(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Each update resends the whole text so far, so a long reply waits longer between two
+    (``update_interval``); whatever was left out on the way, the last update is the whole
+    reply, exactly, and no update ever shows less than the one before."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    text = "".join(f"## Part {i}\n\n- item **{i}** `x = {i}`\n\n" for i in range(3000))
+    srv.script(Reply(text, chunk_size=64, chunk_delay=0.0005))
+    reply, iopub = execute(kc, "Write it all.", "long-1")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    shown = [m["content"] for m in outputs(iopub)]
+    assert len(shown) >= 2  # opened, then replaced by its final form
+    sizes = [len(c["data"]["text/markdown"]) for c in shown]
+    assert sizes == sorted(sizes)  # each update is the text so far, never less
+    final = shown[-1]
+    assert final["data"]["text/markdown"] == text
+    assert "incomplete" not in final["metadata"]
+
+
+def test_a_longer_reply_waits_longer_between_two_updates() -> None:
+    from jupyter_percent_agent.kernel.kernel import UPDATE_INTERVAL, update_interval
+
+    assert update_interval(0) == update_interval(10_000) == UPDATE_INTERVAL
+    assert update_interval(300_000) > 5 * UPDATE_INTERVAL
+    assert update_interval(600_000) == 2 * update_interval(300_000)
+
+
 def test_a_reply_cut_mid_stream_stays_on_screen_marked_incomplete(
         kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
     _km, kc = kernel

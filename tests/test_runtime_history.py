@@ -146,3 +146,22 @@ def test_an_empty_reply_is_no_assistant_turn() -> None:
                        fmt.reply_output("  \n", agent="a", out_id="q.2")]
     assert [(t.role, t.content) for t in hist.cell_turns(cell, "q")] == [
         ("user", "Is anyone there?")]
+
+
+@pytest.mark.parametrize("mark", ["incomplete", "interrupted"])
+def test_a_reply_that_did_not_finish_is_sent_saying_so(mark: str) -> None:
+    """A reply saved while it streamed (incomplete) or stopped (interrupted) is what the
+    model said so far, not its whole answer: the next message's history says so."""
+    cell = fmt.new_message("Tell me a story.", cell_id="q")
+    cell["outputs"] = [fmt.reply_output("Once upon a time ", agent="a", out_id="q.1",
+                                        attrs={mark: True})]
+    turns = [(t.role, t.content) for t in hist.cell_turns(cell, "q")]
+    assert turns == [("user", "Tell me a story."),
+                     ("assistant", "Once upon a time" + hist.CUT_NOTE)]
+
+
+def test_a_finished_reply_is_sent_as_it_is() -> None:
+    cell = fmt.new_message("Tell me a story.", cell_id="q")
+    cell["outputs"] = [fmt.reply_output("The end.", agent="a", out_id="q.1",
+                                        attrs={"model": "m"})]
+    assert [t.content for t in hist.cell_turns(cell, "q")] == ["Tell me a story.", "The end."]

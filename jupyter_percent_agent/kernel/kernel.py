@@ -48,8 +48,23 @@ PROPOSED_SOURCE = "percent_agent_proposed"
 """The execute reply's payload that lists the code cells a reply proposes (the labextension's
 ``proposals.ts`` inserts them under the message)."""
 
+STREAMING_ATTRS = {"incomplete": True}
+"""What a reply still streaming carries until its final form replaces it (docs/format.md):
+what JupyterLab saves meanwhile is never taken for a finished reply."""
+
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
+
+UPDATE_RATE = 500_000
+"""Characters a second a streaming reply's updates may resend: each update carries the whole
+text so far, so a long reply waits ``len(text) / UPDATE_RATE`` seconds between two (a 300 KB
+reply: 0.6 s) and what the kernel sends, and the front end renders, grows with the reply's
+length, not with its square."""
+
+
+def update_interval(chars: int) -> float:
+    """Seconds to wait before the next in-place update of a reply ``chars`` long."""
+    return max(UPDATE_INTERVAL, chars / UPDATE_RATE)
 
 HELPER_WAIT = 60.0
 """Seconds a message that needs litellm waits for the warm helper to start (it imports
@@ -110,13 +125,17 @@ class _Display:
         from jupyter_percent_agent.masking import streamed
 
         shown, _ = streamed(self.text)  # not even the start of a key before it is whole
+        # marked incomplete until the last update replaces it: a save (or JupyterLab's
+        # autosave) while it streams writes the reply so far as one that did not finish
         out = fmt.reply_output(fmt.escape_surrogates(shown), agent=self.agent,
-                               out_id=None)  # type: ignore[arg-type]  # id: on the last update
+                               out_id=None,  # type: ignore[arg-type]  # id: on the last update
+                               attrs=STREAMING_ATTRS)
         return {"data": out["data"], "metadata": out["metadata"]}
 
     def _push(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and (now - self.sent_at < UPDATE_INTERVAL or self.text == self.sent_text):
+        if not force and (now - self.sent_at < update_interval(len(self.sent_text))
+                          or self.text == self.sent_text):
             return
         self._send("update_display_data", {**self._streaming_content(),
                                            "transient": {"display_id": self.display_id}})

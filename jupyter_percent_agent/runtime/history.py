@@ -140,6 +140,10 @@ cell_link = fmt.cell_link
 
 # -- one cell -> turns --------------------------------------------------------------------
 
+CUT_NOTE = "\n\n[this reply stopped here: it did not finish]"
+"""What follows a reply marked ``incomplete`` or ``interrupted`` in the model's history."""
+
+
 def _fence(text: str, lang: str = "") -> str:
     ticks = "```"
     while ticks in text:
@@ -159,6 +163,9 @@ def output_turns(outputs: Iterable[Mapping[str, Any]], group: str) -> list[Turn]
         if kind == "reply":
             text = fmt.output_text(out)
             if text.strip():  # an empty reply (a call that failed) is no turn at all
+                md = out.get("metadata") or {}
+                if md.get("incomplete") is True or md.get("interrupted") is True:
+                    text = text.rstrip() + CUT_NOTE  # never taken for a finished reply
                 turns.append(Turn("assistant", text, group))
         elif kind == "tool_result":
             images = _images(out)

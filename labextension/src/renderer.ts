@@ -219,13 +219,21 @@ function isStreaming(attrs: ReadonlyPartialJSONObject): boolean {
   return attrs['model'] === undefined && attrs['time'] === undefined;
 }
 
+/** A model that is a reply still streaming in (another update of it may follow). */
+function isStreamingReply(model: IRenderMime.IMimeModel): boolean {
+  const agent = outputKind(model.metadata);
+  return agent !== null && !isTool(agent) && isStreaming(agent.attrs);
+}
+
 /** The line over a reply: agent, model, step, usage, and why it did not finish. */
 export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | null {
   const cut =
     attrs['interrupted'] === true
       ? 'stopped'
       : attrs['incomplete'] === true
-        ? 'incomplete: the connection was lost'
+        ? isStreaming(attrs)
+          ? 'incomplete' // still streaming, or saved while it streamed
+          : 'incomplete: the connection was lost'
         : '';
   const usage: IUsage = usageOf(attrs);
   const parts = [
@@ -258,6 +266,12 @@ export class AgentMarkdown extends RenderedMarkdown {
   private readonly _allModel: boolean;
   /** Whether the user opened the thought of a step: kept while the step streams. */
   private _thoughtOpen = false;
+  /** The newest model not rendered yet: a streaming reply's updates wait here, coalesced. */
+  private _latest: IRenderMime.IMimeModel | null = null;
+  /** The renders under way, one after the other, until no newer model waits. */
+  private _drain: Promise<void> | null = null;
+  /** Ends the pause between two renders at once: the final reply has come. */
+  private _wake: (() => void) | null = null;
 
   constructor(options: IRenderMime.IRendererOptions, allModel = false) {
     super(
@@ -268,6 +282,51 @@ export class AgentMarkdown extends RenderedMarkdown {
     this._allModel = allModel;
     if (allModel) {
       armRemoteMedia(this.node);
+    }
+  }
+
+  /**
+   * Renders the newest model only: the kernel resends a streaming reply whole with each
+   * update, and rendering a long reply's Markdown for every one of them fell ever further
+   * behind (a 300 KB reply of headings, lists and code: 30-40 s for a 6 s stream). While a
+   * render is under way, a newer model waits and replaces any older one waiting; after a
+   * streaming reply's render the page gets as long again before the next, so the renders
+   * take at most half of its time. The last model (the final reply) is always rendered.
+   */
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._latest = model;
+    if (this._wake !== null && !isStreamingReply(model)) {
+      this._wake();
+    }
+    if (this._drain === null) {
+      this._drain = this._renderLatest();
+    }
+    return this._drain;
+  }
+
+  private async _renderLatest(): Promise<void> {
+    try {
+      while (this._latest !== null) {
+        const model = this._latest;
+        this._latest = null;
+        const started = performance.now();
+        await super.renderModel(model);
+        const next: IRenderMime.IMimeModel | null = this._latest;
+        if (next !== null && isStreamingReply(next)) {
+          const took = performance.now() - started;
+          await new Promise<void>(resolve => {
+            const timer = setTimeout(wake, took);
+            function wake(): void {
+              clearTimeout(timer);
+              resolve();
+            }
+            this._wake = wake;
+          });
+          this._wake = null;
+        }
+      }
+    } finally {
+      this._drain = null;
     }
   }
 
