@@ -10,17 +10,13 @@ stays exact; the message file keeps every character either way.
 
 from __future__ import annotations
 
-import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from jupyter_percent_agent.testing.environment import model_env
+from jupyter_percent_agent.testing.environment import model_env, tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 BIN = Path(sys.executable).parent
@@ -37,40 +33,9 @@ CONTROLS = ("\x1b", "\u009b", "\x08", "\x07", "\r")
 
 def in_terminal(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     """Run ``tce ARGS`` with stdout and stderr on a pseudo-terminal: exit code, what it got."""
-    main, child = pty.openpty()
-    proc = subprocess.Popen(
-        [str(BIN / "tce"), *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=child,
-        stderr=child,
-        close_fds=True,
-    )
-    os.close(child)
-    got = b""
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([main], [], [], 0.5)
-            if ready:
-                try:
-                    data = os.read(main, 65536)
-                except OSError:  # the child closed its end
-                    break
-                if not data:
-                    break
-                got += data
-            elif proc.poll() is not None:
-                break
-        code = proc.wait(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(main)
-    # the terminal turns each "\n" into "\r\n" (onlcr): that "\r" is the terminal's own
-    return code, got.decode("utf-8", "replace").replace("\r\n", "\n")
+    code, shown, _ = tce_on_terminal(*args, cwd=cwd, env=env, stdin_terminal=False,
+                                     timeout=TIMEOUT)
+    return code, shown
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime.events import Delta, OutputMade
 from jupyter_percent_agent.tasks import load_sop, resume_task, run_task
 from jupyter_percent_agent.tasks.cell import is_task_cell, run_task_cell
+from jupyter_percent_agent.testing.environment import tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 DATA = Path(__file__).parent / "data" / "sop"
@@ -994,43 +995,20 @@ def _close_call_folder(root: Path) -> Path:
 
 def _answer_the_prompt(sop: Path, env: dict[str, str], how: str) -> tuple[int, str]:
     """``tce run`` on a terminal until it asks "Run ...?", then Ctrl-C or Ctrl-D there."""
-    import pty
-    import select
 
-    main_fd, child = pty.openpty()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run",
-                             "weekly sales report", "--sop", str(sop)],
-                            stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
-    os.close(child)
-    got, asked = b"", False
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([main_fd], [], [], 0.5)
-            if ready:
-                try:
-                    data = os.read(main_fd, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                got += data
-            elif proc.poll() is not None:
-                break
-            if not asked and b"?" in got.split(b"the index picks", 1)[-1] and b"[Y/n]" in got:
-                asked = True
-                if how == "eof":
-                    os.write(main_fd, b"\x04")
-                else:
-                    proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(main_fd)
-    assert asked, got
-    return code, got.decode("utf-8", "replace").replace("\r\n", "\n")
+    def answer(got: bytes, terminal: int, proc: subprocess.Popen[bytes]) -> bool:
+        if b"?" not in got.split(b"the index picks", 1)[-1] or b"[Y/n]" not in got:
+            return False
+        if how == "eof":
+            os.write(terminal, b"\x04")
+        else:
+            proc.send_signal(signal.SIGINT)
+        return True
+
+    code, shown, asked = tce_on_terminal("run", "weekly sales report", "--sop", str(sop),
+                                         env=env, answer=answer)
+    assert asked, shown
+    return code, shown
 
 
 @pytest.mark.parametrize("how", ["ctrl_c", "eof"])

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
@@ -49,3 +50,57 @@ def run_tce(
         text=True,
         timeout=timeout,
     )
+
+
+def tce_on_terminal(
+    *args: str,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    answer: Callable[[bytes, int, subprocess.Popen[bytes]], bool] | None = None,
+    stdin_terminal: bool = True,
+    timeout: float = 60,
+) -> tuple[int, str, bool]:
+    """``tce ARGS`` with a real pseudo-terminal as its stdout and stderr (and stdin, unless
+    ``stdin_terminal`` is false): its exit code, what the terminal received (its "\\r\\n" made
+    "\\n"), and whether ``answer`` answered. ``answer(got, terminal, proc)`` sees all the output
+    so far each time more arrives, until it returns True: it may type on the terminal
+    (``os.write(terminal, b"n\\n")``) or signal ``proc``."""
+    import pty
+    import select
+
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "tce"), *args],
+        cwd=cwd,
+        env=dict(env),
+        stdin=child if stdin_terminal else subprocess.DEVNULL,
+        stdout=child,
+        stderr=child,
+        close_fds=True,
+    )
+    os.close(child)
+    got, answered = b"", answer is None
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(main, 65536)
+                except OSError:  # the child closed its end
+                    break
+                if not data:
+                    break
+                got += data
+                if not answered and answer is not None:
+                    answered = answer(got, main, proc)
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(main)
+    # the terminal turns each "\n" into "\r\n" (onlcr): that "\r" is the terminal's own
+    return code, got.decode("utf-8", "replace").replace("\r\n", "\n"), answered
