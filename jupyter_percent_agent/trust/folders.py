@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from jupyter_percent_agent.trust.config import Config, load_config, save_config
+from jupyter_percent_agent.trust.withholding import withheld
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
@@ -23,7 +24,10 @@ def trusted_folders(config: Config | None = None) -> list[Path]:
 
 
 def is_trusted(folder: str | os.PathLike[str], config: Config | None = None) -> bool:
-    """Whether ``folder`` (a folder, not a file) is trusted, itself or through a parent."""
+    """Whether ``folder`` (a folder, not a file) is trusted, itself or through a parent; never
+    while the Agent kernel withholds trust from the conversation it runs (``withholding``)."""
+    if withheld() is not None:
+        return False
     real = _real(folder)
     for root in trusted_folders(config):
         root_real = _real(root)
