@@ -364,10 +364,11 @@ def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
     the same file (a rename keeps its device and inode), never to another one."""
     notebook = tmp_path / "chat.msg.md"
     notebook.write_text(RENAMED)
-    (tmp_path / "other.msg.md").write_text("# %% N[^r2]\n[^r2]: [markdown]\n\n"
-                                           "Private notes: OTHER-FILE-TEXT.\n")
-    cells = [{"id": "front-matter", "cell_type": "raw"}, {"id": "r1", "cell_type": "code"},
-             {"id": "r2", "cell_type": "code"}]
+    (tmp_path / "other.msg.md").write_text("# %% O[^o1]\n[^o1]: [markdown]\n\n"
+                                           "Private notes: OTHER-FILE-TEXT.\n\n"
+                                           "# %% N[^r2]\n[^r2]: [markdown]\n\nN.\n")
+    cells = [{"id": "front-matter", "cell_type": "raw"}, {"id": "o1", "cell_type": "code"},
+             {"id": "r1", "cell_type": "code"}, {"id": "r2", "cell_type": "code"}]
     server.reset()
     km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)),
                    cwd=str(tmp_path))
@@ -391,9 +392,17 @@ def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
         assert body["model"].endswith("critic-model")
         assert [m["content"] for m in server.last_messages if m["role"] != "system"] == [
             "Saved question.", "Saved answer.", "New question."]
+        # another file, between two trusted folders: followed (the user trusts both)
+        trust_for_kernel(tmp_path)
+        server.script("Noted once more.")
+        reply, _ = execute_live(kc, "New question.", "r2", {
+            "path": "other.msg.md", "root": str(tmp_path), "cells": cells})
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert "OTHER-FILE-TEXT" in json.dumps(server.chat_requests[-1].body)
     finally:
         stop(km, kc)
         server.reset()
+        trust_for_kernel(tmp_path, trusted=False)
 
 
 def test_a_cells_live_state_naming_a_trusted_folder_neither_runs_code_there_nor_reads_it(
