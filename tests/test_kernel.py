@@ -448,6 +448,28 @@ def test_a_cells_live_state_naming_a_trusted_folder_neither_runs_code_there_nor_
         trust_for_kernel(project, trusted=False)
 
 
+def test_a_front_end_that_names_no_file_runs_untrusted_in_a_trusted_folder(
+        spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> None:
+    """No ``JPY_SESSION_NAME``: the working folder is not the conversation's folder, however
+    trusted. A ``[code]`` cell the request carries ran there in a real kernel."""
+    trust_for_kernel(tmp_path)
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('as the user')\n"
+    km, kc = start(spec_dir, kernel_env(server), cwd=str(tmp_path))
+    try:
+        reply, _ = execute_live(kc, code, "c1", {"cells": [
+            {"id": "c1", "cell_type": "code", "kind": "code", "lang": "python", "source": code}]})
+        assert reply["content"]["status"] == "error"
+        line = reply["content"]["evalue"]
+        assert line.startswith("refused: cell c1 needs a real kernel") and "\n" not in line
+        assert line.endswith("this conversation runs untrusted: the front end named no notebook "
+                             "file; to run it trusted: open it in JupyterLab, or tce exec FILE")
+        assert not marker.exists()
+    finally:
+        stop(km, kc)
+        trust_for_kernel(tmp_path, trusted=False)
+
+
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,
                                                                 srv: OpenAIServer) -> None:
     km, kc = kernel
