@@ -6,6 +6,7 @@ surprises no one. One test (or a few) per item of the checklist:
 2. an id-shaped argument that matches nothing asks "did you mean ...?" and runs nothing;
 3. the agent kernel under nbclient (``jupytext --execute``, papermill, ``jupyter nbconvert
    --execute``) runs each cell by its kind, and the saved file is the one ``tce exec`` writes;
+   a trusted folder's trust applies only when a message file there holds the cells;
 4. the kernel's outputs carry ``text/plain`` beside rich types (the file keeps its form);
 5. warm helpers are bounded, listed and stopped;
 6. ``--resume`` takes any path form; a batch resumes without doing an input twice;
