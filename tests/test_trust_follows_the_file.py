@@ -8,6 +8,7 @@ cloned message file (or the notebook converted from one) kept elsewhere. The clo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,3 +123,39 @@ def test_while_trust_is_withheld_no_folder_is_trusted_and_refusals_say_why(
         assert f"tce trust {project}" not in str(refusal)
     assert trust.is_trusted(project)
     assert f"tce trust {project}" in str(trust.refuse_toolbox(project, "x"))
+
+
+def test_mcp_serve_started_in_a_trusted_folder_judges_a_served_clone_by_its_own_folder(
+    tmp_path: Path, project: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    """``tce mcp serve`` run from the trusted project, serving a cloned folder: a conversation
+    there whose agent uses the clone's ``toolbox/`` is refused (the clone's folder, not the
+    server's working folder, is judged), and its code is never imported."""
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    served = tmp_path / "cloned"
+    (served / "toolbox").mkdir(parents=True)
+    marker = project / "imported"
+    (served / "toolbox" / "vault.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        + (Path(__file__).parent / "data" / "clients" / "vault.py").read_text(), encoding="utf-8")
+    (served / "v.msg.md").write_text(
+        "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [vault]\n---\n\n"
+        "## %% Ask[^a1]\n[^a1]: [markdown]\n\nFetch the token.\n", encoding="utf-8")
+    env = model_env(openai_server, user_config_dir)
+    params = StdioServerParameters(command=str(BIN / "tce"), args=["mcp", "serve", str(served)],
+                                   env=env, cwd=str(project))
+
+    async def go() -> object:
+        with open(os.devnull, "w") as log:
+            async with Client(stdio_client(params, errlog=log), read_timeout_seconds=60) as c:
+                return await c.call_tool("send_message", {"path": "cloned/v.msg.md",
+                                                          "message": "Fetch the token."})
+
+    result = asyncio.run(go())
+    text = json.dumps([getattr(c, "text", "") for c in result.content])
+    assert "toolbox" in text and f"tce trust {served}" in text, text
+    assert not marker.exists() and openai_server.chat_requests == []
