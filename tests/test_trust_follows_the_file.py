@@ -159,3 +159,24 @@ def test_mcp_serve_started_in_a_trusted_folder_judges_a_served_clone_by_its_own_
     text = json.dumps([getattr(c, "text", "") for c in result.content])
     assert "toolbox" in text and f"tce trust {served}" in text, text
     assert not marker.exists() and openai_server.chat_requests == []
+
+
+def test_tce_run_from_a_trusted_folder_judges_the_sop_folders_own_project(
+    tmp_path: Path, project: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    """``tce run`` from the trusted project on a cloned SOP folder kept elsewhere: the clone's
+    toolbox is refused by the clone's own folder (the working folder lends it nothing)."""
+    import shutil
+
+    blog = tmp_path / "blog"
+    shutil.copytree(Path(__file__).parent / "data" / "sop" / "seed_blog", blog)
+    marker = project / "imported"
+    for tool in (blog / "toolbox").glob("*.py"):
+        tool.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n"
+                        + tool.read_text(encoding="utf-8"), encoding="utf-8")
+    context = json.dumps({"标题": "x", "大纲": ["a"]}, ensure_ascii=False)
+    done = _run([*TCE, "run", "blog/generate_images", "--sop", os.path.relpath(blog / "sop",
+                 project), "--context", context, "--yes"], project, env)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "would import the toolbox/" in done.stderr and "tce trust ../blog" in done.stderr
+    assert not marker.exists() and openai_server.chat_requests == []
