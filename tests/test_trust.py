@@ -440,6 +440,8 @@ def test_a_clones_toolbox_inside_a_trusted_folder_is_never_imported(
     result = tce("chat", str(path), "-m", "hello")
     assert result.exit_code == 6, result.output
     assert f"tce trust {folder}" in result.output
+    assert f"{folder.resolve()} is a clone, with its own .git folder, inside a trusted folder" \
+        in " ".join(result.output.split())
     assert not marker.exists()
     assert openai_server.requests == []
 
