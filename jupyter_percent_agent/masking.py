@@ -54,7 +54,8 @@ raise (a source that raises is skipped)."""
 
 _sources: list[Source] = []
 _lock = threading.Lock()
-_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None, dict[str, str]] = ((), None, {})
+_Compiled = tuple[re.Pattern[str] | None, dict[str, str], tuple[str, ...]]
+_cache: tuple[tuple[tuple[str, str], ...], _Compiled] = ((), (None, {}, ()))
 
 
 def add_source(source: Source) -> None:
@@ -124,12 +125,14 @@ def masked_forms(values: dict[str, str]) -> dict[str, str]:
     return _compiled(values)[1]
 
 
-def _compiled(values: dict[str, str]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+def _compiled(values: dict[str, str]) -> _Compiled:
+    """The one pattern of every form (longest first), the forms' names, and the probes: the
+    forms no shorter form starts (a text holding a padded base64 holds it unpadded too)."""
     global _cache
     key = tuple(sorted(values.items()))
     cached = _cache
     if cached[0] == key:
-        return cached[1], cached[2]
+        return cached[1]
     forms = dict(values)
     for value, name in values.items():
         for form in encoded_forms(value):
@@ -140,20 +143,21 @@ def _compiled(values: dict[str, str]) -> tuple[re.Pattern[str] | None, dict[str,
         if forms
         else None
     )
-    _cache = (key, pattern, forms)
-    return pattern, forms
+    probes = tuple(f for f in forms if not any(g != f and f.startswith(g) for g in forms))
+    _cache = (key, (pattern, forms, probes))
+    return _cache[1]
 
 
 def masker(extra: Mapping[str, str | None] | None = None) -> Callable[[str], str]:
     """A function masking a text with the values known now (for many texts at once)."""
-    pattern, forms = _compiled(sensitive_values(extra=extra))
+    pattern, forms, probes = _compiled(sensitive_values(extra=extra))
     if pattern is None:
         return lambda text: text
 
     def mask_one(text: str) -> str:
         # a few substring searches (C, memchr-fast) before the regular expression: most texts
         # hold no secret, and then cost a tenth of what the expression's scan would
-        if not text or not any(form in text for form in forms):
+        if not text or not any(probe in text for probe in probes):
             return text
         return pattern.sub(lambda m: label(forms[m.group(0)]), text)
 
