@@ -22,26 +22,25 @@ def jp_server_config() -> dict:
     return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
 
 
-@pytest.fixture
-def held_parse(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event,
-                                                          list[str]]:
-    """``(entered, release, held_the_loop)``: the format core's reader, on a text holding
-    ``HELD``, sets ``entered`` and waits for ``release`` before it parses. A reader that runs
-    on the event loop waits in vain (the test's release comes from that loop): after 30
-    seconds it parses anyway and notes it in ``held_the_loop``, so the test fails, not hangs."""
-    entered, release = threading.Event(), threading.Event()
-    held_the_loop: list[str] = []
-    parse = core.reads
+class Held:
+    """A function of ours that, on a text holding ``HELD``, sets ``entered`` and waits for
+    ``release`` before it does its work. One that runs on the event loop waits in vain (the
+    test's release comes from that loop): after 30 seconds it goes on anyway and notes it in
+    ``held_the_loop``, so the test fails, not hangs."""
 
-    def reads(text: str, *args: object, **kwargs: object) -> dict:
-        if HELD in text:
-            entered.set()
-            if not release.wait(30):
-                held_the_loop.append(threading.current_thread().name)
-        return parse(text, *args, **kwargs)
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.held_the_loop: list[str] = []
+        work = getattr(owner, name)
 
-    monkeypatch.setattr(core, "reads", reads)
-    return entered, release, held_the_loop
+        def held(first: object, *args: object, **kwargs: object) -> object:
+            if HELD in str(first):
+                self.entered.set()
+                if not self.release.wait(30):
+                    self.held_the_loop.append(threading.current_thread().name)
+            return work(first, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, held)
 
 
 def _messages(count: int, marker: str = "") -> str:
@@ -51,8 +50,9 @@ def _messages(count: int, marker: str = "") -> str:
 
 
 async def test_a_file_being_parsed_holds_no_other_request(
-        jp_fetch, jp_root_dir: Path, held_parse) -> None:
-    entered, release, held_the_loop = held_parse
+        jp_fetch, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hold = Held(monkeypatch, core, "reads")  # the format core's reader
+    entered, release, held_the_loop = hold.entered, hold.release, hold.held_the_loop
     (jp_root_dir / "big.msg.md").write_text(_messages(5_000, HELD), encoding="utf-8")
     (jp_root_dir / "small.msg.md").write_text(_messages(2), encoding="utf-8")
     big = asyncio.ensure_future(jp_fetch("api", "contents", "big.msg.md", request_timeout=120))
@@ -69,6 +69,28 @@ async def test_a_file_being_parsed_holds_no_other_request(
     assert status.code == 200
     assert len(json.loads(small.body)["content"]["cells"]) == 2
     assert len(model["content"]["cells"]) == 5_000
+
+
+async def test_a_file_being_written_holds_no_other_request(
+        jp_fetch, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_percent_agent import jupytext_format
+
+    (jp_root_dir / "big.msg.md").write_text(_messages(2_000, HELD), encoding="utf-8")
+    model = json.loads((await jp_fetch("api", "contents", "big.msg.md")).body)
+    hold = Held(monkeypatch, jupytext_format, "message_text")  # the writer, for a save
+    body = json.dumps({"type": "notebook", "format": "json", "content": model["content"]})
+    saved = asyncio.ensure_future(jp_fetch("api", "contents", "big.msg.md", method="PUT",
+                                           body=body, request_timeout=120))
+    assert await asyncio.to_thread(hold.entered.wait, 60), "the notebook was never written"
+    try:
+        status = await jp_fetch("api", "status")
+        served_while_writing = not saved.done()
+    finally:
+        hold.release.set()
+    assert (await saved).code == 200
+    assert not hold.held_the_loop, "the writing ran on the server's event loop"
+    assert served_while_writing and status.code == 200
+    assert (jp_root_dir / "big.msg.md").read_text(encoding="utf-8").count(HELD) == 2_000
 
 
 async def test_a_file_that_does_not_parse_is_still_refused_with_its_line(

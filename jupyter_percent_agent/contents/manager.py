@@ -111,7 +111,8 @@ class _AsyncMessageFiles(_MessageFilesMixin):
         os_path, root = self._os_path(path), self._root()
         model = m.prepare_save(model, path, os_path, root)
         config = await self.get_config(path.strip("/"))  # type: ignore[attr-defined]
-        text_model = m.check_save(model, path, os_path, config, root)
+        # writing the text is the size of the notebook: off the event loop, as reading is
+        text_model = await asyncio.to_thread(m.check_save, model, path, os_path, config, root)
         if text_model is not None:
             self.drop_paired_notebook(path.strip("/"))  # type: ignore[attr-defined]
             return await super(self._jupytext_cls, self).save(text_model, path)
