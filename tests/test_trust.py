@@ -446,6 +446,15 @@ def test_a_clones_toolbox_inside_a_trusted_folder_is_never_imported(
     assert openai_server.requests == []
 
 
+def test_auto_run_of_a_parent_stops_at_a_clone_inside_it(work_with_clones: Path) -> None:
+    clone = work_with_clones / "vendor" / "lib"
+    config = trust.config_path()
+    config.write_text(config.read_text() + f'\nauto_run = ["{work_with_clones}"]\n')
+    assert trust.auto_runs(work_with_clones / "wt")
+    trust.trust_folder(clone)  # trusted now, but the user never said its code may run alone
+    assert trust.is_trusted(clone) and not trust.auto_runs(clone)
+
+
 def test_tce_trust_names_the_clones_below_that_stay_untrusted(work_with_clones: Path) -> None:
     work, clone = work_with_clones.resolve(), (work_with_clones / "vendor" / "lib").resolve()
     said = tce("trust", str(work)).output
