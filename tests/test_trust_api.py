@@ -31,6 +31,17 @@ async def test_a_notebook_folder_is_untrusted_until_the_user_trusts_it(
     assert not trust.is_trusted(jp_root_dir)  # the notebook's folder only
 
 
+async def test_a_clone_inside_a_trusted_folder_asks(jp_fetch, jp_root_dir: Path, git) -> None:
+    git(jp_root_dir / "vendor" / "lib", "init", "-q")
+    (jp_root_dir / "vendor" / "lib" / "chat.msg.md").write_text("")
+    trust.trust_folder(jp_root_dir)
+    r = await jp_fetch("percent-agent", "trust", params={"path": "vendor/lib/chat.msg.md"})
+    assert json.loads(r.body)["trusted"] is False
+    r = await jp_fetch("percent-agent", "trust", method="POST",
+                       body=json.dumps({"path": "vendor/lib/chat.msg.md"}))
+    assert json.loads(r.body)["trusted"] is True
+
+
 @pytest.mark.parametrize("path", ["../outside/x.msg.md", "/../x.msg.md", "", "a/../../x"])
 async def test_paths_outside_the_root_are_refused(jp_fetch, jp_root_dir: Path,
                                                   path: str) -> None:
