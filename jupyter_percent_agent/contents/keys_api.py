@@ -42,8 +42,8 @@ class KeysHandler(APIHandler):
     def _answer(self) -> None:
         try:
             self.finish(json.dumps(_state()))
-        except PercentAgentError as exc:  # the user's keys or config file cannot be read
-            raise web.HTTPError(500, report(exc).message) from None
+        except (PercentAgentError, OSError) as exc:  # the keys or config cannot be read
+            raise _http_error(exc) from None
 
     @web.authenticated
     def get(self) -> None:
@@ -69,12 +69,17 @@ class KeysHandler(APIHandler):
             if model:
                 config = trust.load_config()
                 trust.save_config(replace(config, default_model=model.strip()))
-        except PercentAgentError as exc:
-            shown = report(exc)
-            raise web.HTTPError(shown.http_status, shown.message) from None
-        except OSError as exc:
-            raise web.HTTPError(500, f"could not save: {exc.strerror or exc}") from None
+        except (PercentAgentError, OSError) as exc:
+            raise _http_error(exc) from None
         self._answer()
+
+
+def _http_error(exc: PercentAgentError | OSError) -> web.HTTPError:
+    """The answer for a failure reading or saving the user's keys or config: the status
+    and one line the package's table gives its kind."""
+    shown = report(exc)
+    assert shown is not None  # the package's errors and OSError all have a kind
+    return web.HTTPError(shown.http_status, shown.message)
 
 
 def register(serverapp: Any) -> None:
