@@ -142,14 +142,9 @@ async def run_task(
     if root in folders.by_name.values():  # its runs/ and toolbox/ would be those above it
         raise ServeError(f"{sop!r} is a served folder itself; name a SOP folder inside it")
     result = await arun_task(root, task_id, context or {})
-    return {
-        "status": result.status,
-        "task_id": result.task_id,
-        "context": result.context,
-        "transcript": folders.shown(result.transcript),
-        "steps": result.steps,
-        "error": result.error,
-    }
+    assert result.transcript is not None  # a run that began has one
+    # what tce run --json prints, the transcript shown as a path in the served folders
+    return {**result.to_json(), "transcript": folders.shown(result.transcript)}
 
 
 def search_sops(folders: Folders, sop: str, query: str, k: int = 5) -> list[dict[str, Any]]:

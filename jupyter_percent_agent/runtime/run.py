@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.outcome import Outcome, RunStatus
 from jupyter_percent_agent.runtime.events import (
     Answering,
     Event,
@@ -20,7 +21,6 @@ from jupyter_percent_agent.runtime.events import (
     OutputMade,
     ignore,
 )
-from jupyter_percent_agent.runtime.outcome import Outcome, RunStatus
 
 
 class Run:
