@@ -87,7 +87,7 @@ def host_snapshot(process_probe):
     CANARY_FILE.unlink(missing_ok=True)
     # One run first, so that what the first run creates lazily (event loop policy state, the
     # tool thread pool) is part of the baseline: the battery must not add anything beyond it.
-    assert execute("__result__ = 0").status == "success"
+    assert execute("__result__ = 0").ok
     shutdown_pool()
     snapshot = {
         "cwd": os.getcwd(),

@@ -19,8 +19,8 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.contents.api import add_route, json_body
-from jupyter_percent_agent.errors import PercentAgentError, report
+from jupyter_percent_agent.contents.api import add_route, http_error, json_body
+from jupyter_percent_agent.errors import PercentAgentError
 from jupyter_percent_agent.litellm_setup import provider_names
 from jupyter_percent_agent.trust.keys import COMMON_PROVIDERS
 
@@ -43,7 +43,7 @@ class KeysHandler(APIHandler):
         try:
             self.finish(json.dumps(_state()))
         except (PercentAgentError, OSError) as exc:  # the keys or config cannot be read
-            raise _http_error(exc) from None
+            raise http_error(exc, "could not read your keys") from None
 
     @web.authenticated
     def get(self) -> None:
@@ -70,16 +70,8 @@ class KeysHandler(APIHandler):
                 config = trust.load_config()
                 trust.save_config(replace(config, default_model=model.strip()))
         except (PercentAgentError, OSError) as exc:
-            raise _http_error(exc) from None
+            raise http_error(exc, "could not save") from None
         self._answer()
-
-
-def _http_error(exc: PercentAgentError | OSError) -> web.HTTPError:
-    """The answer for a failure reading or saving the user's keys or config: the status
-    and one line the package's table gives its kind."""
-    shown = report(exc)
-    assert shown is not None  # the package's errors and OSError all have a kind
-    return web.HTTPError(shown.http_status, shown.message)
 
 
 def register(serverapp: Any) -> None:
