@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.outcome import RUN_WORDS, Outcome, RunStatus
+from jupyter_percent_agent.outcome import RUN_WORDS, VERDICT_WORDS, Outcome, RunStatus
 
 
 @dataclass
@@ -85,7 +85,7 @@ class StepInfo:
     def shown(self) -> str:
         """The word a person reads: ``pass`` or ``fail`` for a validation, else the status."""
         if self.verdict is not None:
-            return "pass" if self.verdict else "fail"
+            return VERDICT_WORDS[RunStatus.OK if self.verdict else RunStatus.ERROR]
         return str(self.status)
 
 
