@@ -491,6 +491,7 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
 
 def _counted(counts: dict[RunStatus, int], results: Path) -> str:
     """``9 succeeded, 3 failed; results: FILE`` (and how many were interrupted, if any)."""
-    shown = [RunStatus.OK, RunStatus.ERROR] + [RunStatus.INTERRUPTED] * bool(
-        counts[RunStatus.INTERRUPTED])
+    shown = [RunStatus.OK, RunStatus.ERROR]
+    if counts[RunStatus.INTERRUPTED]:
+        shown.append(RunStatus.INTERRUPTED)
     return ", ".join(f"{counts[s]} {RUN_WORDS[s]}" for s in shown) + f"; results: {results}"
