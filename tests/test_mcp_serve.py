@@ -106,6 +106,7 @@ def _check(result: dict, served: Path) -> None:
     assert "Say hello." in result["read"]
     sent = result["sent"]
     assert sent["status"] == "ok" and sent["reply"] == "Bonjour !"
+    assert list(sent)[:6] == ["path", "cell", "agent", "status", "reply", "error"]
     cells = hist.conversation_cells(fmt.read(served / "sub" / "hello.msg.md"))
     assert fmt.message_text(cells[-1]).strip() == "And in French?"
     assert fmt.output_text(cells[-1]["outputs"][-1]) == "Bonjour !"

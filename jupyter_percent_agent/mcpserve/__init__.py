@@ -122,14 +122,7 @@ async def send_message(
     run = await send(
         conversation, RunOptions(agent=agent, base_dir=real.parent), transport=LocalTransport()
     )
-    return {
-        "path": folders.shown(real),
-        "cell": run.cell_id,
-        "agent": run.agent,
-        "status": str(run.status),
-        "reply": run.reply,
-        "error": run.error,
-    }
+    return {"path": folders.shown(real), **run.to_json()}  # its error: the line a file keeps
 
 
 async def run_task(

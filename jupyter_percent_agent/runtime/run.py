@@ -112,6 +112,15 @@ class Run:
         """History groups (cell ids) left out to fit the agent's context window."""
         return list(self._dropped)
 
+    def to_json(self, *, detail: bool = False) -> dict[str, Any]:
+        """How the run ended as JSON (``tce chat --json``, the MCP server's ``send_message``):
+        ``cell``, ``agent``, ``status``, ``reply``, ``error`` (``detail``: as the terminal
+        shows it, which may name the ``api_base``; else the line safe to save) and
+        ``usage``."""
+        return {"cell": self.cell_id, "agent": self.agent, "status": str(self.status),
+                "reply": self.reply, "error": self.error_detail if detail else self.error,
+                "usage": self.usage}
+
     # -- changing it ---------------------------------------------------------------------
 
     def tell(self, event: Event) -> None:
