@@ -166,8 +166,11 @@ def report(exc: BaseException, *, path: str | None = None,
     if isinstance(exc, FileNotFoundError):
         return Report(Kind.USAGE, type(exc).__name__,
                       f"{exc.filename or path}: no such file")
-    if isinstance(exc, UnicodeDecodeError | IsADirectoryError):
+    if isinstance(exc, UnicodeDecodeError):
         return Report(Kind.BAD_FILE, type(exc).__name__, _one_line(f"{path}: {exc}"))
+    if isinstance(exc, IsADirectoryError):
+        return Report(Kind.BAD_FILE, type(exc).__name__,
+                      f"{exc.filename or path}: a folder, not a file")
     if isinstance(exc, OSError):
         where = exc.filename or path
         return Report(Kind.USAGE, type(exc).__name__,

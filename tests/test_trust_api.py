@@ -64,3 +64,19 @@ async def test_a_missing_folder_is_not_found(jp_fetch, jp_root_dir: Path) -> Non
         await jp_fetch("percent-agent", "trust", method="POST",
                        body=json.dumps({"path": "/etc/x.msg.md"}))  # root/etc: absent
     assert err.value.code == 404
+
+
+async def test_a_config_that_cannot_be_written_is_the_status_of_its_kind_not_500(
+        jp_fetch, jp_root_dir: Path, user_config_dir: Path) -> None:
+    """The handler turned every failure to record the trust into a 500 by hand; its status
+    is the kind table's (a config.toml that is a folder: a malformed file, 400)."""
+    from jupyter_percent_agent.errors import TABLE, Kind
+
+    (jp_root_dir / "clone").mkdir()
+    (user_config_dir / "config.toml").mkdir()
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("percent-agent", "trust", method="POST",
+                       body=json.dumps({"path": "clone/chat.msg.md"}))
+    assert err.value.code == TABLE[Kind.BAD_FILE].http_status
+    message = json.loads(err.value.response.body)["message"]
+    assert "config.toml" in message and "\n" not in message

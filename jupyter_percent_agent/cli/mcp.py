@@ -9,7 +9,7 @@ did not start (``tce mcp list`` shows it as unreachable instead).
 
 from __future__ import annotations
 
-import sys
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +204,9 @@ def serve(
         fail_for(exc)
     import uvicorn
 
+    # bound here, not by uvicorn: a port in use is tce's one line and the exit code of its
+    # kind (uvicorn logs its own line and exits 3, the code of a malformed file)
+    listening = _listening_socket(port)
     where = f"http://127.0.0.1:{port}/mcp"
     # A token the user gave is theirs already: not printed, so no log keeps it.
     told = f"bearer token: {token}" if source is None else f"bearer token from {source}"
@@ -212,6 +215,17 @@ def serve(
     # 0); tce's Ctrl-C is 130 and 'tce: interrupted', which the command group prints
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning"))
-    server.run()
-    if not server.started:  # the port is taken: uvicorn said so
-        sys.exit(3)  # what uvicorn.run exits with there
+    server.run(sockets=[listening])
+
+
+def _listening_socket(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` for the HTTP server; a port that cannot be bound
+    (in use, not allowed) exits as the package's table says for the ``OSError``."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        fail_for(exc, path=f"127.0.0.1:{port}")
+    return sock

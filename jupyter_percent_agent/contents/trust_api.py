@@ -18,7 +18,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.contents.api import add_route, json_body
+from jupyter_percent_agent.contents.api import add_route, http_error, json_body
 from jupyter_percent_agent.errors import PercentAgentError
 
 ROUTE = "percent-agent/trust"
@@ -61,7 +61,7 @@ class TrustHandler(APIHandler):
         try:
             trust.trust_folder(folder)
         except (OSError, PercentAgentError) as exc:  # the server could not write its config
-            raise web.HTTPError(500, f"could not record the trust: {exc}") from None
+            raise http_error(exc, "could not record the trust") from None
         self.log.warning("[jupyter-percent-agent] the user trusted %s", folder)
         self._answer(folder)
 
