@@ -214,13 +214,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       usage.model = panel && isMessageNotebook(panel) ? panel.model : null;
       usageChanged.emit();
     };
-    watchTrustRefusals();
     watchMissingKeys();
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
       guardNotebook(panel, () => {
         decorateCells(panel);
         sendLiveState(panel);
         watchProposals(panel);
+        watchTrustRefusals(panel);
         highlightCodeCells(panel);
         if (panel === tracker.currentWidget) {
           showUsage();
