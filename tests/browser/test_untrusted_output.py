@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -344,3 +345,88 @@ def test_disguised_urls_are_judged_as_the_browser_reads_them(page, lab_server, b
     expect(output.locator("img, video")).to_have_count(0)
     page.wait_for_timeout(1000)
     assert beacon.seen("/") == []
+
+
+def requested_baits(page, base: str = "/") -> list[str]:
+    """The baits (`?pa=NAME`) the page requests from now on outside the server's files
+    (``base``: its base URL), in a list that grows."""
+    baits: list[str] = []
+
+    def seen(url: str) -> None:
+        parts = urlsplit(url)
+        if parts.query.startswith("pa=") and not parts.path.startswith(f"{base}files/"):
+            baits.append(f"{parts.path}?{parts.query}")
+
+    page.on("request", lambda request: seen(request.url))
+    return baits
+
+
+def same_origin_media(base: str) -> str:
+    """A reply whose media point at the Jupyter server (``base``: its base URL): its files, and
+    URLs that do something when fetched (log the user out, list the contents), each with its
+    bait query."""
+    return f"""Same origin:
+
+![PA-FILES]({base}files/local.png?pa=files)
+
+![PA-LOCAL](local.png)
+
+![PA-LOGOUT]({base}logout?pa=logout)
+
+<img src="{base}api/contents?pa=api" alt="PA-API">
+
+![PA-UP](../../../logout?pa=up)
+
+![PA-DOTS](%2e%2e/%2e%2e/%2e%2e/logout?pa=dots)
+
+<video>{{"url": "{base}logout?pa=jarvis", "type": "PA-JARVIS"}}</video>
+"""
+
+
+def assert_files_load_and_the_rest_waits(page, output, baits: list[str],
+                                         placeholders: int) -> None:
+    output.get_by_text("Same origin:").wait_for()
+    for alt in ("PA-FILES", "PA-LOCAL"):
+        wait_for(lambda alt=alt: output.locator(f'img[alt="{alt}"]').evaluate(
+            "i => i.naturalWidth") == 1, what=f"the server's file {alt}")
+    waiting = output.locator(".jp-PercentAgent-remoteMedia")
+    expect(waiting).to_have_count(placeholders)
+    page.wait_for_timeout(1500)
+    assert baits == [], f"the reply's media fetched {baits}"
+
+
+def test_media_load_at_once_only_from_the_servers_files(page, lab_server) -> None:
+    """`![](/logout)` in a reply logged the user out: only the server's `files/` load at
+    once; its other URLs wait for a click, as remote media do, whatever the path's disguise
+    (relative climbs, dots written as %2e, a Jarvis tag)."""
+    (lab_server.root / "local.png").write_bytes(PNG)
+    text = FRONT + message("m1", "Show the pictures.")
+    text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + same_origin_media("/") + "\n"
+    text += SAVED_HTML.replace("print(1)", "print(2)").replace(
+        '<img src=x onerror="{hit}"><b>PA-SAVED-HTML</b>', '<img src="/logout?pa=html" alt="PA-H">')
+    (lab_server.root / "media.msg.md").write_text(text)
+    baits = requested_baits(page)
+    notebook = open_notebook(page, lab_server, "media.msg.md")
+    output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
+    assert_files_load_and_the_rest_waits(page, output, baits, placeholders=4)
+    html = cell_with(notebook, "print(2)").locator(".jp-OutputArea")
+    expect(html.locator(".jp-PercentAgent-remoteMedia")).to_have_count(1)
+    # a click loads what the user asked for, as for remote media
+    output.locator(".jp-PercentAgent-remoteMedia").first.get_by_role("button").click()
+    wait_for(lambda: baits == ["/logout?pa=logout"], what="the clicked URL")
+
+
+def test_under_jupyterhub_only_the_users_own_files_load_at_once(hub_page, hub_server) -> None:
+    page = hub_page
+    base = "/user/alice/"
+    (hub_server.root / "local.png").write_bytes(PNG)
+    reply = same_origin_media(base) + (
+        "\n![PA-ROOT](/files/local.png?pa=root)\n\n![PA-HUB](/hub/logout?pa=hub)\n")
+    text = FRONT + message("m1", "Show the pictures.")
+    text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + reply
+    (hub_server.root / "media.msg.md").write_text(text)
+    baits = requested_baits(page, base)
+    notebook = open_notebook(page, hub_server, "media.msg.md")
+    output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
+    assert_files_load_and_the_rest_waits(page, output, baits, placeholders=6)
+
