@@ -430,3 +430,28 @@ def test_under_jupyterhub_only_the_users_own_files_load_at_once(hub_page, hub_se
     output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
     assert_files_load_and_the_rest_waits(page, output, baits, placeholders=6)
 
+
+def test_a_notebook_known_by_its_agent_kernelspec_is_guarded_from_its_first_render(
+        page, lab_server, beacon) -> None:
+    """A notebook whose name says nothing (`.ipynb`) but whose kernelspec is the Agent kernel
+    is a message notebook: its Markdown and HTML outputs go through the second sanitizing
+    pass from the first render, not once its kernel or its metadata has been seen."""
+    b = beacon.url
+    outputs = [
+        {"output_type": "display_data", "metadata": {},
+         "data": {"text/markdown": f"PA-KS-MD ![md]({b}/remote/ks-md.png)"}},
+        {"output_type": "display_data", "metadata": {},
+         "data": {"text/html": f'<b>PA-KS-HTML</b><img src="{b}/remote/ks-html.png">'}},
+    ]
+    nb = {"nbformat": 4, "nbformat_minor": 5,
+          "metadata": {"kernelspec": {"name": "percent-agent", "display_name": "Agent",
+                                      "language": "markdown"}},
+          "cells": [{"cell_type": "code", "id": "k1", "metadata": {}, "execution_count": 1,
+                     "source": "Show me.", "outputs": outputs}]}
+    (lab_server.root / "agent.ipynb").write_text(json.dumps(nb))
+    notebook = open_notebook(page, lab_server, "agent.ipynb")
+    output = cell_with(notebook, "Show me.").locator(".jp-OutputArea")
+    output.get_by_text("PA-KS-HTML").wait_for()
+    expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(2)
+    page.wait_for_timeout(1500)
+    assert beacon.seen("/remote/") == [], "media loaded before the notebook was guarded"
