@@ -404,16 +404,13 @@ class AgentKernel(Kernel):
             self._tell_count(None)
             return self._ok()
         if exc is not None:
-            from jupyter_percent_agent.trust.errors import TrustError
-
             # the package's table names it and says it in one line; a refusal that trusting
             # a folder would lift names that folder (TRUST_REFUSAL_KEY)
             shown = errors.report(exc, path=str(path) if path else None)
             if shown is None:  # a bug: its traceback goes to the log
                 self.log.error("agent run failed", exc_info=exc)
                 raise _RunFailed(type(exc).__name__, _one_line(str(exc)))
-            untrusted = exc.folder if isinstance(exc, TrustError) else None
-            raise _RunFailed(shown.ename, _one_line(shown.message), untrusted)
+            raise _RunFailed(shown.ename, _one_line(shown.message), shown.trust_folder)
         run = task.result()
         self._last_output = run.reply or run.error
         if by_text and path is not None:
