@@ -153,8 +153,6 @@ function payloadUrl(payload: { [key: string]: unknown }): string {
   return '';
 }
 
-
-
 /** A link the user may follow (http(s) or a path), else the note that it was refused. */
 function link(url: string, className: string, text: string): HTMLElement {
   const verdict = classifyUrl(url, 'link');

@@ -52,7 +52,8 @@ export function normalizeUrl(raw: string): string {
  * `files/` (JupyterHub's `/user/NAME/files/`), on this page's origin. */
 function servedFile(url: URL): boolean {
   const base = PageConfig.getBaseUrl();
-  const files = new URL('files/', new URL(base.endsWith('/') ? base : `${base}/`, document.baseURI));
+  const root = new URL(base.endsWith('/') ? base : `${base}/`, document.baseURI);
+  const files = new URL('files/', root);
   return url.origin === files.origin && url.pathname.startsWith(files.pathname);
 }
 
@@ -110,8 +111,18 @@ export function setLoadRemoteMedia(value: boolean): void {
   loadRemote = value;
 }
 
+/** Whether remote media at `url` may load: clicked, or with the setting, which never
+ * covers this server's own URLs (`/logout`...: only a click loads those). */
 function remoteAllowed(url: string): boolean {
-  return loadRemote || clicked.has(url);
+  return clicked.has(url) || (loadRemote && !sameOrigin(url));
+}
+
+function sameOrigin(url: string): boolean {
+  try {
+    return new URL(url, document.baseURI).origin === window.location.origin;
+  } catch {
+    return false;
+  }
 }
 
 const MEDIA_WORD: { [K in MediaKind]: string } = {
@@ -384,6 +395,9 @@ export async function loadHeldMedia(
         (verdict.kind === 'remote' && remoteAllowed(verdict.url))
       ) {
         node.setAttribute(attr, verdict.url);
+        if (media !== node && media instanceof HTMLMediaElement) {
+          media.load(); // a <source> set after the element was made
+        }
       } else {
         const alt = media.getAttribute('alt') ?? '';
         media.replaceWith(

@@ -287,12 +287,15 @@ def test_remote_media_loads_only_after_a_click_on_a_placeholder_naming_its_host(
 
 
 def test_the_load_remote_media_setting_loads_them_at_once(page, lab_server, beacon) -> None:
+    """Remote media, that is: the Jupyter server's own URLs still wait for a click."""
     text = FRONT + message("m1", "Show the pictures.")
     text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + remote_media(beacon)
+    text += "\n![PA-LOGOUT](/logout?pa=setting)\n"
     (lab_server.root / "media.msg.md").write_text(text)
     settings = lab_server.settings / "jupyter-percent-agent" / "plugin.jupyterlab-settings"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"loadRemoteMedia": True}))
+    baits = requested_baits(page)
     try:
         notebook = open_notebook(page, lab_server, "media.msg.md")
         output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
@@ -304,7 +307,8 @@ def test_the_load_remote_media_setting_loads_them_at_once(page, lab_server, beac
             ),
             what="the remote images",
         )
-        expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(0)
+        expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(1)
+        assert baits == []
     finally:
         settings.unlink()
 
