@@ -80,3 +80,28 @@ async def test_a_config_that_cannot_be_written_is_the_status_of_its_kind_not_500
     assert err.value.code == TABLE[Kind.BAD_FILE].http_status
     message = json.loads(err.value.response.body)["message"]
     assert "config.toml" in message and "\n" not in message
+
+
+async def test_the_folder_a_refusal_names_is_trusted_if_it_is_under_the_root(
+        jp_fetch, jp_root_dir: Path) -> None:
+    """The dialog trusts the folder the agent kernel's refusal names, not one the notebook's
+    path or an error's text suggests."""
+    folder = jp_root_dir / "clone"
+    folder.mkdir()
+    r = await jp_fetch("percent-agent", "trust", params={"folder": str(folder)})
+    assert json.loads(r.body) == {"folder": str(folder.resolve()), "trusted": False}
+    r = await jp_fetch("percent-agent", "trust", method="POST",
+                       body=json.dumps({"folder": str(folder)}))
+    assert json.loads(r.body)["trusted"] is True
+    assert trust.is_trusted(folder) and not trust.is_trusted(jp_root_dir)
+
+
+@pytest.mark.parametrize("folder", ["/", "clone", "{root}/..", "{root}/clone/../.."])
+async def test_a_folder_outside_the_root_or_relative_is_refused(
+        jp_fetch, jp_root_dir: Path, folder: str) -> None:
+    (jp_root_dir / "clone").mkdir()
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("percent-agent", "trust", method="POST",
+                       body=json.dumps({"folder": folder.format(root=jp_root_dir)}))
+    assert err.value.code == 400
+    assert trust.trusted_folders() == []

@@ -29,6 +29,10 @@ class TrustError(PercentAgentError, PermissionError):
         return self.args[0]
 
     @property
+    def trust_folder(self) -> Path | None:
+        return self.folder
+
+    @property
     def ename(self) -> str:
         """``UntrustedFolder`` when trusting ``folder`` would allow it (JupyterLab offers
         to), ``TrustError`` when nothing the user can trust allows it (a path out)."""
