@@ -92,7 +92,8 @@ def test_a_servers_own_secret_is_masked_like_the_users_keys(
     server = data_dir / "mcp" / "token_server.py"
     with OpenAIServer() as model:
         env = model_env(model, user_config_dir)
-        added = run_tce("mcp", "add", "svc", "--env", f"SERVICE_TOKEN={SERVICE_TOKEN}", "--",
+        added = run_tce("mcp", "add", "svc", "--untrusted-ok", "--env",
+                        f"SERVICE_TOKEN={SERVICE_TOKEN}", "--",
                         sys.executable, str(server), cwd=tmp_path, env=env)  # fmt: skip
         assert added.returncode == 0, added.stderr
         path = tmp_path / "look.msg.md"
@@ -143,7 +144,8 @@ def test_a_servers_image_that_is_not_a_plain_picture_becomes_no_output(
     with OpenAIServer() as model:
         env = model_env(model, user_config_dir)
         relay = str(data_dir / "mcp" / "relay_server.py")
-        added = run_tce("mcp", "add", "relay", "--", sys.executable, relay, cwd=tmp_path, env=env)
+        added = run_tce("mcp", "add", "relay", "--untrusted-ok", "--", sys.executable, relay,
+                        cwd=tmp_path, env=env)  # fmt: skip
         assert added.returncode == 0, added.stderr
         path = tmp_path / "relay.msg.md"
         path.write_text(AGENT.replace("[svc]", "[relay]"))
@@ -181,3 +183,18 @@ def test_the_import_prompt_shows_a_files_control_sequences_instead_of_obeying_th
     assert answered and "0 of 1 servers added" in shown, shown
     assert "\x1b" not in shown and "\x07" not in shown, repr(shown)
     assert "\u241b[2K" in shown  # shown as pictures: nothing hidden, nothing lost
+
+
+def test_an_imported_server_is_for_trusted_folders_whatever_the_file_says(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """A shared file marking its servers untrustedOk does not decide where they act: only
+    the user does (tce mcp add NAME --untrusted-ok)."""
+    config = tmp_path / "shared.json"
+    config.write_text(json.dumps({"mcpServers": {"files": {"command": "server",
+                                                           "untrustedOk": True}}}))
+    env = {"PATH": "/usr/bin:/bin", "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)}
+    done = run_tce("mcp", "import", str(config), "--yes", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    saved = json.loads((user_config_dir / "mcp.json").read_text())["mcpServers"]
+    assert saved == {"files": {"command": "server", "args": []}}
