@@ -175,25 +175,28 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         existing = mcptools.load_servers()
     except PercentAgentError as exc:
         fail_for(exc)
-    added = 0
-    for spec in found.values():
-        if spec.name in existing and not replace:
-            click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
-            continue
-        if not yes:
-            answer = ask(confirm_text(f"add {spec.name!r} ({spec.described})?"),
-                         interrupted="interrupted: the servers added so far are kept")
-            if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
-                click.echo("no more answers on standard input: the others were not added "
-                           "(--yes adds every server)")
-                break
-            if not answer:
+    accepted: list[mcptools.ServerSpec] = []
+    try:
+        for spec in found.values():
+            if spec.name in existing and not replace:
+                click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
                 continue
-        # a file from elsewhere does not decide where its servers may act
-        mcptools.add_server(dataclasses.replace(spec, untrusted_ok=False), replace=True)
-        added += 1
-        click.echo(f"added {spec.name!r} ({spec.described})")
-    click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
+            if not yes:
+                answer = ask(confirm_text(f"add {spec.name!r} ({spec.described})?"),
+                             interrupted="interrupted: the servers added so far are kept")
+                if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
+                    click.echo("no more answers on standard input: the others were not added "
+                               "(--yes adds every server)")
+                    break
+                if not answer:
+                    continue
+            # a file from elsewhere does not decide where its servers may act
+            accepted.append(dataclasses.replace(spec, untrusted_ok=False))
+            click.echo(f"added {spec.name!r} ({spec.described})")
+    finally:  # Ctrl-C at a question too: what was agreed to is written, in one write
+        if accepted:
+            mcptools.add_servers(accepted, replace=True)
+    click.echo(f"{len(accepted)} of {len(found)} servers added to {mcptools.servers_path()}")
 
 
 @mcp.command("serve")

@@ -32,6 +32,7 @@ from jupyter_percent_agent.trust.config import MCP_SERVERS_NAME
 
 SERVERS_NAME = MCP_SERVERS_NAME
 UNTRUSTED_OK_KEY = "untrustedOk"  # an entry's mark: usable from untrusted folders too
+MAX_DEPTH = 100  # levels of nesting a JSON configuration may have
 NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
@@ -192,7 +193,9 @@ def read_json_file(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise McpConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        return json.loads(text) if text.strip() else {}
+        value = json.loads(text) if text.strip() else {}
+    except RecursionError:  # nested far past any configuration: the parser gave up
+        value = None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         raise McpConfigError(
@@ -200,6 +203,25 @@ def read_json_file(path: Path) -> Any:
             + (f", line {line}" if line else "")
             + f": not JSON ({getattr(exc, 'msg', exc)})"
         ) from None
+    if value is None or _deeper_than(value, MAX_DEPTH):
+        raise McpConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels (no recursion:
+    the value may be as deep as the parser allows)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not any(isinstance(item, dict | list) for item in level):
+            return False
+    return any(isinstance(item, dict | list) for item in level)
 
 
 def load_servers(path: Path | None = None) -> dict[str, ServerSpec]:
@@ -227,13 +249,22 @@ def save_servers(servers: Iterable[ServerSpec], path: Path | None = None) -> Pat
 
 def add_server(spec: ServerSpec, *, replace: bool = False, path: Path | None = None) -> Path:
     """Add (or with ``replace``, change) one server; ``McpConfigError`` if the name is taken."""
-    check_name(spec.name)
+    return add_servers([spec], replace=replace, path=path)
+
+
+def add_servers(
+    specs: Iterable[ServerSpec], *, replace: bool = False, path: Path | None = None
+) -> Path:
+    """Add (or with ``replace``, change) these servers in one write; ``McpConfigError`` if
+    a name is taken (then nothing is written)."""
     servers = load_servers(path)
-    if spec.name in servers and not replace:
-        raise McpConfigError(
-            f"an MCP server named {spec.name!r} exists: remove it first, or pass --replace"
-        )
-    servers[spec.name] = spec
+    for spec in specs:
+        check_name(spec.name)
+        if spec.name in servers and not replace:
+            raise McpConfigError(
+                f"an MCP server named {spec.name!r} exists: remove it first, or pass --replace"
+            )
+        servers[spec.name] = spec
     return save_servers(servers.values(), path)
 
 
