@@ -238,3 +238,34 @@ def test_list_agents_says_which_servers_are_ignored_and_why(
     assert table.returncode == 0, table.stderr
     assert "MCP_IGNORED" in table.stdout.splitlines()[0]
     assert "deploy" in table.stdout and "lint" in table.stdout
+
+
+def test_a_folders_server_named_like_an_installed_tool_module_leaves_the_module(
+    tmp_path: Path, user_config_dir: Path, model: OpenAIServer
+) -> None:
+    """The folder's .mcp.json is ignored, so a name it shares with a tool module the user
+    installed means the module: the turn is not refused, and the folder's server never
+    starts."""
+    from jupyter_percent_agent.tools import ENTRY_POINT_GROUP
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "tce_dice_tools.py").write_text(
+        'def roll(sides: int = 6) -> int:\n    """Roll a die.\n\n    Args:\n'
+        '        sides: Number of sides.\n\n    Returns:\n        int: Always 4.\n    """\n'
+        "    return 4\n")
+    dist = site / "tce_dice_tools-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tce-dice-tools\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ndice = tce_dice_tools\n")
+    folder = tmp_path / "clone"
+    folder.mkdir()
+    marker = tmp_path / "STARTED"
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"dice": _marker_entry(marker)}}))
+    path = folder / "dice.msg.md"
+    path.write_text(GIT_AGENT.replace("tools: [git]", "tools: [dice]"))
+    model.script('answer = "Four."')
+    done = chat(path, model_env(model, user_config_dir, PYTHONPATH=str(site)), "Roll")
+    assert done.returncode == 0, done.stderr
+    assert "def roll(sides: int = 6) -> int:" in model.chat_requests[0].messages[0]["content"]
+    assert not marker.exists()

@@ -171,7 +171,7 @@ def _ignored_servers(nb: dict, folder: Path | None, tools: list[str]) -> dict[st
         ignored = ignored_servers(nb, folder, tools)
     except PercentAgentError as exc:  # the user's mcp.json is broken: said, not fatal here
         return {"mcp.json": str(exc)}
-    return {name: f"{why}; {remedy}" for name, (why, remedy) in ignored.items()}
+    return {name: f"{why.why}; {why.remedy}" for name, why in ignored.items()}
 
 
 AGENT_COLUMNS = ["name", "source", "default", "tools", "mcp_ignored", "limits", "model",

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
@@ -119,11 +119,18 @@ def _checked(toolset: Toolset) -> Toolset:
     return toolset
 
 
+class IgnoredServer(NamedTuple):
+    """Why a file cannot use an MCP server in its folder, and how the user can allow it."""
+
+    why: str
+    remedy: str  # "to allow it: ..."
+    folders_own: bool  # the folder or the file defines it (not one of the user's)
+
+
 def ignored_servers(nb: Mapping[str, Any] | None, folder: Path | None,
-                    asked: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
-    """The MCP servers a file in ``folder`` cannot use, each with why and how to allow it
-    (``to allow it: ...``):
-    in a folder the user did not trust, every server the folder or the file defines
+                    asked: Sequence[str] | None = None) -> dict[str, IgnoredServer]:
+    """The MCP servers a file in ``folder`` cannot use, each with why and how to allow it: in
+    a folder the user did not trust, every server the folder or the file defines
     (``.mcp.json``, ``mcp:``: they would start processes of the folder's choosing), and the
     user's own servers not marked ``--untrusted-ok`` (they act with the user's rights on
     whatever path the model names), those of them in ``asked`` only when it is given.
@@ -133,17 +140,17 @@ def ignored_servers(nb: Mapping[str, Any] | None, folder: Path | None,
     from jupyter_percent_agent import mcptools
     from jupyter_percent_agent.mcptools.config import defined_names
 
-    out = {name: (f"defined only by {words}, and its folder is not trusted",
-                  f"to allow it: tce trust {folder}")
+    out = {name: IgnoredServer(f"defined only by {words}, and its folder is not trusted",
+                               f"to allow it: tce trust {folder}", True)
            for name, words in defined_names(fmt.front_matter(nb or {}), folder).items()}
     for name, spec in mcptools.load_servers().items():
         if spec.untrusted_ok:
             out.pop(name, None)  # the user's, marked: theirs is used, the folder's ignored
         elif asked is None or name in asked:
-            out[name] = ("your server acts with your rights on whatever path the model "
-                         "names, and this folder is not trusted",
-                         f"to allow it: tce mcp add {name} --untrusted-ok (in every untrusted "
-                         f"folder), or tce trust {folder}")
+            out[name] = IgnoredServer("your server acts with your rights on whatever path the "
+                                      "model names, and this folder is not trusted",
+                                      f"to allow it: tce mcp add {name} --untrusted-ok (in every "
+                                      f"untrusted folder), or tce trust {folder}", False)
     return out
 
 
@@ -152,14 +159,15 @@ def check_mcp_servers(agent: Agent, nb: Mapping[str, Any] | None, folder: Path |
     """Refuse (``TrustError``, one line naming the server and how to allow it) a turn whose
     agent asks for an MCP server its folder may not use (``ignored_servers``). Asked before
     anything runs or starts; a folder's configuration the agent does not ask for refuses
-    nothing."""
+    nothing, nor does a name it shares with an installed tool module (that module is meant:
+    the folder's server is ignored)."""
     asked = _asked_servers(agent, nb)
     if not asked:
         return
-    for name, (why, remedy) in ignored_servers(nb, folder, asked).items():
-        if name in asked:
-            raise trust.TrustError(f"MCP server {name!r} (agent {agent.name!r}): {why}", remedy,
-                                   kind="mcp", folder=folder)
+    for name, ignored in ignored_servers(nb, folder, asked).items():
+        if name in asked and not (ignored.folders_own and name in _module_names(None)):
+            raise trust.TrustError(f"MCP server {name!r} (agent {agent.name!r}): {ignored.why}",
+                                   ignored.remedy, kind="mcp", folder=folder)
 
 
 def _asked_servers(agent: Agent, nb: Mapping[str, Any] | None) -> list[str]:
