@@ -269,3 +269,43 @@ def test_a_folders_server_named_like_an_installed_tool_module_leaves_the_module(
     assert done.returncode == 0, done.stderr
     assert "def roll(sides: int = 6) -> int:" in model.chat_requests[0].messages[0]["content"]
     assert not marker.exists()
+
+
+def test_the_agent_kernel_refuses_the_users_git_server_on_a_clone(
+    tmp_path: Path, user_config_dir: Path, model: OpenAIServer
+) -> None:
+    """The same attack in the Agent kernel (real, over the Jupyter protocol): the refusal is
+    the cell's error, UntrustedFolder (JupyterLab offers to trust the folder), and nothing of
+    the clone's runs."""
+    import shutil
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+
+    marker = tmp_path / "RAN"
+    clone = cloned_repository(tmp_path / "clone", marker)
+    env = model_env(model, user_config_dir)
+    assert run_tce("mcp", "add", "git", "--", GIT_SERVER, cwd=tmp_path, env=env).returncode == 0
+    notebook = clone / "status.msg.md"
+    notebook.write_text(GIT_AGENT)
+    model.script(STATUS_STEP.replace("REPO", json.dumps(str(clone))), ANSWER)
+    kernels = tmp_path / "kernels"
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    km = KernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
+    )
+    km.start_kernel(env={**env, "JPY_SESSION_NAME": str(notebook)}, cwd=str(clone))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        reply = kc.execute_interactive("What is new?", timeout=120)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    content = reply["content"]
+    assert content["status"] == "error" and content["ename"] == "UntrustedFolder", content
+    assert "MCP server 'git'" in content["evalue"] and "--untrusted-ok" in content["evalue"]
+    assert model.chat_requests == [] and not marker.exists()
