@@ -228,6 +228,9 @@ def main() -> None:
         root = Path(tmp)
         os.environ["PERCENT_AGENT_CONFIG_DIR"] = str(root / "config")
         mcptools.add_server(mcptools.ServerSpec("git", command=str(BIN / "mcp-server-git")))
+        from jupyter_percent_agent import trust
+
+        trust.trust_folder(root)  # the user's git server acts in trusted folders only
         rows = []
         for commits in SIZES:
             repos = make_repos(root / f"repos{commits}", commits)

@@ -75,7 +75,7 @@ def _plain() -> dict:
 
 def _sandbox() -> dict:
     r = execute(SANDBOX_SNIPPET, timeout=60)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     return r.result
 
 

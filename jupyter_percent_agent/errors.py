@@ -19,6 +19,10 @@ import enum
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class Kind(enum.Enum):
@@ -88,6 +92,11 @@ class PercentAgentError(Exception):
     cell: str | None = None
 
     @property
+    def trust_folder(self) -> Path | None:
+        """The folder whose trust would allow what was refused (None: no trust would)."""
+        return None
+
+    @property
     def ename(self) -> str:
         """The name shown in a kernel's error and an ``[error]`` output."""
         return type(self).__name__
@@ -116,11 +125,13 @@ class PercentAgentError(Exception):
 
 @dataclass(frozen=True)
 class Report:
-    """A failure as every front end shows it: its kind, a name, one line."""
+    """A failure as every front end shows it: its kind, a name, one line; for a refusal that
+    trusting a folder lifts, that folder (a front end may offer to trust it)."""
 
     kind: Kind
     ename: str
     message: str
+    trust_folder: Path | None = None
 
     @property
     def exit_code(self) -> int:
@@ -158,7 +169,8 @@ def report(exc: BaseException, *, path: str | None = None,
     ``None`` for an error none of the package's kinds describes (a bug: the front end lets
     it through, or logs its traceback)."""
     if isinstance(exc, PercentAgentError):
-        return Report(exc.error_kind, exc.ename, exc.user_message(path, root=root))
+        return Report(exc.error_kind, exc.ename, exc.user_message(path, root=root),
+                      exc.trust_folder)
     asyncio = sys.modules.get("asyncio")  # not imported: nothing could be cancelled
     if isinstance(exc, KeyboardInterrupt) or (
             asyncio is not None and isinstance(exc, asyncio.CancelledError)):
@@ -166,8 +178,11 @@ def report(exc: BaseException, *, path: str | None = None,
     if isinstance(exc, FileNotFoundError):
         return Report(Kind.USAGE, type(exc).__name__,
                       f"{exc.filename or path}: no such file")
-    if isinstance(exc, UnicodeDecodeError | IsADirectoryError):
+    if isinstance(exc, UnicodeDecodeError):
         return Report(Kind.BAD_FILE, type(exc).__name__, _one_line(f"{path}: {exc}"))
+    if isinstance(exc, IsADirectoryError):
+        return Report(Kind.BAD_FILE, type(exc).__name__,
+                      f"{exc.filename or path}: a folder, not a file")
     if isinstance(exc, OSError):
         where = exc.filename or path
         return Report(Kind.USAGE, type(exc).__name__,

@@ -15,12 +15,19 @@ What is sensitive:
   variables an allowed endpoint takes its key from (``trust`` registers them), and a call's
   own keys (:func:`mask` takes ``extra``).
 
+A value is masked as it is and, from ``ENCODED_FROM`` characters on (as keys are), in the forms
+a key takes on its way through a header, a URL or a dump (:func:`encoded_forms`): the base64
+of the whole value (standard and URL-safe, with or without padding), its hex (lower or upper
+case) and its URL encoding. Masking is one scan of the text for all forms at once, linear in
+the text's size.
+
 Standard library only, at the bottom of the package: the format core's writer asks it on every
 write. The set of values is rebuilt only when the environment or a source's answer changes.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import threading
@@ -30,8 +37,13 @@ from typing import Any, Final
 MIN_LENGTH: Final = 8
 """The shortest value that is masked."""
 
-HELD_FROM: Final = 3
-"""The shortest start of a sensitive value that a stream keeps back (``streamed``)."""
+ENCODED_FROM: Final = 16
+"""The shortest value whose encoded forms are masked too (shorter ones would make a few
+characters of base64 or hex count as a secret)."""
+
+HELD_FROM: Final = 1
+"""The shortest start of a sensitive value that a stream keeps back (``streamed``): one
+character, since a start shown is a value whose rest no later scan recognises."""
 
 SUFFIXES: Final = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 """Environment variable names ending so hold a secret (case-insensitive)."""
@@ -42,7 +54,8 @@ raise (a source that raises is skipped)."""
 
 _sources: list[Source] = []
 _lock = threading.Lock()
-_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None, dict[str, str]] = ((), None, {})
+_Compiled = tuple[re.Pattern[str] | None, dict[str, str], tuple[str, ...]]
+_cache: tuple[tuple[tuple[str, str], ...], _Compiled] = ((), (None, {}, ()))
 
 
 def add_source(source: Source) -> None:
@@ -87,35 +100,66 @@ def sensitive_values(
     return found
 
 
-def _pattern(values: dict[str, str]) -> re.Pattern[str] | None:
+def encoded_forms(value: str) -> list[str]:
+    """The forms of ``value`` masked beside it (none below ``ENCODED_FROM`` characters): the
+    base64 of its UTF-8 bytes, standard and URL-safe, with and without ``=`` padding; their
+    hex, lower and upper case; and its URL encoding (``%2F``, and ``+`` for a space)."""
+    if len(value) < ENCODED_FROM:
+        return []
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no file or request can carry anyway
+        return []
+    from urllib.parse import quote, quote_plus
+
+    standard = base64.b64encode(raw).decode("ascii")
+    url_safe = base64.urlsafe_b64encode(raw).decode("ascii")
+    forms = [standard, standard.rstrip("="), url_safe, url_safe.rstrip("="),
+             raw.hex(), raw.hex().upper(), quote(value, safe=""), quote_plus(value, safe="")]
+    return list(dict.fromkeys(f for f in forms if f != value))
+
+
+def masked_forms(values: dict[str, str]) -> dict[str, str]:
+    """Every form to mask (the values and their :func:`encoded_forms`), mapped to the name it
+    is masked as."""
+    return _compiled(values)[1]
+
+
+def _compiled(values: dict[str, str]) -> _Compiled:
+    """The one pattern of every form (longest first), the forms' names, and the probes: the
+    forms no shorter form starts (a text holding a padded base64 holds it unpadded too)."""
     global _cache
     key = tuple(sorted(values.items()))
     cached = _cache
     if cached[0] == key:
         return cached[1]
-    # the longest first: a value that holds another is masked whole
+    forms = dict(values)
+    for value, name in values.items():
+        for form in encoded_forms(value):
+            forms.setdefault(form, name)
+    # the longest first: a form that holds another (the padded base64) is masked whole
     pattern = (
-        re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
-        if values
+        re.compile("|".join(re.escape(v) for v in sorted(forms, key=len, reverse=True)))
+        if forms
         else None
     )
-    _cache = (key, pattern, values)
-    return pattern
+    probes = tuple(f for f in forms if not any(g != f and f.startswith(g) for g in forms))
+    _cache = (key, (pattern, forms, probes))
+    return _cache[1]
 
 
 def masker(extra: Mapping[str, str | None] | None = None) -> Callable[[str], str]:
     """A function masking a text with the values known now (for many texts at once)."""
-    values = sensitive_values(extra=extra)
-    pattern = _pattern(values)
+    pattern, forms, probes = _compiled(sensitive_values(extra=extra))
     if pattern is None:
         return lambda text: text
 
     def mask_one(text: str) -> str:
         # a few substring searches (C, memchr-fast) before the regular expression: most texts
         # hold no secret, and then cost a tenth of what the expression's scan would
-        if not text or not any(value in text for value in values):
+        if not text or not any(probe in text for probe in probes):
             return text
-        return pattern.sub(lambda m: label(values[m.group(0)]), text)
+        return pattern.sub(lambda m: label(forms[m.group(0)]), text)
 
     return mask_one
 
@@ -151,15 +195,17 @@ def streamed(text: str, extra: Mapping[str, str | None] | None = None) -> tuple[
     """``(shown, held)`` for text that arrives piece by piece (a streaming reply): ``shown``
     is ``text`` masked, less a tail that could be the start of a sensitive value (``held``,
     unmasked: shown when more text says what it is). A key split across two pieces is
-    masked whole, and no piece of it is shown before."""
-    values = sensitive_values(extra=extra)
+    masked whole, and no piece of it is shown before, in any of its masked forms."""
     hold = 0
-    for value in values:
-        # HELD_FROM characters at least: "s" or "sk" at the end of a line give nothing away
-        for k in range(min(len(value) - 1, len(text)), max(hold, HELD_FROM - 1), -1):
-            if text.endswith(value[:k]):
-                hold = k
+    for form in masked_forms(sensitive_values(extra=extra)):
+        # the longest end of ``text`` that starts ``form``: only where its first character is
+        window = text[len(text) - min(len(form) - 1, len(text)):]
+        start = window.find(form[:1])
+        while start != -1 and len(window) - start > max(hold, HELD_FROM - 1):
+            if form.startswith(window[start:]):
+                hold = len(window) - start
                 break
+            start = window.find(form[:1], start + 1)
     head, tail = (text[:-hold], text[-hold:]) if hold else (text, "")
     return mask(head, extra), tail
 

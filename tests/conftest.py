@@ -473,3 +473,21 @@ def jupyter_server(tmp_path: Path) -> Iterator[Callable[..., JupyterServer]]:
     finally:
         for server in started:
             server.stop()
+
+
+@pytest.fixture
+def git() -> Callable[..., None]:
+    """``git(folder, *args)``: the real ``git`` command run in ``folder`` (a fixed author, no
+    user or system configuration), for tests that need clones, submodules and worktrees."""
+    import subprocess
+
+    identity = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org",
+                "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.org",
+                "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def run(folder: Path, *args: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True,
+                       env={**os.environ, **identity})
+
+    return run

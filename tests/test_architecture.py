@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Bottom to top: a part may import from its own layer and those below, never from above.
 LAYERS: list[set[str]] = [
-    {"envflags", "errors", "lazy", "litellm_setup", "masking", "safe_start"},
+    {"envflags", "errors", "lazy", "litellm_setup", "masking", "outcome", "safe_start"},
     {"format"},
     {"trust", "tools"},
     {"mcptools"},

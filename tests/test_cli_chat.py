@@ -98,6 +98,8 @@ def test_stdin_message_and_json(tmp_path: Path, env, openai_server) -> None:
     assert result.exit_code == 0
     data = json.loads(result.output)
     assert data["reply"] == "json reply" and data["status"] == "ok"
+    assert list(data) == ["file", "cell", "agent", "status", "reply", "error", "usage",
+                          "dropped", "outputs"]  # what scripts read, from Run.to_json()
     assert data["outputs"][0]["kind"] == "reply"
     assert openai_server.last_messages[-1]["content"] == "from stdin\n"
 

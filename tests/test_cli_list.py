@@ -131,8 +131,8 @@ def test_list_agents_shows_the_model_the_default_agent_uses(
     r = tce("list", str(path) + "/agent")
     assert r.exit_code == 0, r.output
     header, first, second = r.output.splitlines()
-    assert header.split() == ["NAME", "SOURCE", "DEFAULT", "TOOLS", "LIMITS", "MODEL",
-                              "PROVIDER", "ENDPOINT", "KEY"]
+    assert header.split() == ["NAME", "SOURCE", "DEFAULT", "TOOLS", "MCP_IGNORED", "LIMITS",
+                              "MODEL", "PROVIDER", "ENDPOINT", "KEY"]
     assert first.split()[:4] == ["default", "environment", "*", "env-model"]
     assert second.split()[0] == "backup"  # one line per model
     assert "sk-not-shown" not in r.output
@@ -143,7 +143,7 @@ def test_list_agents_shows_the_model_the_default_agent_uses(
                    "tools": [], "default": True, "limits": [],
                    "routes": [{"model": "gpt-4o-mini", "provider": "openai",
                                "endpoint": "https://api.openai.com/v1",
-                               "key": "OPENAI_API_KEY"}]}
+                               "key": "OPENAI_API_KEY"}], "mcp_ignored": {}}
     # with presets, default is listed but the first preset answers
     shutil.copy(DATA / "agents.msg.md", tmp_path / "agents.msg.md")
     rows = [json.loads(x) for x in

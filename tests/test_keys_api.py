@@ -74,3 +74,33 @@ async def test_the_keys_api_needs_the_servers_authentication(jp_fetch, user_conf
                            headers={"Authorization": ""})
         assert err.value.code in (401, 403)
     assert not (user_config_dir / "keys.json").exists()
+
+
+async def test_a_config_that_cannot_be_read_is_the_status_of_its_kind_not_500(
+        jp_fetch, user_config_dir) -> None:
+    """The handler turned an OSError into a 500 by hand; its status is the kind table's
+    (a config.toml that is a folder: a malformed file), with one line naming the file."""
+    from jupyter_percent_agent.errors import TABLE, Kind
+
+    (user_config_dir / "config.toml").mkdir()
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("percent-agent", "keys", method="POST",
+                       body=json.dumps({"default_model": "gpt-4o"}))
+    assert err.value.code == TABLE[Kind.BAD_FILE].http_status
+    message = json.loads(err.value.response.body)["message"]
+    assert "config.toml" in message and "\n" not in message
+
+
+async def test_a_keys_file_that_is_not_private_is_the_status_of_its_kind_not_500(
+        jp_fetch, user_config_dir) -> None:
+    from jupyter_percent_agent.errors import report
+
+    keys = user_config_dir / "keys.json"
+    keys.write_text('{"openai": "sk-shared-0123456789"}')
+    keys.chmod(0o644)
+    with pytest.raises(trust.KeysError) as refused:
+        trust.load_keys()
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("percent-agent", "keys")
+    assert err.value.code == report(refused.value).http_status != 500
+    assert "chmod 600" in json.loads(err.value.response.body)["message"]

@@ -41,7 +41,7 @@ def tce(*args: str, input: str | None = None) -> object:
 @pytest.fixture
 def clock(user_config_dir: Path) -> str:
     """The user added mcp-server-time as ``clock``."""
-    r = tce("mcp", "add", "clock", "--", TIME_SERVER, "--local-timezone", "UTC")
+    r = tce("mcp", "add", "clock", "--untrusted-ok", "--", TIME_SERVER, "--local-timezone", "UTC")
     assert r.exit_code == 0, r.output
     yield "clock"
     mcptools.stop_all()
@@ -204,7 +204,8 @@ def test_the_models_code_asks_a_real_time_server_the_time_in_tokyo(
 def test_a_server_that_writes_garbage_is_one_error_naming_it_and_the_file_goes_on(
     local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
 ) -> None:
-    r = tce("mcp", "add", "clock", "--", "/bin/sh", "-c", "echo garbage; echo broke >&2; sleep 60")
+    r = tce("mcp", "add", "clock", "--untrusted-ok", "--",
+            "/bin/sh", "-c", "echo garbage; echo broke >&2; sleep 60")
     assert r.exit_code == 0, r.output
     path = tmp_path / "time.msg.md"
     path.write_text(HEADER)
@@ -223,7 +224,8 @@ def test_a_server_that_writes_garbage_is_one_error_naming_it_and_the_file_goes_o
     assert "broke" in fmt.output_text(out)  # the tail of its log
     assert _servers_in(user_config_dir) == set()
     # the conversation goes on: the next message is answered once the server is fixed
-    assert tce("mcp", "add", "clock", "--replace", "--", TIME_SERVER).exit_code == 0
+    r = tce("mcp", "add", "clock", "--replace", "--untrusted-ok", "--", TIME_SERVER)
+    assert r.exit_code == 0
     local_model.script(STEP, ANSWER)
     r = tce("chat", str(path), "-m", "And now?")
     assert r.exit_code == 0, r.output
@@ -271,7 +273,8 @@ def test_servers_a_cloned_folder_defines_start_nothing_and_the_run_is_refused(
         )
     r = tce("chat", str(path), "-m", "What time is it in Tokyo?")
     assert r.exit_code == 6, r.output
-    assert "would start MCP server processes" in r.output and f"tce trust {tmp_path}" in r.output
+    assert "refused: MCP server 'clock' (agent 'helper'): defined only by" in r.output
+    assert f"to allow it: tce trust {tmp_path}" in r.output
     assert len(r.output.strip().splitlines()) == 1
     assert local_model.chat_requests == []  # no model called
     assert not marker.exists()  # no process started
@@ -331,7 +334,7 @@ def test_ctrl_c_while_a_server_starts_leaves_no_orphan(
 
     stuck = tmp_path / "stuck.py"
     stuck.write_text("import time\ntime.sleep(600)\n")  # never reads its stdin
-    r = tce("mcp", "add", "stuck", "--", sys.executable, str(stuck))
+    r = tce("mcp", "add", "stuck", "--untrusted-ok", "--", sys.executable, str(stuck))
     assert r.exit_code == 0, r.output
     proc = subprocess.Popen([str(BIN / "tce"), "tools", "list", "-m", "stuck"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -361,7 +364,8 @@ def test_ctrl_c_in_tce_mcp_list_is_exit_130(tmp_path: Path, user_config_dir: Pat
 
     stuck = tmp_path / "stuck.py"
     stuck.write_text("import time\ntime.sleep(600)\n")
-    assert tce("mcp", "add", "stuck", "--", sys.executable, str(stuck)).exit_code == 0
+    r = tce("mcp", "add", "stuck", "--untrusted-ok", "--", sys.executable, str(stuck))
+    assert r.exit_code == 0
     proc = subprocess.Popen([str(BIN / "tce"), "mcp", "list"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -387,7 +391,8 @@ def test_ctrl_c_while_an_agents_server_starts_stops_tce_chat_at_once(
 
     stuck = tmp_path / "stuck.py"
     stuck.write_text("import time\ntime.sleep(600)\n")
-    assert tce("mcp", "add", "stuck", "--", sys.executable, str(stuck)).exit_code == 0
+    r = tce("mcp", "add", "stuck", "--untrusted-ok", "--", sys.executable, str(stuck))
+    assert r.exit_code == 0
     path = tmp_path / "chat.msg.md"
     path.write_text(HEADER.replace("tools: [clock]", "tools: [stuck]"))
     proc = subprocess.Popen([str(BIN / "tce"), "chat", str(path), "-m", "Hello?"],
@@ -450,7 +455,7 @@ def test_with_more_tools_than_the_limit_the_model_searches_for_the_others(
 
 
 def test_a_tool_name_two_servers_share_is_kept_apart_by_the_servers_names(clock: str) -> None:
-    assert tce("mcp", "add", "world", "--", TIME_SERVER).exit_code == 0
+    assert tce("mcp", "add", "world", "--untrusted-ok", "--", TIME_SERVER).exit_code == 0
     r = tce("tools", "list", "--names", "-m", "clock", "-m", "world")
     assert r.exit_code == 0, r.output
     assert r.output.split() == [
@@ -611,7 +616,8 @@ def test_ctrl_c_during_a_servers_call_is_exit_130_without_a_traceback(
     traceback ("Task exception was never retrieved") under the interrupted line."""
     import signal
 
-    r = tce("mcp", "add", "faulty", "--", sys.executable, str(DATA / "faulty_server.py"))
+    r = tce("mcp", "add", "faulty", "--untrusted-ok", "--",
+            sys.executable, str(DATA / "faulty_server.py"))
     assert r.exit_code == 0, r.output
     step = STEP.replace('get_current_time("Asia/Tokyo")', "slow(60)").replace(
         'now["timezone"] + " " + now["datetime"]', "now")
@@ -639,8 +645,11 @@ def test_ctrl_c_during_a_servers_call_is_exit_130_without_a_traceback(
 
 
 def test_the_models_code_counts_commits_by_author_with_a_real_git_server(
-    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path
+    local_model: OpenAIServer, tmp_path: Path, user_config_dir: Path, trusted
 ) -> None:
+    """In a folder the user trusted (git obeys a repository's own .git/config, so the user's
+    git server is for trusted folders only: test_red_team_mcp_untrusted)."""
+    trusted(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
 
@@ -700,7 +709,8 @@ def _chat_with_camera(path: Path, message: str, *, vision: bool) -> dict:
 @pytest.fixture
 def camera(user_config_dir: Path) -> str:
     """The user added a server made with the SDK whose tool returns a PNG."""
-    r = tce("mcp", "add", "camera", "--", sys.executable, str(DATA / "image_server.py"))
+    r = tce("mcp", "add", "camera", "--untrusted-ok", "--",
+            sys.executable, str(DATA / "image_server.py"))
     assert r.exit_code == 0, r.output
     yield "camera"
     mcptools.stop_all()

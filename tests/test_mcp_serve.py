@@ -106,6 +106,7 @@ def _check(result: dict, served: Path) -> None:
     assert "Say hello." in result["read"]
     sent = result["sent"]
     assert sent["status"] == "ok" and sent["reply"] == "Bonjour !"
+    assert list(sent)[:6] == ["path", "cell", "agent", "status", "reply", "error"]
     cells = hist.conversation_cells(fmt.read(served / "sub" / "hello.msg.md"))
     assert fmt.message_text(cells[-1]).strip() == "And in French?"
     assert fmt.output_text(cells[-1]["outputs"][-1]) == "Bonjour !"
@@ -413,3 +414,28 @@ def test_ctrl_c_stops_the_http_server_with_exit_130(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_port_in_use_is_one_line_and_the_usage_exit_code(
+    served: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    """A port another program listens on is a bad --port: uvicorn logged its own line and
+    tce exited 3, the code of a malformed file."""
+    import socket
+
+    from jupyter_percent_agent.errors import Kind, exit_code
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [str(BIN / "tce"), "mcp", "serve", "--http", "--port", str(port), str(served)],
+            env={**os.environ, **_env(openai_server, user_config_dir)},
+            capture_output=True, text=True, timeout=60,
+        )
+    assert proc.returncode == exit_code(Kind.USAGE), proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tce: 127.0.0.1:{port}: "), proc.stderr
+    assert "in use" in last.lower(), proc.stderr
+    assert "Traceback" not in proc.stderr

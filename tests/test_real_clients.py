@@ -149,6 +149,51 @@ def test_a_key_streamed_in_pieces_never_reaches_the_terminal(
     assert key not in (tmp_path / "s.msg.md").read_text()
 
 
+ENCODED_TOKEN = "tok-9f8e7d6c5b4a3210>>?"  # 23 characters: its base64 holds "+" and "="
+
+
+def _encoded(value: str, form: str) -> str:
+    import base64
+
+    raw = value.encode()
+    return {"base64": base64.b64encode(raw).decode(),
+            "urlsafe": base64.urlsafe_b64encode(raw).decode().rstrip("="),
+            "hex": raw.hex(), "HEX": raw.hex().upper()}[form]
+
+
+@pytest.mark.parametrize("form", ["base64", "urlsafe", "hex", "HEX"])
+def test_a_key_a_trusted_tool_returns_encoded_is_masked_in_the_file_the_request_and_the_terminal(
+    vault_file: Path, env: dict[str, str], openai_server: OpenAIServer, form: str
+) -> None:
+    encoded = _encoded(ENCODED_TOKEN, form)
+    openai_server.script(_tool_step(f"encoded_service_token({form!r})"), _answer("Here it is."))
+    p = tce("chat", str(vault_file), "-m", "Fetch my secret, please.",
+            env={**env, "MY_SERVICE_TOKEN": ENCODED_TOKEN})
+    assert p.returncode == 0, p.stderr
+    assert "Authorization: Basic [masked MY_SERVICE_TOKEN]" in str(
+        openai_server.chat_requests[1].messages)
+    assert all(encoded not in str(r.messages) for r in openai_server.chat_requests)
+    text = vault_file.read_text()
+    assert "Basic [masked MY_SERVICE_TOKEN]" in text and encoded not in text
+    assert encoded not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("form", ["base64", "hex"])
+def test_an_encoded_key_streamed_in_pieces_never_reaches_the_terminal(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, form: str
+) -> None:
+    from jupyter_percent_agent.testing.openai_server import Reply
+
+    encoded = _encoded(ENCODED_TOKEN, form)
+    openai_server.script(Reply(f"Send Basic {encoded} as the header.", chunk_size=3))
+    p = tce("chat", str(tmp_path / "s"), "-m", "the header?",
+            env={**env, "MY_API_KEY": ENCODED_TOKEN})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "Send Basic [masked MY_API_KEY] as the header."
+    assert encoded[:6] not in p.stdout + p.stderr
+    assert encoded not in (tmp_path / "s.msg.md").read_text()
+
+
 @pytest.mark.parametrize("name", ["talk.msg.md", "talk.msg.py"])
 def test_every_message_file_form_is_masked_when_written(
     name: str, monkeypatch: pytest.MonkeyPatch

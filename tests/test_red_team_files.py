@@ -306,7 +306,7 @@ def test_a_sop_folder_cannot_raise_retries(clone: Path, keys,
         "error_handling:\n  on_failure:\n    retry: 50\n---\n\n## parameters.prompt\nGO\n")
     local_model.responder = lambda body: "not JSON, so the step fails"
     result = run_task(sop, "t/go", {})
-    assert result.status == "failed"
+    assert result.status == "error"
     assert len(local_model.chat_requests) == 1 + 3  # the first try, then the user's 3 retries
     header = fmt.front_matter(fmt.read(result.transcript))["task_run"]
     assert header["limits"] == ["t/go: retries 3 (asked 50; your limit)"]
@@ -346,7 +346,7 @@ def test_a_transcript_cannot_raise_the_step_budget_of_its_resume(
     fmt.write(nb, path)
     result = resume_task(path)
     assert result.error["error_type"] == "step_budget", result.error
-    assert result.status == "failed" and result.steps == 6
+    assert result.status == "error" and result.steps == 6
 
 
 def test_tce_list_shows_the_budgets_a_file_asks_for_that_are_lowered(clone: Path) -> None:

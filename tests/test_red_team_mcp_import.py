@@ -92,7 +92,8 @@ def test_a_servers_own_secret_is_masked_like_the_users_keys(
     server = data_dir / "mcp" / "token_server.py"
     with OpenAIServer() as model:
         env = model_env(model, user_config_dir)
-        added = run_tce("mcp", "add", "svc", "--env", f"SERVICE_TOKEN={SERVICE_TOKEN}", "--",
+        added = run_tce("mcp", "add", "svc", "--untrusted-ok", "--env",
+                        f"SERVICE_TOKEN={SERVICE_TOKEN}", "--",
                         sys.executable, str(server), cwd=tmp_path, env=env)  # fmt: skip
         assert added.returncode == 0, added.stderr
         path = tmp_path / "look.msg.md"
@@ -143,7 +144,8 @@ def test_a_servers_image_that_is_not_a_plain_picture_becomes_no_output(
     with OpenAIServer() as model:
         env = model_env(model, user_config_dir)
         relay = str(data_dir / "mcp" / "relay_server.py")
-        added = run_tce("mcp", "add", "relay", "--", sys.executable, relay, cwd=tmp_path, env=env)
+        added = run_tce("mcp", "add", "relay", "--untrusted-ok", "--", sys.executable, relay,
+                        cwd=tmp_path, env=env)  # fmt: skip
         assert added.returncode == 0, added.stderr
         path = tmp_path / "relay.msg.md"
         path.write_text(AGENT.replace("[svc]", "[relay]"))
@@ -181,3 +183,101 @@ def test_the_import_prompt_shows_a_files_control_sequences_instead_of_obeying_th
     assert answered and "0 of 1 servers added" in shown, shown
     assert "\x1b" not in shown and "\x07" not in shown, repr(shown)
     assert "\u241b[2K" in shown  # shown as pictures: nothing hidden, nothing lost
+
+
+def test_a_file_nested_past_a_hundred_levels_is_one_line_not_a_traceback(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """100,000 brackets on one line ended tce mcp import in a RecursionError traceback."""
+    env = {"PATH": "/usr/bin:/bin", "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)}
+    for depth in (98, 100_000):  # 101 levels with the three around them, and far more
+        deep = tmp_path / f"deep{depth}.json"
+        deep.write_text('{"mcpServers": {"a": {"env": ' + "[" * depth + "]" * depth + "}}}")
+        done = run_tce("mcp", "import", str(deep), "--yes", cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [f"tce: {deep}: nested deeper than 100 levels"]
+    shallow = tmp_path / "shallow.json"  # 100 levels: read, and judged on its entries
+    shallow.write_text('{"mcpServers": {"a": {"env": ' + "[" * 97 + "]" * 97 + "}}}")
+    done = run_tce("mcp", "import", str(shallow), "--yes", cwd=tmp_path, env=env)
+    assert done.stderr.splitlines() == ["tce: MCP server 'a': needs a command or a url"]
+    assert not (user_config_dir / "mcp.json").exists()
+
+
+COUNT_WRITES = """
+import sys
+writes = []
+def hook(event, args):
+    if event == "os.rename" and str(args[1]).endswith("mcp.json"):
+        writes.append(args[1])
+sys.addaudithook(hook)
+from jupyter_percent_agent.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("writes:", len(writes), file=sys.stderr)
+"""
+
+
+def test_importing_many_servers_writes_the_config_once(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """Importing N servers rewrote the user's mcp.json N times (N reads, N atomic writes):
+    now the servers agreed to are written together, in one atomic write."""
+    table = {f"s{i}": {"command": "server", "args": [str(i)]} for i in range(40)}
+    config = tmp_path / "many.json"
+    config.write_text(json.dumps({"mcpServers": table}))
+    env = {**os.environ, "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)}
+    done = subprocess.run([sys.executable, "-c", COUNT_WRITES, "mcp", "import", str(config),
+                           "--yes"], env=env, capture_output=True, text=True, timeout=60)
+    assert "40 of 40 servers added" in done.stdout, done.stdout + done.stderr
+    assert "writes: 1" in done.stderr
+    saved = json.loads((user_config_dir / "mcp.json").read_text())["mcpServers"]
+    assert sorted(saved) == sorted(table)
+
+
+def test_an_imported_server_is_for_trusted_folders_whatever_the_file_says(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """A shared file marking its servers untrustedOk does not decide where they act: only
+    the user does (tce mcp add NAME --untrusted-ok)."""
+    config = tmp_path / "shared.json"
+    config.write_text(json.dumps({"mcpServers": {"files": {"command": "server",
+                                                           "untrustedOk": True}}}))
+    env = {"PATH": "/usr/bin:/bin", "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)}
+    done = run_tce("mcp", "import", str(config), "--yes", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    saved = json.loads((user_config_dir / "mcp.json").read_text())["mcpServers"]
+    assert saved == {"files": {"command": "server", "args": []}}
+
+
+def test_ctrl_c_at_a_question_keeps_the_servers_agreed_to(
+    tmp_path: Path, user_config_dir: Path
+) -> None:
+    """The servers are written together at the end: Ctrl-C at the second question still
+    writes the first, as the interrupted line says."""
+    import signal
+
+    config = tmp_path / "two.json"
+    config.write_text(json.dumps({"mcpServers": {"one": {"command": "server-one"},
+                                                 "two": {"command": "server-two"}}}))
+
+    def answer(got: bytes, terminal: int, proc: subprocess.Popen[bytes]) -> bool:
+        if not got.endswith(b"[y/N]: "):
+            return False
+        if got.count(b"[y/N]") == 1:
+            os.write(terminal, b"y\n")
+            return False
+        proc.send_signal(signal.SIGINT)
+        return True
+
+    code, shown, answered = tce_on_terminal(
+        "mcp", "import", str(config), answer=answer,
+        env={"PATH": "/usr/bin:/bin", "PERCENT_AGENT_CONFIG_DIR": str(user_config_dir)},
+    )  # fmt: skip
+    assert answered and code == 130, shown
+    # (a Ctrl-C a hair before the question waits for its answer is the plain "tce: interrupted")
+    assert "tce: interrupted" in shown
+    assert "Traceback" not in shown
+    saved = json.loads((user_config_dir / "mcp.json").read_text())["mcpServers"]
+    assert list(saved) == ["one"]

@@ -159,6 +159,27 @@ def test_code_cell_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert "hello 42" in "".join(fmt.output_text(o) for o in run.outputs)
 
 
+@pytest.mark.parametrize(("code", "word"), [
+    ("print('hi')\n__result__ = 1\n", "success"),
+    ("x = 1 / 0\n", "error"),
+    ("print('x' * 2_000_000)\n", "output_limit"),
+])
+def test_a_code_cells_outputs_keep_the_status_words_files_have_always_had(
+        tmp_path: Path, code: str, word: str) -> None:
+    """The sandbox's status is the one RunStatus (and a reason) now; a message file keeps
+    the words every earlier version wrote on the outputs (success, error, the limit)."""
+    text = ("## %% Compute[^c1]\n\n[^c1]: [code] language=\"python\"\n\n"
+            f"```python\n{code}```\n")
+    nb = fmt.reads(text, path="c.msg.md")
+    run = asyncio.run(run_turn(nb, "c1", RunOptions(base_dir=tmp_path)))
+    (cell,) = [c for c in nb["cells"] if fmt.cell_id(c) == "c1"]
+    cell["outputs"] = list(run.outputs)
+    assert cell["outputs"]
+    saved = fmt.reads(fmt.writes(nb, path="c.msg.md"), path="c.msg.md")
+    (back,) = [c for c in saved["cells"] if fmt.cell_id(c) == "c1"]
+    assert {fmt.output_attrs(o, back)["status"] for o in back["outputs"]} == {word}
+
+
 def test_code_cell_error_is_stderr(tmp_path: Path) -> None:
     text = ("## %% Boom[^c1]\n\n[^c1]: [code] language=\"python\"\n\n"
             "```python\nprint('before')\nx = 1 / 0\n```\n")

@@ -21,7 +21,7 @@ from jupyter_percent_agent.sandbox import (
 
 def test_result_is_the_json_value_of_dunder_result():
     r = execute("__result__ = {'a': (1, 2), 'b': [None, True, 1.5, 'x']}")
-    assert r.status == "success"
+    assert r.status == "ok"
     assert r.result == {"a": [1, 2], "b": [None, True, 1.5, "x"]}
     assert r.error is None
     assert isinstance(r, SandboxResult)
@@ -53,7 +53,7 @@ def test_prints_inside_functions_and_loops_are_captured_in_order():
         "print('end')\n"
     )
     r = execute(code)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.stdout == "start\nin f-0\nin f-1\nin method!\nend\n"
 
 
@@ -104,7 +104,7 @@ def test_allow_listed_modules_are_usable_without_import():
         "]\n"
     )
     r = execute(code)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == [4.0, True, {"k": [1, 2]}, "2024-02-29", 1, True, 10, 3,
                         ["1", "22", "333"], "bbb", 2.5, 2]  # fmt: skip
 
@@ -125,7 +125,7 @@ def test_date_and_time_formatting_works_in_the_sandbox():
         "]\n"
     )
     r = execute(code)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == ["2024-03-04", "04.03.2024", "05:06:07", "064", "08:09", "08.09",
                         2024, 64, True, "2024-03-04T00:00:00", "xba", "<a>"]  # fmt: skip
 
@@ -155,7 +155,7 @@ def test_the_allow_listed_modules_are_the_ones_bound_and_named_in_the_prompt():
 def test_random_is_a_private_seedable_generator():
     code = "random.seed(42)\n__result__ = [random.randint(1, 10**6) for _ in range(5)]"
     first, second = execute(code), execute(code)
-    assert first.status == "success"
+    assert first.status == "ok"
     assert first.result == second.result
     assert 0 <= execute("__result__ = random.random()").result < 1
 
@@ -170,7 +170,7 @@ def test_builtins_for_containers_and_iteration_are_available():
         "    isinstance(d, dict), next(iter([7]))]\n"
     )
     r = execute(code)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == [["a", "b"], [[1, "a"], [2, "b"]], 1, 5, 6, [[0, "x"], [1, "y"]],
                         True, True, [2, 1], [1], [2], 2.6, 3, True, 7]  # fmt: skip
 
@@ -193,7 +193,7 @@ def test_augmented_assignment_classes_and_unpacking_work():
         "__result__ = [total, c.n, items, rest]\n"
     )
     r = execute(code)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == [13, 2, [1], [2, 3]]
 
 
@@ -224,7 +224,7 @@ def test_augmented_assignment_to_items_slices_and_attributes_works():
         "__result__ = [counts, d, lst, once, len(calls), c.n]\n"
     )
     r = execute(code)
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == [{"a": 3, "b": 1, "c": 1}, {"x": {"y": 5}}, [-9, 2, 3, 9, 4], {"k": 2},
                         1, 2]  # fmt: skip
     missing = execute("x = {}\ny = 1\nx['k'] += 1\n")
@@ -233,30 +233,30 @@ def test_augmented_assignment_to_items_slices_and_attributes_works():
 
 def test_printed_output_cap_ends_the_run_with_output_limit():
     r = execute("while True:\n    print('x' * 100)\n")
-    assert r.status == "output_limit"
+    assert (r.status, r.reason) == ("error", "output_limit")
     assert 0 < len(r.stdout) <= 200_000
 
 
 def test_timeout_ends_a_busy_loop_that_swallows_exceptions():
     r = execute("while True:\n    try:\n        pass\n    except BaseException:\n        pass\n",
                 timeout=0.5)  # fmt: skip
-    assert r.status == "timeout"
+    assert (r.status, r.reason) == ("error", "timeout")
     assert r.error.type == "Timeout"
 
 
 def test_output_printed_before_a_timeout_is_kept():
     r = execute("print('step 1')\nfor i in range(3):\n    print('tick', i)\nwhile True:\n"
                 "    pass\n", timeout=1.0)  # fmt: skip
-    assert r.status == "timeout"
+    assert (r.status, r.reason) == ("error", "timeout")
     assert r.stdout.startswith("step 1\n")
 
 
 def test_memory_limit_turns_a_huge_allocation_into_status_memory():
     r = execute("x = [0] * (300 * 1024 * 1024 // 8)\n__result__ = len(x)", memory_mb=64)
-    assert r.status == "memory"
+    assert (r.status, r.reason) == ("error", "memory")
     assert r.error.type == "MemoryError"
     ok = execute("x = [0] * (30 * 1024 * 1024 // 8)\n__result__ = len(x)", memory_mb=256)
-    assert ok.status == "success"
+    assert ok.status == "ok"
 
 
 @pytest.mark.parametrize(
@@ -283,7 +283,7 @@ def test_a_real_out_of_memory_keeps_the_memory_status_when_caught_and_re_raised(
         "    raise e\n"
     )
     r = execute(code, memory_mb=64)
-    assert r.status == "memory"
+    assert (r.status, r.reason) == ("error", "memory")
     assert r.error.type == "MemoryError"
     assert r.stdout == "caught False\n"
     other = execute("class Full(Exception):\n    pass\nraise Full('memory')\n")
@@ -307,7 +307,7 @@ def test_worker_has_no_secrets_limits_and_descriptors(process_probe, monkeypatch
 
     r = execute("__result__ = inspect_worker()", tools={"inspect_worker": inspect_worker},
                 memory_mb=128)  # fmt: skip
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert "PERCENT_AGENT_WORKER_SECRET" not in seen["env"]
     assert set(seen["env"]) <= {"PATH", "LANG", "LC_ALL"}
     assert seen["limits"]["Max file size"] == "0"
@@ -456,7 +456,7 @@ def test_odd_text_never_breaks_the_protocol():
         return s + "\udc80"
 
     r = execute('x = "\\ud800 中文"\nprint(x)\n__result__ = [x, echo(x)]', tools={"echo": echo})
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == ["\ud800 中文", "\ud800 中文\udc80"]
     assert r.stdout == "\ud800 中文\n"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_percent_agent.outcome import sandbox_word
 from jupyter_percent_agent.sandbox import DefinedTool, execute, shutdown_pool, warm_pool
 
 HERE = Path(__file__).resolve().parent
@@ -86,7 +87,7 @@ def host_snapshot(process_probe):
     CANARY_FILE.unlink(missing_ok=True)
     # One run first, so that what the first run creates lazily (event loop policy state, the
     # tool thread pool) is part of the baseline: the battery must not add anything beyond it.
-    assert execute("__result__ = 0").status == "success"
+    assert execute("__result__ = 0").ok
     shutdown_pool()
     snapshot = {
         "cwd": os.getcwd(),
@@ -113,14 +114,15 @@ def test_attack_does_not_escape(attack, host_snapshot):
     result = execute(attack["code"], tools={"add": add}, defined=defined, timeout=TIMEOUT)
     elapsed = time.monotonic() - start
 
-    seen = json.dumps(result.to_dict(), default=str)
+    seen = json.dumps(result.to_json(), default=str)
     assert not (isinstance(result.result, str) and result.result.startswith("ESCAPED")), seen
     assert CANARY_VALUE not in seen
     assert not CANARY_FILE.exists()
     assert elapsed <= TIMEOUT + 1.0, f"{attack['id']} took {elapsed:.2f} s"
 
     expect = attack["expect"]
-    assert result.status in OUTCOMES[expect], f"{attack['id']}: {result.status} {result.error}"
+    word = sandbox_word(result.status, result.reason)  # the word a message file keeps
+    assert word in OUTCOMES[expect], f"{attack['id']}: {word} {result.error}"
     if expect == "compile_error":
         assert result.error.type in COMPILE_TYPES, result.error
     if expect == "runtime_error" and result.status == "error":
@@ -131,7 +133,7 @@ def test_attack_does_not_escape(attack, host_snapshot):
 
 def test_host_unchanged_after_battery(host_snapshot, process_probe):
     normal = execute("__result__ = sum(range(10))\nprint('ok')")
-    assert normal.status == "success"
+    assert normal.ok
     assert normal.result == 45
     assert normal.stdout == "ok\n"
 

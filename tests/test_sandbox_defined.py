@@ -46,11 +46,11 @@ def test_the_seed_tool_works_as_written(weather: DefinedTool) -> None:
     assert weather.function == "get_weather"
     assert weather.stub.startswith("def weather(city: str) -> str:\n")
     direct = call_defined(weather, json.loads('{"city":"北京"}'))  # [tool_call] args='{...}'
-    assert (direct.status, direct.result) == ("success", "北京 25°C 晴朗")
+    assert (direct.status, direct.result) == ("ok", "北京 25°C 晴朗")
     [record] = direct.tool_calls
-    assert (record.name, record.args, record.status) == ("weather", {"city": "北京"}, "success")
+    assert (record.name, record.args, record.status) == ("weather", {"city": "北京"}, "ok")
     from_code = execute('__result__ = [weather("北京"), weather(city="Oslo")]', defined=[weather])
-    assert from_code.status == "success", from_code.error
+    assert from_code.status == "ok", from_code.error
     assert from_code.result == ["北京 25°C 晴朗", "Oslo 25°C 晴朗"]
     assert [c.args for c in from_code.tool_calls] == [{"city": "北京"}, {"city": "Oslo"}]
 
@@ -69,11 +69,11 @@ def test_model_code_calls_a_defined_tool_and_a_registry_tool_in_one_run(
     chunks: list = []
     r = execute(code, tools=registry, defined=[weather, report],
                 on_chunk=lambda name, chunk: chunks.append((name, chunk)))  # fmt: skip
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == ["Oslo 25°C 晴朗", "Oslo: 25.0", {"done": True}]
     assert [(c.name, c.status) for c in r.tool_calls] == [
-        ("add", "success"), ("weather", "success"), ("report", "success"),
-        ("countdown", "success")]  # fmt: skip
+        ("add", "ok"), ("weather", "ok"), ("report", "ok"),
+        ("countdown", "ok")]  # fmt: skip
     assert r.instructions == ["Tell the user the sum.", "Read it aloud.", "Say liftoff."]
     assert chunks == [("countdown", "1...")]
 
@@ -91,7 +91,7 @@ def test_a_defined_tool_returns_like_a_registry_tool(registry: Registry) -> None
     chunks: list = []
     r = execute("__result__ = camera('cam1')", defined=[camera],
                 on_chunk=lambda name, chunk: chunks.append((name, chunk)))  # fmt: skip
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == {"url": "rtsp://cam1", "pair": [1, 2]}
     assert r.instructions == ["Show the video."]
     assert chunks == [("camera", '<video>{"url": "rtsp://cam1"}</video>')]
@@ -113,7 +113,7 @@ def test_a_defined_tool_may_call_registry_tools_and_use_the_allow_listed_modules
     )
     stamp = DefinedTool("stamp", source, description="Stamp a date.")
     r = call_defined(stamp, {"y": 2024, "m": 3, "d": 4}, tools=registry)
-    assert (r.status, r.result) == ("success", "2024-03-04 2025")
+    assert (r.status, r.result) == ("ok", "2024-03-04 2025")
     assert [c.name for c in r.tool_calls] == ["stamp", "add"]
     assert r.instructions == ["Tell the user the sum."]
 
@@ -131,11 +131,11 @@ def test_a_defined_tool_that_raises_gives_the_caller_a_tool_error_with_message_a
         "__result__ = [caught, check(2)]\n"
     )
     r = execute(code, defined=[check])
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == ["ValueError: -1 is negative (line 3 of tool 'check')", 2]
     assert [(c.status, c.error) for c in r.tool_calls] == [
         ("error", "ValueError: -1 is negative (line 3 of tool 'check')"),
-        ("success", None),
+        ("ok", None),
     ]
     uncaught = execute("x = 1\ncheck(-5)\n", defined=[check])
     assert (uncaught.status, uncaught.error.type, uncaught.error.line) == ("error", "ToolError", 2)
@@ -174,7 +174,7 @@ def test_a_defined_tool_and_the_model_code_share_no_names_and_exchange_json_copi
         "__result__ = [mine, first, second, missing]\n"
     )
     r = execute(code, defined=[keep])
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == [
         ["model"],  # the tool appended to its own copy
         {"items": ["model", "tool"], "seen": [0, "no mine", "changed by the model"], "scale": 1},
@@ -200,7 +200,7 @@ def test_arguments_are_checked_against_the_cells_parameters(weather: DefinedTool
         "__result__ = out + [forecast('Rome', 2)]\n"
     )
     r = execute(code, defined=[forecast])
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert r.result == [
         "forecast: missing a required argument: 'city'",  # the signature, in the worker
         "forecast: argument 'city' must be string, not integer",  # the parameters, in the parent
@@ -247,7 +247,7 @@ def test_code_the_sandbox_refuses_fails_the_call_and_stays_failed() -> None:
         "__result__ = out\n"
     )
     r = execute(code, defined=[env])
-    assert r.status == "success", r.error
+    assert r.status == "ok", r.error
     assert len(r.result) == 2 and r.result[0] == r.result[1]
     assert r.result[0].startswith("tool 'env' could not be loaded: CompileError: Line 1: import ")
     assert [c.status for c in r.tool_calls] == ["error", "error"]
@@ -269,7 +269,7 @@ def test_the_parent_never_runs_a_defined_tools_code(tmp_path: Path) -> None:
         assert (r.status, r.error.type) == ("error", "ToolError")
         assert "name 'open' is not defined" in r.error.message
         assert not marker.exists()
-        assert "tool-canary-5e1" not in json.dumps(r.to_dict())
+        assert "tool-canary-5e1" not in json.dumps(r.to_json())
     finally:
         os.environ.pop("PERCENT_AGENT_TOOL_CANARY", None)
 
@@ -278,8 +278,8 @@ def test_a_run_cut_during_a_defined_call_records_the_call_as_cut_off() -> None:
     spin = DefinedTool("spin", "def spin():\n    while True:\n        pass\n",
                        description="Spin.")  # fmt: skip
     r = execute("spin()", defined=[spin], timeout=1.0)
-    assert r.status == "timeout"
-    assert [(c.name, c.status) for c in r.tool_calls] == [("spin", "timeout")]
+    assert (r.status, r.reason) == ("error", "timeout")
+    assert [(c.name, c.status, c.reason) for c in r.tool_calls] == [("spin", "error", "timeout")]
 
 
 def test_defined_calls_count_against_the_call_cap() -> None:

@@ -96,7 +96,7 @@ def write_doc(root: Path, task_id: str, text: str) -> None:
 
 def test_the_seed_blog_workflow_runs_end_to_end(blog: Path, model: OpenAIServer) -> None:
     result = run_task(blog / "sop", "blog/generate_blog", START)
-    assert result.status == "succeeded", result.error
+    assert result.status == "ok", result.error
     ctx = result.context
     assert ctx["大纲"] == ["引言", "历史", "现状", "展望"]
     assert len(ctx["段落"][0]) == 400
@@ -285,7 +285,7 @@ def test_a_reply_that_is_not_the_json_expected_fails_the_step_and_is_retried(
     model.responder = by_marker({"MAKE": ["a title, I think", '{"title": "Spring"}'],
                                  "CHECK": ['status = "pass"']})
     result = run_task(small, "t/main", {"topic": "spring"})
-    assert result.status == "succeeded" and result.context["title"] == "Spring"
+    assert result.status == "ok" and result.context["title"] == "Spring"
     text = result.transcript.read_text()
     assert 'ename="invalid_output"' in text
     assert "t/make: output $.title reads $.title from the result, which has none" in text
@@ -298,7 +298,7 @@ def test_a_verdict_that_does_not_parse_is_routed_as_invalid_verdict(
                                  "CHECK": ["looks fine to me!", 'status = "pass"'],
                                  "RENAME": ["Spring, renamed"]})
     result = run_task(small, "t/main", {"topic": "spring"})
-    assert result.status == "succeeded"
+    assert result.status == "ok"
     assert result.context["title"] == "Spring, renamed"
     assert [s[0] for s in steps_of(result.transcript)] == [
         "t/main", "t/make", "t/check", "t/fix", "t/rename", "t/check"]
@@ -313,7 +313,7 @@ def test_no_route_and_replan_asks_the_planner_for_steps_from_the_folder(
                   'status = "pass"'],
         "Choose the steps": ['["t/polish"]'], "POLISH": ["Spring"]})
     result = run_task(small, "t/main", {"topic": "spring"})
-    assert result.status == "succeeded", result.error
+    assert result.status == "ok", result.error
     assert result.context["title"] == "Spring"
     planner = prompts(model, "Choose the steps")[0]
     assert "Error type: lowercase\nMessage: capitalise it" in planner
@@ -358,7 +358,7 @@ def test_the_step_budget_ends_a_loop_of_error_routes(small: Path, model: OpenAIS
     model.responder = by_marker({"MAKE": ['{"title": "x"}'], "CHECK": ["never TOML"],
                                  "RENAME": ["y"]})
     result = run_task(small, "t/main", {"topic": "x"}, max_steps=12)
-    assert result.status == "failed" and result.steps == 12
+    assert result.status == "error" and result.steps == 12
     assert result.error["error_type"] == "step_budget"
     assert "step budget (12)" in result.error["message"]
 
@@ -384,7 +384,7 @@ def test_a_tool_that_raises_is_a_failed_step_recorded_in_the_transcript(
 def test_a_model_that_fails_is_a_failed_step(small: Path, model: OpenAIServer) -> None:
     model.responder = lambda body: Reply.http_error(500, "the model is down")
     result = run_task(small, "t/main", {"topic": "x"})
-    assert result.status == "failed"
+    assert result.status == "error"
     assert result.error["task_id"] == "t/make" and result.error["error_type"] == "model_error"
     assert "the model is down" in result.error["message"]
     assert len(model.chat_requests) == 2  # retry: 1
@@ -457,7 +457,7 @@ def test_resume_after_sigkill_runs_no_finished_step_again(blog: Path,
     assert after[:12] == before and len(after) == 17
     # a finished run resumed again calls nothing and says how it ended
     n = len(model.chat_requests)
-    assert resume_task(path).status == "succeeded" and len(model.chat_requests) == n
+    assert resume_task(path).status == "ok" and len(model.chat_requests) == n
 
 
 def test_resume_of_a_file_that_is_no_transcript_says_so(tmp_path: Path) -> None:
@@ -520,7 +520,7 @@ def test_a_task_cell_runs_the_workflow_and_streams_each_step(blog: Path,
     events: list[Any] = []
     assert is_task_cell(task_cell(blog))
     run = asyncio.run(run_task_cell(task_cell(blog), base_dir=blog, on_event=events.append))
-    assert run.status == "ok" and run.result.status == "succeeded"
+    assert run.status == "ok" and run.result.status == "ok"
     shown = [e.output for e in events if isinstance(e, OutputMade)]
     assert shown == run.outputs
     lines = [fmt.output_text(o) for o in run.outputs if fmt.output_kind(o) == "stream"]
@@ -544,24 +544,33 @@ def test_a_task_cell_runs_the_workflow_and_streams_each_step(blog: Path,
         [fmt.output_text(o) for o in run.outputs]
 
 
-def test_ctrl_c_during_a_slow_toolbox_tool_exits_at_once(tmp_path: Path, trusted,
-                                                         local_model: OpenAIServer) -> None:
-    """tce run printed its interrupted line, then waited for the tool's thread to finish
-    (a minute here) before it exited: the tools' worker threads were joined at exit."""
+@pytest.fixture
+def waiting(tmp_path: Path, trusted) -> Path:
+    """A trusted project whose task w/wait calls a toolbox tool that prints ``waiting`` and
+    sleeps for the context's ``seconds`` (60 when it has none)."""
     project = tmp_path / "p"
     (project / "toolbox").mkdir(parents=True)
     (project / "toolbox" / "waits.py").write_text(
-        "import time\n\n\ndef wait(seconds: int) -> int:\n"
+        "import time\n\n\ndef wait(seconds: int = 60) -> int:\n"
         '    """Wait.\n\n    Args:\n        seconds: how long\n    """\n'
-        "    print('waiting', flush=True)\n    time.sleep(seconds)\n    return seconds\n")
+        "    print('waiting', seconds, flush=True)\n    time.sleep(seconds)\n"
+        "    return seconds\n")
     write_doc(project / "sop", "w/wait", "task_type: execute\ntool:\n  tool_id: wait\n"
-              "  parameters:\n    - name: seconds\n      value: 60\n---\n")
+              "  parameters:\n    - name: seconds\n      value: $.seconds\n---\n")
     trusted(project)
+    return project
+
+
+def test_ctrl_c_during_a_slow_toolbox_tool_exits_at_once(waiting: Path,
+                                                         local_model: OpenAIServer) -> None:
+    """tce run printed its interrupted line, then waited for the tool's thread to finish
+    (a minute here) before it exited: the tools' worker threads were joined at exit."""
+    project = waiting
     proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run", "w/wait",
-                             "--sop", str(project / "sop")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             "--sop", str(project / "sop"), "--context", '{"seconds": 60}'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline() == "waiting\n"  # the tool is running
+        assert proc.stdout.readline() == "waiting 60\n"  # the tool is running
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     except subprocess.TimeoutExpired:
@@ -570,6 +579,72 @@ def test_ctrl_c_during_a_slow_toolbox_tool_exits_at_once(tmp_path: Path, trusted
         proc.kill()
     assert proc.returncode == 130, err
     assert "continue with tce run --resume" in err
+
+
+def test_an_interrupted_run_prints_its_json_as_interrupted_and_exits_130(
+        waiting: Path, local_model: OpenAIServer) -> None:
+    """tce run --json printed nothing for a run stopped by Ctrl-C: a script saw neither how
+    it ended nor the transcript to resume. It prints the run as its transcript has it."""
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run", "w/wait",
+                             "--sop", str(waiting / "sop"), "--json", "--context",
+                             '{"seconds": 60}'], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "waiting 60\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    (shown,) = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert shown["status"] == "interrupted", shown
+    assert (shown["task_id"], shown["context"], shown["error"]) == \
+        ("w/wait", {"seconds": 60}, None)
+    transcript = Path(shown["transcript"])
+    assert transcript.is_file()
+    assert f"--resume {transcript}" in err
+
+
+def test_an_interrupted_batch_counts_its_unfinished_inputs_as_interrupted_not_failed(
+        waiting: Path, local_model: OpenAIServer) -> None:
+    """A batch stopped by Ctrl-C said only where the finished inputs are; it counts them as
+    a finished batch does, the inputs it stopped as interrupted (exit 130), none failed."""
+    inputs = waiting / "in.jsonl"
+    inputs.write_text('{"seconds": 0}\n{"seconds": 60}\n')
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tce"), "run", "w/wait",
+                             "--sop", str(waiting / "sop"), "--inputs", str(inputs),
+                             "--concurrency", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "waiting 0\n"
+        assert proc.stdout.readline() == "waiting 60\n"  # the first input has its result
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "1 succeeded, 0 failed, 1 interrupted; results: " in err
+    (results,) = (waiting / "runs").glob("*-results.jsonl")
+    assert [json.loads(line)["status"] for line in results.read_text().splitlines()] == \
+        ["succeeded"]  # the stopped input has no line: --resume runs it
+
+
+def test_a_refused_inputs_result_line_keeps_the_shape_scripts_read(waiting: Path) -> None:
+    """results.jsonl and --json lines are TaskResult.to_json() plus the input's number, an
+    input refused before its run began too: the keys, their order and words of before."""
+    inputs = waiting / "in.jsonl"
+    inputs.write_text("{not json\n")
+    r = CliRunner().invoke(main, ["run", "w/wait", "--sop", str(waiting / "sop"), "--inputs",
+                                  str(inputs), "--json"])
+    assert r.exit_code == 1, r.output
+    (line,) = r.stdout.splitlines()
+    assert list(json.loads(line).items()) == [
+        ("input", 1), ("status", "failed"), ("task_id", "w/wait"), ("context", None),
+        ("transcript", None), ("steps", 0),
+        ("error", {"task_id": "w/wait", "error_type": "bad_input",
+                   "message": json.loads(line)["error"]["message"]})]
+    assert json.loads(line)["error"]["message"].startswith("line 1 is not JSON")
+    assert "0 succeeded, 1 failed; results: " in r.stderr
 
 
 def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_continues(
@@ -606,7 +681,7 @@ def test_interrupting_a_task_cell_leaves_a_transcript_that_running_it_again_cont
     outlines = len(prompts(model, OUTLINE))
     cell["outputs"] = run.outputs
     again = asyncio.run(run_task_cell(cell, base_dir=blog))
-    assert again.status == "ok" and again.result.status == "succeeded"
+    assert again.status == "ok" and again.result.status == "ok"
     assert again.result.transcript == path
     assert fmt.output_text(again.outputs[0]).startswith("continuing runs/")
     assert len(prompts(model, OUTLINE)) == outlines
@@ -720,7 +795,7 @@ def test_an_untrusted_sop_folders_toolbox_is_refused_before_any_model_call(
                         + tool.read_text())
     result = run_task(tmp_path / "blog" / "sop", "blog/generate_images",
                       {"标题": "x", "大纲": ["a"]}, runs_dir=tmp_path / "runs")
-    assert result.status == "failed"
+    assert result.status == "error"
     assert f"tce trust {tmp_path / 'blog'}" in result.error["message"]
     assert not marker.exists()
 
@@ -751,7 +826,7 @@ def test_a_workflow_whose_first_step_calls_the_model_is_refused_before_it_in_an_
     the run used to call the model, then fail the validator and retry it (calling the model
     again) and route it: now it stops before the first call and says how to allow it."""
     result = run_task(untrusted_blog / "sop", "blog/generate_blog", START)
-    assert result.status == "failed"
+    assert result.status == "error"
     assert_refused_before_any_model_call(untrusted_blog, model, result.error)
     assert 'task_state="failed"' in result.transcript.read_text()
     assert steps_of(result.transcript) == []
@@ -764,7 +839,7 @@ def test_an_llm_step_whose_agent_has_toolbox_tools_is_refused_before_any_model_c
     agents = untrusted_blog / "sop" / "_agents.yaml"
     agents.write_text(agents.read_text().replace("writer:\n", "writer:\n  tools: [blog_tools]\n"))
     result = run_task(untrusted_blog / "sop", "blog/generate_outline", START)
-    assert result.status == "failed" and result.error["error_type"] == "trust_error"
+    assert result.status == "error" and result.error["error_type"] == "trust_error"
     assert result.error["message"].startswith(
         "refused: task 'blog/generate_outline' (agent 'writer' (tools: blog_tools)) would "
         "import the toolbox/ code")
@@ -802,7 +877,7 @@ def test_each_input_of_a_batch_in_an_untrusted_folder_is_refused_before_any_mode
 def test_a_task_cell_in_an_untrusted_folder_calls_no_model(untrusted_blog: Path,
                                                           model: OpenAIServer) -> None:
     run = asyncio.run(run_task_cell(task_cell(untrusted_blog), base_dir=untrusted_blog))
-    assert run.result.status == "failed"
+    assert run.result.status == "error"
     assert_refused_before_any_model_call(untrusted_blog, model, run.result.error)
 
 
@@ -831,7 +906,7 @@ def test_resuming_a_run_whose_folder_is_no_longer_trusted_calls_no_model(
     trust.untrust_folder(blog)
     n = len(model.chat_requests)
     result = resume_task(path)
-    assert result.status == "failed" and result.error["error_type"] == "trust_error"
+    assert result.status == "error" and result.error["error_type"] == "trust_error"
     assert f"tce trust {blog}" in result.error["message"]
     assert len(model.chat_requests) == n
     assert 'task_state="failed"' in path.read_text()
@@ -849,7 +924,7 @@ def test_a_trust_error_in_the_middle_of_a_run_ends_it_without_retry_or_route(
     monkeypatch.setattr(runner_mod.Runner, "_toolbox_refusal", lambda self: None)
     result = asyncio.run(arun_task(load_sop(untrusted_blog / "sop"), "blog/generate_blog",
                                    START))
-    assert result.status == "failed"
+    assert result.status == "error"
     assert result.error["task_id"] == "blog/validate_outline"
     assert result.error["error_type"] == "trust_error"
     assert f"tce trust {untrusted_blog}" in result.error["message"]
@@ -881,7 +956,7 @@ error_handling:
     assert [p.field for p in sop.problems] == ["tool.parameters.prompt"]
     sop.problems = []
     result = run_task(sop, "y/badparam", {})
-    assert result.status == "failed"
+    assert result.status == "error"
     assert result.error["error_type"] == "runner_error"
     assert "'$.[bad' does not parse (column 3)" in result.error["message"]
     assert steps_of(result.transcript) == [("y/badparam", "execute", 1),
@@ -889,7 +964,7 @@ error_handling:
     text = result.transcript.read_text()
     assert 'task_state="failed"' in text and 'ename="runner_error"' in text
     assert model.chat_requests == []
-    assert resume_task(result.transcript).status == "failed"
+    assert resume_task(result.transcript).status == "error"
 
 
 def test_an_exception_raised_by_a_step_fails_the_run_with_its_reason_in_the_transcript(
@@ -901,7 +976,7 @@ def test_an_exception_raised_by_a_step_fails_the_run_with_its_reason_in_the_tran
 
     monkeypatch.setattr(runner_mod.Runner, "_parameters", broken)
     result = run_task(small, "t/main", {"topic": "x"})
-    assert result.status == "failed"
+    assert result.status == "error"
     assert result.error == {"task_id": "t/make", "error_type": "runner_error",
                             "message": "t/make: KeyError: 'a bug in the runner'"}
     text = result.transcript.read_text()
@@ -973,12 +1048,12 @@ def test_a_transcript_saved_before_the_one_outcome_type_still_resumes(
     shutil.copyfile(saved, path)
     assert 'task_state="interrupted" steps=12' in path.read_text()
     result = resume_task(path)
-    assert result.status == "succeeded" and result.steps == 17, result.error
+    assert result.status == "ok" and result.steps == 17, result.error
     assert result.outcome.ok and result.outcome.error is None
     assert prompts(model, OUTLINE) == [] and len(prompts(model, PARAGRAPH)) == 2
     assert 'task_state="succeeded" steps=17' in path.read_text()
     again = resume_task(path)  # ended: read back, nothing called
-    assert again.status == "succeeded" and again.outcome.ok
+    assert again.status == "ok" and again.outcome.ok
 
 
 def _close_call_folder(root: Path) -> Path:

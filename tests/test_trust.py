@@ -387,6 +387,104 @@ def test_a_symlink_into_a_trusted_folder_is_not_trusted(tmp_path: Path) -> None:
     assert trust.is_trusted(trusted / "link") is False
 
 
+# -- a clone inside a trusted folder asks ----------------------------------------------------
+
+@pytest.fixture
+def work_with_clones(tmp_path: Path, git) -> Path:
+    """A trusted project (a git repository itself) holding a clone of someone else's
+    repository (``vendor/lib``), a submodule (``sub``) and a worktree (``wt``), made by git."""
+    upstream = tmp_path / "upstream"
+    git(upstream, "init", "-q", "-b", "main")
+    (upstream / "README.md").write_text("theirs\n")
+    git(upstream, "add", "README.md")
+    git(upstream, "commit", "-q", "-m", "theirs")
+    work = tmp_path / "work"
+    git(work, "init", "-q", "-b", "main")
+    (work / "notes.md").write_text("mine\n")
+    git(work, "add", "notes.md")
+    git(work, "commit", "-q", "-m", "mine")
+    git(work, "clone", "-q", str(upstream), "vendor/lib")
+    git(work, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(work, "worktree", "add", "-q", "wt")
+    trust.trust_folder(work)
+    return work
+
+
+def test_a_clone_inside_a_trusted_folder_is_untrusted_until_the_user_trusts_it(
+        work_with_clones: Path) -> None:
+    work = work_with_clones
+    clone = work / "vendor" / "lib"
+    (clone / "docs").mkdir()
+    assert (work / ".git").is_dir() and trust.is_trusted(work)  # its own repository is fine
+    assert trust.is_trusted(work / "vendor")
+    assert not trust.is_trusted(clone) and not trust.is_trusted(clone / "docs")
+    assert trust.clone_below_trust(clone / "docs") == clone.resolve()
+    assert tce("trust", str(clone)).exit_code == 0
+    assert trust.is_trusted(clone / "docs") and trust.clone_below_trust(clone / "docs") is None
+
+
+def test_submodules_and_worktrees_stay_trusted_through_their_parent(
+        work_with_clones: Path) -> None:
+    work = work_with_clones
+    assert (work / "sub" / ".git").is_file() and (work / "wt" / ".git").is_file()
+    assert trust.is_trusted(work / "sub") and trust.is_trusted(work / "wt")
+
+
+def test_a_clones_toolbox_inside_a_trusted_folder_is_never_imported(
+        work_with_clones: Path, keys, openai_server, monkeypatch) -> None:
+    monkeypatch.setenv("PERCENT_AGENT_API_BASE", openai_server.url)
+    folder = work_with_clones / "vendor" / "lib"
+    marker = marker_toolbox(folder)
+    path = folder / "chat.msg.md"
+    path.write_text("---\nagents:\n  a: {models: [m], tools: [all]}\n---\n")
+    result = tce("chat", str(path), "-m", "hello")
+    assert result.exit_code == 6, result.output
+    assert f"tce trust {folder}" in result.output
+    assert f"{folder.resolve()} is a clone, with its own .git folder, inside a trusted folder" \
+        in " ".join(result.output.split())
+    assert not marker.exists()
+    assert openai_server.requests == []
+
+
+def test_auto_run_of_a_parent_stops_at_a_clone_inside_it(work_with_clones: Path) -> None:
+    clone = work_with_clones / "vendor" / "lib"
+    config = trust.config_path()
+    config.write_text(config.read_text() + f'\nauto_run = ["{work_with_clones}"]\n')
+    assert trust.auto_runs(work_with_clones / "wt")
+    trust.trust_folder(clone)  # trusted now, but the user never said its code may run alone
+    assert trust.is_trusted(clone) and not trust.auto_runs(clone)
+
+
+def test_tce_trust_names_the_clones_below_that_stay_untrusted(work_with_clones: Path) -> None:
+    work, clone = work_with_clones.resolve(), (work_with_clones / "vendor" / "lib").resolve()
+    said = tce("trust", str(work)).output
+    assert f"trusted: {work}" in said and f"  {clone}\n" in said
+    assert str(work / "sub") not in said and str(work / "wt") not in said
+    listed = tce("trust", "--list").output
+    assert "not trusted below it" in listed and f"  {clone}\n" in listed
+    tce("trust", str(clone))
+    listed = tce("trust", "--list").output
+    assert "not trusted below it" not in listed and f"  {clone}\n" in listed
+
+
+def test_the_scan_for_nested_clones_is_bounded(work_with_clones: Path) -> None:
+    assert trust.nested_clones(work_with_clones) == ([(work_with_clones / "vendor" /
+                                                       "lib").resolve()], True)
+    assert trust.nested_clones(work_with_clones, limit=1) == ([], False)
+
+
+def test_deciding_trust_never_lists_a_folder(work_with_clones: Path, monkeypatch) -> None:
+    deep = work_with_clones / "vendor" / "lib" / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+
+    def listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("trust was decided by listing a folder")
+
+    monkeypatch.setattr(os, "scandir", listing)
+    monkeypatch.setattr(os, "listdir", listing)
+    assert not trust.is_trusted(deep) and trust.is_trusted(work_with_clones / "wt" / ".")
+
+
 def test_broken_config_is_named(tmp_path: Path) -> None:
     trust.config_path().parent.mkdir(parents=True, exist_ok=True)
     trust.config_path().write_text("trusted = [1, 2\n")

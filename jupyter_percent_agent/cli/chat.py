@@ -136,9 +136,7 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
         if "jupyter_percent_agent.mcptools" in sys.modules:  # the MCP servers this turn started
             sys.modules["jupyter_percent_agent.mcptools"].stop_all()
     if as_json:
-        click.echo(json.dumps({"file": str(path), "cell": run.cell_id, "agent": run.agent,
-                               "status": run.status, "reply": run.reply,
-                               "error": run.error_detail, "usage": run.usage,
+        click.echo(json.dumps({"file": str(path), **run.to_json(detail=True),
                                "dropped": run.dropped,
                                "outputs": [_describe(o) for o in run.outputs]},
                               ensure_ascii=False))

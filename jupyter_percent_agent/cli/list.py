@@ -123,7 +123,10 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     """One row per agent: the presets and definition cells, ``default`` (the environment's
     agent, with the models it would use now), then agents seen only in replies. ``default``
     marks the agent that answers a message naming none; ``limits`` the budgets its file asks
-    for that are lowered; ``routes`` where each model's conversations go (``model_routes``)."""
+    for that are lowered; ``routes`` where each model's conversations go (``model_routes``);
+    ``mcp_ignored`` the MCP servers it could not use in ``folder`` and why
+    (``toolset.ignored_servers``: a folder's own, the user's not marked for untrusted folders
+    that it names)."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.runtime.agents import (
         DEFAULT_AGENT_NAME,
@@ -146,7 +149,8 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         rows.append({"name": name, "source": agent.source, "models": agent.models,
                      "tools": agent.tools or [], "default": name == answering,
                      "limits": [b.describe() for b in budgets if b.lowered],
-                     "routes": model_routes(bounded, folder)})
+                     "routes": model_routes(bounded, folder),
+                     "mcp_ignored": _ignored_servers(nb, folder, agent.tools or [])})
     seen = {r["name"] for r in rows}
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []) or []:
@@ -155,12 +159,23 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
                 if name and name not in seen:
                     seen.add(name)
                     rows.append({"name": name, "source": "replies only", "models": [],
-                                 "tools": [], "default": False, "limits": [], "routes": []})
+                                 "tools": [], "default": False, "limits": [], "routes": [],
+                                 "mcp_ignored": {}})
     return rows
 
 
-AGENT_COLUMNS = ["name", "source", "default", "tools", "limits", "model", "provider",
-                 "endpoint", "key"]
+def _ignored_servers(nb: dict, folder: Path | None, tools: list[str]) -> dict[str, str]:
+    from jupyter_percent_agent.runtime.toolset import ignored_servers
+
+    try:
+        ignored = ignored_servers(nb, folder, tools)
+    except PercentAgentError as exc:  # the user's mcp.json is broken: said, not fatal here
+        return {"mcp.json": str(exc)}
+    return {name: f"{why.why}; {why.remedy}" for name, why in ignored.items()}
+
+
+AGENT_COLUMNS = ["name", "source", "default", "tools", "mcp_ignored", "limits", "model",
+                 "provider", "endpoint", "key"]
 
 
 def agent_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -169,6 +184,7 @@ def agent_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     lines = []
     for row in rows:
         own = {k: row[k] for k in ("name", "source", "default", "tools", "limits")}
+        own["mcp_ignored"] = list(row["mcp_ignored"])
         for i, route in enumerate(row["routes"] or [{}]):
             line = own if i == 0 else {k: "" for k in own}
             lines.append({**line, "model": route.get("model", ""),
@@ -211,6 +227,9 @@ def list_(item: str, as_json: bool) -> None:
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
               for row in table]
+    if agents:  # why a server is ignored is a sentence: once each, below the table
+        reasons = {n: why for r in rows for n, why in r["mcp_ignored"].items()}
+        lines += [f"# MCP server {n!r} ignored: {why}" for n, why in reasons.items()]
     out.write("\n".join(lines) + "\n")
 
 

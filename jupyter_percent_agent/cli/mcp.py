@@ -9,7 +9,7 @@ did not start (``tce mcp list`` shows it as unreachable instead).
 
 from __future__ import annotations
 
-import sys
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,12 @@ def _pairs(values: tuple[str, ...], what: str, sep: str) -> dict[str, str]:
 )
 @click.option("--timeout", type=float, default=None, help="Seconds one call may take.")
 @click.option("--replace", is_flag=True, help="Change a server of that name.")
+@click.option(
+    "--untrusted-ok",
+    is_flag=True,
+    help="Let files in folders you did not trust use it too (default: trusted folders only). "
+    "Alone, marks an existing server.",
+)
 def add(
     name: str,
     command: tuple[str, ...],
@@ -63,10 +69,26 @@ def add(
     headers: tuple[str, ...],
     timeout: float | None,
     replace: bool,
+    untrusted_ok: bool,
 ) -> None:
-    """Add server NAME: `tce mcp add NAME -- COMMAND [ARGS...]` or `--url URL`."""
+    """Add server NAME: `tce mcp add NAME -- COMMAND [ARGS...]` or `--url URL`.
+
+    A server acts with your rights on whatever path the model names, so files in folders you
+    did not trust (tce trust) may use it only when added with --untrusted-ok;
+    `tce mcp add NAME --untrusted-ok` marks an existing one."""
     from jupyter_percent_agent import mcptools
 
+    if untrusted_ok and not url and not command and not (envs or headers or timeout):
+        try:
+            marked = mcptools.config.mark_untrusted_ok(name)
+        except PercentAgentError as exc:
+            fail_for(exc)
+        if marked is None:
+            fail(f"no MCP server named {name!r} to mark: give its command (after --) or --url",
+                 EXIT_USAGE)
+        click.echo(f"MCP server {name!r} ({marked.transport}: {marked.target}) may now be used "
+                   "by files in untrusted folders too")
+        return
     if bool(url) == bool(command):
         fail("give either a command (after --) or --url", EXIT_USAGE)
     if url and envs:
@@ -80,18 +102,22 @@ def add(
     )
     if timeout is not None:
         entry["timeout"] = timeout
+    if untrusted_ok:
+        entry[mcptools.config.UNTRUSTED_OK_KEY] = True
     try:
         spec = mcptools.config.spec_from_json(name, entry)
         path = mcptools.add_server(spec, replace=replace)
     except PercentAgentError as exc:
         fail_for(exc)
-    click.echo(f"added MCP server {name!r} ({spec.transport}: {spec.target}) to {path}")
+    where = "any folder" if spec.untrusted_ok else "trusted folders only"
+    click.echo(f"added MCP server {name!r} ({spec.transport}: {spec.target}; {where}) to {path}")
 
 
 @mcp.command("list")
 @click.option("--no-start", is_flag=True, help="Do not start the servers to count their tools.")
 def list_(no_start: bool) -> None:
-    """Each server: name, transport, command or URL, and its tool count when reachable."""
+    """Each server: name, transport, command or URL, its tool count when reachable, and
+    untrusted-ok when files in untrusted folders may use it."""
     from jupyter_percent_agent import mcptools
 
     try:
@@ -110,7 +136,9 @@ def list_(no_start: bool) -> None:
                 count = f"{len(mcptools.list_tools(spec))} tools"
             except PercentAgentError as exc:
                 count = f"unreachable: {exc}"
-        click.echo("\t".join(x for x in (spec.name, spec.transport, spec.target, count) if x))
+        mark = "untrusted-ok" if spec.untrusted_ok else ""
+        click.echo("\t".join(x for x in (spec.name, spec.transport, spec.target, count, mark)
+                             if x))
     mcptools.stop_all()
 
 
@@ -134,7 +162,12 @@ def remove(name: str) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Add every server without asking.")
 @click.option("--replace", is_flag=True, help="Change servers of the same name.")
 def import_(file: Path, yes: bool, replace: bool) -> None:
-    """Add the servers of a Claude Desktop, Cursor or VS Code `mcpServers` JSON FILE."""
+    """Add the servers of a Claude Desktop, Cursor or VS Code `mcpServers` JSON FILE.
+
+    They are for trusted folders only, whatever FILE says (mark one: tce mcp add NAME
+    --untrusted-ok)."""
+    import dataclasses
+
     from jupyter_percent_agent import mcptools
 
     try:
@@ -142,24 +175,28 @@ def import_(file: Path, yes: bool, replace: bool) -> None:
         existing = mcptools.load_servers()
     except PercentAgentError as exc:
         fail_for(exc)
-    added = 0
-    for spec in found.values():
-        if spec.name in existing and not replace:
-            click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
-            continue
-        if not yes:
-            answer = ask(confirm_text(f"add {spec.name!r} ({spec.described})?"),
-                         interrupted="interrupted: the servers added so far are kept")
-            if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
-                click.echo("no more answers on standard input: the others were not added "
-                           "(--yes adds every server)")
-                break
-            if not answer:
+    accepted: list[mcptools.ServerSpec] = []
+    try:
+        for spec in found.values():
+            if spec.name in existing and not replace:
+                click.echo(f"skipped {spec.name!r}: you have a server of that name (--replace)")
                 continue
-        mcptools.add_server(spec, replace=True)
-        added += 1
-        click.echo(f"added {spec.name!r} ({spec.described})")
-    click.echo(f"{added} of {len(found)} servers added to {mcptools.servers_path()}")
+            if not yes:
+                answer = ask(confirm_text(f"add {spec.name!r} ({spec.described})?"),
+                             interrupted="interrupted: the servers added so far are kept")
+                if answer is None:  # no more answers (< /dev/null, a short pipe): no to the rest
+                    click.echo("no more answers on standard input: the others were not added "
+                               "(--yes adds every server)")
+                    break
+                if not answer:
+                    continue
+            # a file from elsewhere does not decide where its servers may act
+            accepted.append(dataclasses.replace(spec, untrusted_ok=False))
+            click.echo(f"added {spec.name!r} ({spec.described})")
+    finally:  # Ctrl-C at a question too: what was agreed to is written, in one write
+        if accepted:
+            mcptools.add_servers(accepted, replace=True)
+    click.echo(f"{len(accepted)} of {len(found)} servers added to {mcptools.servers_path()}")
 
 
 @mcp.command("serve")
@@ -204,6 +241,9 @@ def serve(
         fail_for(exc)
     import uvicorn
 
+    # bound here, not by uvicorn: a port in use is tce's one line and the exit code of its
+    # kind (uvicorn logs its own line and exits 3, the code of a malformed file)
+    listening = _listening_socket(port)
     where = f"http://127.0.0.1:{port}/mcp"
     # A token the user gave is theirs already: not printed, so no log keeps it.
     told = f"bearer token: {token}" if source is None else f"bearer token from {source}"
@@ -212,6 +252,17 @@ def serve(
     # 0); tce's Ctrl-C is 130 and 'tce: interrupted', which the command group prints
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning"))
-    server.run()
-    if not server.started:  # the port is taken: uvicorn said so
-        sys.exit(3)  # what uvicorn.run exits with there
+    server.run(sockets=[listening])
+
+
+def _listening_socket(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` for the HTTP server; a port that cannot be bound
+    (in use, not allowed) exits as the package's table says for the ``OSError``."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        fail_for(exc, path=f"127.0.0.1:{port}")
+    return sock

@@ -26,10 +26,15 @@ from jupyter_percent_agent.cli._common import (
     fail_for,
 )
 from jupyter_percent_agent.errors import PercentAgentError
+from jupyter_percent_agent.outcome import RUN_WORDS, RunStatus, read_status
 
 EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says where and why), "
           "2 usage, 3 problems in the SOP folder (nothing ran), 130 interrupted (resume with "
           "--resume). See docs/tasks.md.")
+
+# How a run's status ends the command (the codes are the kind table's).
+EXIT_FOR: dict[RunStatus, int] = {RunStatus.OK: EXIT_OK, RunStatus.ERROR: EXIT_FAILED,
+                                  RunStatus.INTERRUPTED: EXIT_INTERRUPTED}
 
 
 @click.command("run", epilog=EPILOG)
@@ -235,24 +240,43 @@ def _short(text: str, limit: int = 240) -> str:
 
 
 def _report(result: Any, as_json: bool) -> int:
+    """Print how a run ended (``--json``: its JSON on stdout); its exit code."""
     if as_json:
         click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    elif result.status is RunStatus.INTERRUPTED:
+        _say_interrupted(result.transcript)
     else:
         click.echo(json.dumps(result.context, ensure_ascii=False, indent=2))
-        if result.status == "succeeded":
-            click.echo(f"succeeded in {result.steps} steps; transcript: {result.transcript}",
-                       err=True)
+        if result.status is RunStatus.OK:
+            click.echo(f"{RUN_WORDS[result.status]} in {result.steps} steps; transcript: "
+                       f"{result.transcript}", err=True)
         else:
             err = result.error or {}
-            click.echo(f"tce: failed at {err.get('task_id')}: {err.get('error_type')}: "
-                       f"{err.get('message')} (transcript: {result.transcript})", err=True)
-    return EXIT_OK if result.status == "succeeded" else EXIT_FAILED
+            click.echo(f"tce: {RUN_WORDS[result.status]} at {err.get('task_id')}: "
+                       f"{err.get('error_type')}: {err.get('message')} (transcript: "
+                       f"{result.transcript})", err=True)
+    return EXIT_FOR[result.status]
 
 
-def _interrupted(progress: Progress) -> int:
-    where = f" --resume {progress.path}" if progress.path else ""
+def _say_interrupted(transcript: Path | None) -> None:
+    where = f" --resume {transcript}" if transcript else ""
     click.echo(f"\n[interrupted: the transcript keeps every finished step; continue with "
                f"tce run{where}]", err=True)
+
+
+def _interrupted(progress: Progress, as_json: bool) -> int:
+    """Ctrl-C during a run: exit 130 saying how to go on; ``--json`` prints the run as its
+    transcript has it (``"status": "interrupted"``), as it prints one that ended."""
+    if as_json and progress.path is not None:
+        from jupyter_percent_agent.tasks.api import transcript_result
+
+        try:
+            result = transcript_result(progress.path)
+        except (PercentAgentError, OSError):
+            result = None  # the run was stopped before its transcript was whole
+        if result is not None and result.status is RunStatus.INTERRUPTED:
+            click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    _say_interrupted(progress.path)
     return EXIT_INTERRUPTED
 
 
@@ -265,7 +289,7 @@ def _one(sop: Any, task_id: str, context: dict[str, Any], runs: Path | None, max
         result = asyncio.run(arun_task(sop, task_id, context, runs_dir=runs,
                                        max_steps=max_steps, on_event=progress, **options))
     except KeyboardInterrupt:
-        return _interrupted(progress)
+        return _interrupted(progress, as_json)
     except OSError as exc:
         fail_for(exc)
     return _report(result, as_json)
@@ -323,7 +347,7 @@ def _resume(paths: list[str], max_steps: int | None, model: str | None,
             result = asyncio.run(aresume_task(path, max_steps=max_steps, model=model,
                                               on_event=progress))
         except KeyboardInterrupt:
-            return _interrupted(progress)
+            return _interrupted(progress, as_json)
         except (PercentAgentError, OSError) as exc:
             _problems(exc)
             fail_for(exc, path=path)
@@ -415,7 +439,7 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
 
     bar = tqdm(total=len(jobs), unit="input", file=drawing_stream(sys.stderr), ncols=columns,
                nrows=rows, disable=not sys.stderr.isatty())
-    counts = {"succeeded": 0, "failed": 0}
+    counts = dict.fromkeys(RunStatus, 0)
     with results_path.open(mode, encoding="utf-8") as out:
 
         def on_result(result: dict[str, Any]) -> None:
@@ -424,14 +448,15 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
             line = json.dumps(result, ensure_ascii=False)
             out.write(line + "\n")
             out.flush()
-            counts["succeeded" if result["status"] == "succeeded" else "failed"] += 1
+            status = read_status(result["status"]) or RunStatus.ERROR
+            counts[status] += 1
             if as_json:
                 click.echo(line)
-            if result["status"] != "succeeded":
+            if status is RunStatus.ERROR:
                 err = result.get("error") or {}
-                bar.write(f"input {result['input']}: failed at {err.get('task_id')}: "
-                          f"{err.get('error_type')}: {_short(str(err.get('message')))}",
-                          file=sys.stderr)
+                bar.write(f"input {result['input']}: {RUN_WORDS[status]} at "
+                          f"{err.get('task_id')}: {err.get('error_type')}: "
+                          f"{_short(str(err.get('message')))}", file=sys.stderr)
             bar.update(1)
 
         try:
@@ -451,12 +476,22 @@ def _many(sop: Any, task_id: str, inputs: str, runs: Path | None, max_steps: int
                                                **options))
         except KeyboardInterrupt:
             bar.close()
+            # an input that had no result when the batch stopped is interrupted, not failed
+            counts[RunStatus.INTERRUPTED] += len(jobs) - sum(counts.values())
+            click.echo("\n" + _counted(counts, results_path), err=True)
             again = f"tce run --resume {log.path}" if log is not None else \
                 f"tce run --resume {folder}/*.msg.md"
-            click.echo(f"\n[interrupted: finished inputs are in {results_path}; go on with "
+            click.echo(f"[interrupted: finished inputs are in {results_path}; go on with "
                        f"{again}]", err=True)
             return EXIT_INTERRUPTED
     bar.close()
-    click.echo(f"{counts['succeeded']} succeeded, {counts['failed']} failed; results: "
-               f"{results_path}", err=True)
-    return EXIT_OK if counts["failed"] == 0 else EXIT_FAILED
+    click.echo(_counted(counts, results_path), err=True)
+    return max(EXIT_FOR[s] for s, n in counts.items() if n or s is RunStatus.OK)
+
+
+def _counted(counts: dict[RunStatus, int], results: Path) -> str:
+    """``9 succeeded, 3 failed; results: FILE`` (and how many were interrupted, if any)."""
+    shown = [RunStatus.OK, RunStatus.ERROR]
+    if counts[RunStatus.INTERRUPTED]:
+        shown.append(RunStatus.INTERRUPTED)
+    return ", ".join(f"{counts[s]} {RUN_WORDS[s]}" for s in shown) + f"; results: {results}"

@@ -23,8 +23,9 @@ from jupyter_percent_agent.errors import PercentAgentError
 @click.option("--key-env", metavar="VAR",
               help="With --endpoint: the environment variable whose key goes to it.")
 def trust_(folder: str | None, list_: bool, endpoint: str | None, key_env: str | None) -> None:
-    """Trust FOLDER: files in it (and below) may use its toolbox/ code, their own api_base
-    and a higher max_steps. Trust only folders whose contents you would run yourself."""
+    """Trust FOLDER: files in it (and below, except in a clone with its own .git folder) may
+    use its toolbox/ code, their own api_base and a higher max_steps. Trust only folders
+    whose contents you would run yourself."""
     from jupyter_percent_agent import trust
 
     if key_env is not None and not endpoint:
@@ -38,14 +39,41 @@ def trust_(folder: str | None, list_: bool, endpoint: str | None, key_env: str |
         if folder:
             real = trust.trust_folder(folder)
             click.echo(f"trusted: {real}")
+            _show_untrusted_clones(real, "  ")
             if _holds_home(real):
                 click.echo(f"warning: {real} holds your home folder, so every folder below it "
-                           "is trusted too, including what you clone or download there later; "
+                           "is trusted too, including what you download or unpack there "
+                           "later (a clone, with its own .git folder, asks for its own trust); "
                            "trust your project folders instead (tce untrust to undo)", err=True)
         if list_ or not (folder or endpoint):
             _list()
     except (PercentAgentError, OSError) as exc:
         fail_for(exc)
+
+
+SHOWN_CLONES = 50
+"""The most nested clones ``tce trust`` names under one folder (the rest are counted)."""
+
+
+def _show_untrusted_clones(folder: Path, indent: str) -> None:
+    """Name the clones below the trusted ``folder`` that stay untrusted (their own ``.git``
+    folder: someone else's code), each with the command that would trust it."""
+    from jupyter_percent_agent import trust
+    from jupyter_percent_agent.trust.folders import SCAN_LIMIT
+
+    clones, complete = trust.nested_clones(folder)
+    if not clones and complete:
+        return
+    if clones:
+        click.echo(f"{indent}not trusted below it, clones with their own .git folder "
+                   "(to trust one: tce trust FOLDER):")
+    for clone in clones[:SHOWN_CLONES]:
+        click.echo(f"{indent}  {clone}")
+    if len(clones) > SHOWN_CLONES:
+        click.echo(f"{indent}  ... and {len(clones) - SHOWN_CLONES} more")
+    if not complete:
+        click.echo(f"{indent}(looked at the first {SCAN_LIMIT} folders below "
+                   "it only: clones further down are not trusted either)")
 
 
 def _holds_home(folder: Path) -> bool:
@@ -78,6 +106,8 @@ def _list() -> None:
     click.echo("trusted folders:" + ("" if config.trusted else " none"))
     for folder in config.trusted:
         click.echo(f"  {folder}")
+        if os.path.isdir(folder):
+            _show_untrusted_clones(Path(folder), "    ")
     click.echo("allowed endpoints:" + ("" if config.endpoints else " none"))
     for e in config.endpoints:
         click.echo(f"  {e.api_base}" + (f"  (key from ${e.key_env})" if e.key_env else ""))

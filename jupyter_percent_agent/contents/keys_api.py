@@ -19,8 +19,8 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.contents.api import add_route, json_body
-from jupyter_percent_agent.errors import PercentAgentError, report
+from jupyter_percent_agent.contents.api import add_route, http_error, json_body
+from jupyter_percent_agent.errors import PercentAgentError
 from jupyter_percent_agent.litellm_setup import provider_names
 from jupyter_percent_agent.trust.keys import COMMON_PROVIDERS
 
@@ -42,8 +42,8 @@ class KeysHandler(APIHandler):
     def _answer(self) -> None:
         try:
             self.finish(json.dumps(_state()))
-        except PercentAgentError as exc:  # the user's keys or config file cannot be read
-            raise web.HTTPError(500, report(exc).message) from None
+        except (PercentAgentError, OSError) as exc:  # the keys or config cannot be read
+            raise http_error(exc, "could not read your keys") from None
 
     @web.authenticated
     def get(self) -> None:
@@ -69,11 +69,8 @@ class KeysHandler(APIHandler):
             if model:
                 config = trust.load_config()
                 trust.save_config(replace(config, default_model=model.strip()))
-        except PercentAgentError as exc:
-            shown = report(exc)
-            raise web.HTTPError(shown.http_status, shown.message) from None
-        except OSError as exc:
-            raise web.HTTPError(500, f"could not save: {exc.strerror or exc}") from None
+        except (PercentAgentError, OSError) as exc:
+            raise http_error(exc, "could not save") from None
         self._answer()
 
 

@@ -46,11 +46,12 @@ class _SyncMessageFiles(_MessageFilesMixin):
         if not m.is_md(path):
             return super().get(path, content=content, type=type, format=format, **kwargs)
         os_path, root = self._os_path(path), self._root()
+        parsed = None
         if m.check_open(os_path, path, type, content, root,
                         bool(kwargs.get("require_hash"))):
             plain = path.strip("/")
-            m.opened_pairs(plain, os_path, self.get_config(plain), root)  # type: ignore[attr-defined]
-        with m.reading(path, root):
+            parsed = m.read_ahead(plain, os_path, self.get_config(plain), root)  # type: ignore[attr-defined]
+        with m.reading(path, root, parsed):
             model = super().get(path, content=content, type=type, format=format, **kwargs)
         return m.for_jupyterlab(model, path)
 
@@ -92,12 +93,15 @@ class _AsyncMessageFiles(_MessageFilesMixin):
         if not m.is_md(path):
             return await super().get(path, content=content, type=type, format=format, **kwargs)
         os_path, root = self._os_path(path), self._root()
+        parsed = None
         if m.check_open(os_path, path, type, content, root,
                         bool(kwargs.get("require_hash"))):
             plain = path.strip("/")
             config = await self.get_config(plain)  # type: ignore[attr-defined]
-            m.opened_pairs(plain, os_path, config, root)
-        with m.reading(path, root):
+            # in a worker thread: a large or hostile file never holds the event loop, which
+            # serves every other request of every user and tab
+            parsed = await asyncio.to_thread(m.read_ahead, plain, os_path, config, root)
+        with m.reading(path, root, parsed):
             model = await super().get(path, content=content, type=type, format=format, **kwargs)
         return m.for_jupyterlab(model, path)
 
@@ -107,7 +111,8 @@ class _AsyncMessageFiles(_MessageFilesMixin):
         os_path, root = self._os_path(path), self._root()
         model = m.prepare_save(model, path, os_path, root)
         config = await self.get_config(path.strip("/"))  # type: ignore[attr-defined]
-        text_model = m.check_save(model, path, os_path, config, root)
+        # writing the text is the size of the notebook: off the event loop, as reading is
+        text_model = await asyncio.to_thread(m.check_save, model, path, os_path, config, root)
         if text_model is not None:
             self.drop_paired_notebook(path.strip("/"))  # type: ignore[attr-defined]
             return await super(self._jupytext_cls, self).save(text_model, path)

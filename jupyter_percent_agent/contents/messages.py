@@ -2,11 +2,12 @@
 everything but the I/O, which each manager does its own way (``contents.manager``).
 
 A request for a ``.md`` path goes: checks before it opens (:func:`check_open`, then
-:func:`opened_pairs` with the file's jupytext configuration), jupytext's reading inside
-:func:`reading` (the path hint, errors through the package's table), then
-:func:`for_jupyterlab`; a save goes :func:`prepare_save`, :func:`check_save` (a message file
-paired with nothing is written straight through the core), then jupytext's save inside
-:func:`reading`.
+:func:`read_ahead` with the file's jupytext configuration: the async manager runs it in a worker
+thread, so that parsing a large or hostile file never holds the server's event loop), jupytext's
+reading inside :func:`reading` (the path hint, errors through the package's table, the parse
+made ahead taken up), then :func:`for_jupyterlab`; a save goes :func:`prepare_save`,
+:func:`check_save` (a message file paired with nothing is written straight through the core),
+then jupytext's save inside :func:`reading`.
 """
 
 from __future__ import annotations
@@ -230,33 +231,33 @@ def refuse_pairs(path: str, nb: Any, config: Any, os_path: str, root: str) -> No
         raise translated from None
 
 
-def opened_pairs(path: str, os_path: str, config: Any, root: str) -> None:
+def read_ahead(path: str, os_path: str, config: Any, root: str) -> Any:
     """Before a message file opens: a 400 naming the line when its bytes are not UTF-8, and
-    a refusal if it names a pairing it may not (jupytext would read that file). Files that
-    name no pairing are not parsed twice."""
+    a refusal if it names a pairing it may not (jupytext would read that file); then the
+    file parsed once (``jupytext_format.ahead.Parsed``, None for a ``.md`` file that holds no
+    messages), for jupytext's reading inside :func:`reading` to take up."""
     from jupyter_percent_agent import format as core
     from jupyter_percent_agent.contents.pairing import names_a_pairing
     from jupyter_percent_agent.errors import PercentAgentError
     from jupyter_percent_agent.jupytext_format import is_message_path, looks_like_message_text
+    from jupyter_percent_agent.jupytext_format.ahead import parse_ahead
 
     try:
         text = core.read_text(os_path)
     except (OSError, UnicodeDecodeError):
-        return  # jupytext's own reading reports it
+        return None  # jupytext's own reading reports it
     except PercentAgentError as err:
         # bytes that are not UTF-8: the line, not jupyter_server's "/abs/path is not UTF-8"
         translated = translate(err, path, root)
         assert translated is not None
         raise translated from None
-    if not names_a_pairing(text, config):
-        return
     if not (is_message_path(path) or _is_script(path) or looks_like_message_text(text)):
-        return
-    try:
-        nb = core.reads(text, path=path)
-    except PercentAgentError:
-        return  # reported, with its line, by the read that follows
-    refuse_pairs(path, nb, config, os_path, root)
+        return None
+    parsed = parse_ahead(text, path)
+    # a file that does not parse is reported, with its line, by the reading that follows
+    if parsed.error is None and names_a_pairing(text, config):
+        refuse_pairs(path, parsed.notebook, config, os_path, root)
+    return parsed
 
 
 def wants_notebook(path: str, type: str | None) -> bool:
@@ -264,12 +265,14 @@ def wants_notebook(path: str, type: str | None) -> bool:
 
 
 @contextmanager
-def reading(path: str, root: str) -> Iterator[None]:
+def reading(path: str, root: str, parsed: Any = None) -> Iterator[None]:
     """Around jupytext's reading or writing of ``path``: the path reaches format detection,
+    the file's text parsed ahead (:func:`read_ahead`) is taken up rather than parsed again,
     and an error of the package's (a malformed file, a refusal) becomes its HTTP error."""
     from jupyter_percent_agent.jupytext_format import path_hint
+    from jupyter_percent_agent.jupytext_format.ahead import using_parsed
 
-    with path_hint(path.strip("/") if is_md(path) else None):
+    with path_hint(path.strip("/") if is_md(path) else None), using_parsed(parsed):
         try:
             yield
         except Exception as err:
@@ -281,8 +284,8 @@ def reading(path: str, root: str) -> Iterator[None]:
 
 def check_open(os_path: str, path: str, type: str | None, content: bool,
                root: str, require_hash: bool = False) -> bool:
-    """Checks before ``path`` opens; True when its pairings must be checked too
-    (:func:`opened_pairs`, with the configuration the manager reads its own way).
+    """Checks before ``path`` opens; True when it is to be read ahead too (:func:`read_ahead`,
+    with the configuration the manager reads its own way).
 
     A request without content or hash (an entry of its folder's listing, a check of its
     date) reads nothing and is not refused: a refusal there failed the whole listing."""

@@ -140,22 +140,12 @@ def _read_notebook(text: str, ext: str = EXTENSION) -> Any:
     from nbformat.notebooknode import NotebookNode
 
     from jupyter_percent_agent import format as core
+    from jupyter_percent_agent.jupytext_format.ahead import as_nodes, taken
 
-    return _as_nodes(core.reads(text, path=_core_path(ext)), NotebookNode)
-
-
-def _as_nodes(obj: Any, node: type) -> Any:
-    """``nbformat.from_dict`` for what the format core builds, at a fraction of its cost (the
-    largest of a GET): no call per string, no ``__init__`` per node (its flag's default)."""
-    kind = type(obj)
-    if kind is dict or isinstance(obj, dict):
-        out = node.__new__(node)
-        dict.update(out, {k: v if type(v) is str else _as_nodes(v, node)
-                          for k, v in obj.items()})
-        return out
-    if kind is list or kind is tuple:
-        return [v if type(v) is str else _as_nodes(v, node) for v in obj]
-    return obj
+    parsed = taken(text, ext)  # the contents manager parsed it off the server's event loop
+    if parsed is not None:
+        return parsed.result()
+    return as_nodes(core.reads(text, path=_core_path(ext)), NotebookNode)
 
 
 def _write_notebook(nb: Mapping[str, Any], metadata: Mapping[str, Any] | None,

@@ -49,6 +49,13 @@ PROPOSED_SOURCE = "percent_agent_proposed"
 """The execute reply's payload that lists the code cells a reply proposes (the labextension's
 ``proposals.ts`` inserts them under the message)."""
 
+TRUST_REFUSAL_KEY = "percent_agent_untrusted_folder"
+"""The execute reply's metadata that opens JupyterLab's "Trust this folder?" dialog
+(``labextension/src/trust.ts``): ``{"folder": FOLDER, "refused": LINE}``, the folder whose
+trust would allow what the kernel refused and the refusal's one line. Only the kernel's own
+refusal (``TrustError`` naming a folder) sets it: the code of a cell can raise an error of any
+name and text, never set the reply's metadata."""
+
 STREAMING_ATTRS = {"incomplete": True}
 """What a reply still streaming carries until its final form replaces it (docs/format.md):
 what JupyterLab saves meanwhile is never taken for a finished reply."""
@@ -88,11 +95,12 @@ TASK_RUNNERS = {"task": _run_task}
 
 
 class _RunFailed(Exception):
-    """A cell that could not run: the reason is one line, shown without a traceback."""
+    """A cell that could not run: the reason is one line, shown without a traceback.
+    ``untrusted``: the folder whose trust would let it run (the kernel refused it)."""
 
-    def __init__(self, ename: str, evalue: str) -> None:
+    def __init__(self, ename: str, evalue: str, untrusted: Path | None = None) -> None:
         super().__init__(f"{ename}: {evalue}")
-        self.ename, self.evalue = ename, evalue
+        self.ename, self.evalue, self.untrusted = ename, evalue, untrusted
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -275,6 +283,7 @@ class AgentKernel(Kernel):
         self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
         self._served = ServedNotebook(notebook_path())
         self._said: set[str] = set()  # why trust was withheld, said once a session each
+        self._trust_refusal: dict[str, str] | None = None  # TRUST_REFUSAL_KEY of this reply
 
     def start(self) -> None:
         super().start()
@@ -323,16 +332,29 @@ class AgentKernel(Kernel):
                          cell_id: str | None = None) -> dict[str, Any]:
         """Run one cell: a message (the agent answers), ``[code]``, ``[tool_call]``..."""
         self._interrupt_pending = False
+        self._trust_refusal = None
         if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
         self._last_output = None
         try:
             return await self._execute(code, cell_id, (cell_meta or {}).get(LIVE_STATE_KEY))
         except _RunFailed as exc:
-            return self._error(exc.ename, exc.evalue, publish=True)
+            reply = self._error(exc.ename, exc.evalue, publish=True)
+            if exc.untrusted is not None:
+                self._trust_refusal = {"folder": str(exc.untrusted), "refused": reply["evalue"]}
+            return reply
         finally:
             if store_history:
                 self._history.record(self.execution_count, code, self._last_output)
+
+    def finish_metadata(self, parent: Any, metadata: dict[str, Any],
+                        reply_content: dict[str, Any]) -> dict[str, Any]:
+        """The execute reply's metadata: ``TRUST_REFUSAL_KEY`` when the kernel refused the
+        cell for its folder's trust."""
+        metadata = super().finish_metadata(parent, metadata, reply_content)
+        if self._trust_refusal is not None:
+            metadata[TRUST_REFUSAL_KEY] = self._trust_refusal
+        return metadata
 
     async def do_is_complete(self, code: str) -> dict[str, str]:
         return is_complete(code)
@@ -402,13 +424,13 @@ class AgentKernel(Kernel):
             self._tell_count(None)
             return self._ok()
         if exc is not None:
-            # the package's table names it and says it in one line (the name of a refusal
-            # that trusting the notebook's folder would lift: UntrustedFolder)
+            # the package's table names it and says it in one line; a refusal that trusting
+            # a folder would lift names that folder (TRUST_REFUSAL_KEY)
             shown = errors.report(exc, path=str(path) if path else None)
             if shown is None:  # a bug: its traceback goes to the log
                 self.log.error("agent run failed", exc_info=exc)
                 raise _RunFailed(type(exc).__name__, _one_line(str(exc)))
-            raise _RunFailed(shown.ename, _one_line(shown.message))
+            raise _RunFailed(shown.ename, _one_line(shown.message), shown.trust_folder)
         run = task.result()
         self._last_output = run.reply or run.error
         if by_text and path is not None:

@@ -122,14 +122,7 @@ async def send_message(
     run = await send(
         conversation, RunOptions(agent=agent, base_dir=real.parent), transport=LocalTransport()
     )
-    return {
-        "path": folders.shown(real),
-        "cell": run.cell_id,
-        "agent": run.agent,
-        "status": str(run.status),
-        "reply": run.reply,
-        "error": run.error,
-    }
+    return {"path": folders.shown(real), **run.to_json()}  # its error: the line a file keeps
 
 
 async def run_task(
@@ -142,14 +135,9 @@ async def run_task(
     if root in folders.by_name.values():  # its runs/ and toolbox/ would be those above it
         raise ServeError(f"{sop!r} is a served folder itself; name a SOP folder inside it")
     result = await arun_task(root, task_id, context or {})
-    return {
-        "status": result.status,
-        "task_id": result.task_id,
-        "context": result.context,
-        "transcript": folders.shown(result.transcript),
-        "steps": result.steps,
-        "error": result.error,
-    }
+    assert result.transcript is not None  # a run that began has one
+    # what tce run --json prints, the transcript shown as a path in the served folders
+    return {**result.to_json(), "transcript": folders.shown(result.transcript)}
 
 
 def search_sops(folders: Folders, sop: str, query: str, k: int = 5) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ without paying for the SDK.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -30,6 +31,8 @@ from jupyter_percent_agent.trust import config_dir
 from jupyter_percent_agent.trust.config import MCP_SERVERS_NAME
 
 SERVERS_NAME = MCP_SERVERS_NAME
+UNTRUSTED_OK_KEY = "untrustedOk"  # an entry's mark: usable from untrusted folders too
+MAX_DEPTH = 100  # levels of nesting a JSON configuration may have
 NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
 
@@ -51,6 +54,8 @@ class ServerSpec:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None  # seconds for one call; None: the default
+    # the user's word that files in folders they did not trust may use it (``--untrusted-ok``)
+    untrusted_ok: bool = False
 
     @property
     def transport(self) -> str:
@@ -91,6 +96,8 @@ class ServerSpec:
                 out["env"] = dict(self.env)
         if self.timeout is not None:
             out["timeout"] = self.timeout
+        if self.untrusted_ok:
+            out[UNTRUSTED_OK_KEY] = True
         return out
 
 
@@ -126,11 +133,18 @@ def spec_from_json(name: str, entry: Any) -> ServerSpec:
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
     ):
         raise McpConfigError(f"MCP server {name!r}: timeout must be a positive number")
+    untrusted_ok = entry.get(UNTRUSTED_OK_KEY, False)
+    if not isinstance(untrusted_ok, bool):
+        raise McpConfigError(f"MCP server {name!r}: {UNTRUSTED_OK_KEY} must be true or false")
     if url is not None:
         if not isinstance(url, str) or not re.match(r"https?://", url):
             raise McpConfigError(f"MCP server {name!r}: url must start with http:// or https://")
         return ServerSpec(
-            name, url=url, headers=_strings(entry.get("headers"), "headers", name), timeout=timeout
+            name,
+            url=url,
+            headers=_strings(entry.get("headers"), "headers", name),
+            timeout=timeout,
+            untrusted_ok=untrusted_ok,
         )
     if not isinstance(command, str) or not command.strip():
         raise McpConfigError(f"MCP server {name!r}: needs a command or a url")
@@ -143,11 +157,13 @@ def spec_from_json(name: str, entry: Any) -> ServerSpec:
         args=tuple(args),
         env=_strings(entry.get("env"), "env", name),
         timeout=timeout,
+        untrusted_ok=untrusted_ok,
     )
 
 
-def servers_from_json(data: Any, where: str) -> dict[str, ServerSpec]:
-    """The servers of an ``mcpServers`` document (VS Code's ``servers`` too)."""
+def server_table(data: Any, where: str) -> Mapping[Any, Any]:
+    """The name -> entry table of an ``mcpServers`` document (VS Code's ``servers`` too),
+    entries unchecked."""
     if not isinstance(data, Mapping):
         raise McpConfigError(f"{where}: not an mcpServers JSON object")
     table = data.get("mcpServers", data.get("servers"))
@@ -155,7 +171,12 @@ def servers_from_json(data: Any, where: str) -> dict[str, ServerSpec]:
         table = data["mcp"].get("servers")  # VS Code's settings.json
     if not isinstance(table, Mapping):
         raise McpConfigError(f'{where}: has no "mcpServers" object')
-    return {name: spec_from_json(name, entry) for name, entry in table.items()}
+    return table
+
+
+def servers_from_json(data: Any, where: str) -> dict[str, ServerSpec]:
+    """The servers of an ``mcpServers`` document (VS Code's ``servers`` too)."""
+    return {name: spec_from_json(name, entry) for name, entry in server_table(data, where).items()}
 
 
 def servers_path(env: Mapping[str, str] | None = None) -> Path:
@@ -172,7 +193,9 @@ def read_json_file(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise McpConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        return json.loads(text) if text.strip() else {}
+        value = json.loads(text) if text.strip() else {}
+    except RecursionError:  # nested far past any configuration: the parser gave up
+        value = None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         raise McpConfigError(
@@ -180,6 +203,25 @@ def read_json_file(path: Path) -> Any:
             + (f", line {line}" if line else "")
             + f": not JSON ({getattr(exc, 'msg', exc)})"
         ) from None
+    if value is None or _deeper_than(value, MAX_DEPTH):
+        raise McpConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels (no recursion:
+    the value may be as deep as the parser allows)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not any(isinstance(item, dict | list) for item in level):
+            return False
+    return any(isinstance(item, dict | list) for item in level)
 
 
 def load_servers(path: Path | None = None) -> dict[str, ServerSpec]:
@@ -207,14 +249,34 @@ def save_servers(servers: Iterable[ServerSpec], path: Path | None = None) -> Pat
 
 def add_server(spec: ServerSpec, *, replace: bool = False, path: Path | None = None) -> Path:
     """Add (or with ``replace``, change) one server; ``McpConfigError`` if the name is taken."""
-    check_name(spec.name)
+    return add_servers([spec], replace=replace, path=path)
+
+
+def add_servers(
+    specs: Iterable[ServerSpec], *, replace: bool = False, path: Path | None = None
+) -> Path:
+    """Add (or with ``replace``, change) these servers in one write; ``McpConfigError`` if
+    a name is taken (then nothing is written)."""
     servers = load_servers(path)
-    if spec.name in servers and not replace:
-        raise McpConfigError(
-            f"an MCP server named {spec.name!r} exists: remove it first, or pass --replace"
-        )
-    servers[spec.name] = spec
+    for spec in specs:
+        check_name(spec.name)
+        if spec.name in servers and not replace:
+            raise McpConfigError(
+                f"an MCP server named {spec.name!r} exists: remove it first, or pass --replace"
+            )
+        servers[spec.name] = spec
     return save_servers(servers.values(), path)
+
+
+def mark_untrusted_ok(name: str, path: Path | None = None) -> ServerSpec | None:
+    """Mark the user's server ``name`` as usable from untrusted folders (its definition
+    unchanged); None when there is no server of that name."""
+    servers = load_servers(path)
+    if name not in servers:
+        return None
+    servers[name] = dataclasses.replace(servers[name], untrusted_ok=True)
+    save_servers(servers.values(), path)
+    return servers[name]
 
 
 def remove_server(name: str, path: Path | None = None) -> bool:
@@ -230,14 +292,32 @@ PROJECT_FILE = ".mcp.json"
 FRONT_MATTER_KEY = "mcp"
 
 
-def defined_in(front_matter: Mapping[str, Any], folder: Path | None) -> list[str]:
-    """What defines servers in a file or its folder (``.mcp.json`` beside it, the file's
-    ``mcp:`` block), as words for a refusal; empty when nothing does."""
-    found = []
-    if folder is not None and (folder / PROJECT_FILE).exists():
-        found.append(f"the {PROJECT_FILE} beside the file")
+def _block_table(block: Any) -> Any:
+    """A file's ``mcp:`` block as an ``mcpServers`` document (both shapes are taken)."""
+    return block if isinstance(block, Mapping) and "mcpServers" in block else {"mcpServers": block}
+
+
+def defined_names(front_matter: Mapping[str, Any], folder: Path | None) -> dict[str, str]:
+    """The names of the servers a file and its folder define (``.mcp.json`` beside it, the
+    file's ``mcp:`` block), each with what defines it in words; read without judging the
+    entries, for a folder whose configuration is ignored. A configuration that cannot be
+    read names nothing."""
+    found: dict[str, str] = {}
+    sources = []
+    if folder is not None and (folder / PROJECT_FILE).is_file():
+        sources.append((f"the {PROJECT_FILE} beside the file",
+                        lambda: read_json_file(folder / PROJECT_FILE)))
     if front_matter.get(FRONT_MATTER_KEY) is not None:
-        found.append("the file's mcp: block")
+        sources.append(("the file's mcp: block",
+                        lambda: _block_table(front_matter[FRONT_MATTER_KEY])))
+    for words, read in sources:
+        try:
+            table = server_table(read(), words)
+        except McpConfigError:
+            continue
+        for name in table:
+            if isinstance(name, str) and NAME_RULE.fullmatch(name):
+                found[name] = words  # the file's block wins, as in file_servers
     return found
 
 
@@ -254,9 +334,5 @@ def file_servers(front_matter: Mapping[str, Any], folder: Path | None) -> dict[s
     if block is not None:
         if not isinstance(block, Mapping):
             raise McpConfigError("the file's mcp: block must map server names to entries")
-        out.update(
-            servers_from_json(
-                block if "mcpServers" in block else {"mcpServers": block}, "the file's mcp: block"
-            )
-        )
+        out.update(servers_from_json(_block_table(block), "the file's mcp: block"))
     return out

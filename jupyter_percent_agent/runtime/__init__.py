@@ -30,7 +30,6 @@ _NAMES = {
     "History": "history", "Turn": "history", "build_history": "history", "fit": "history",
     "conversation_cells": "history",
     "CallResult": "models", "CallSpec": "models", "spec_for": "models",
-    "Outcome": "outcome", "RunStatus": "outcome", "read_status": "outcome",
     "Selection": "ranges", "SelectionError": "ranges", "parse_selection": "ranges",
     "Run": "run",
     "apply_run": "store", "locked": "store",

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.outcome import sandbox_word
 from jupyter_percent_agent.runtime.agents import Agent
 from jupyter_percent_agent.runtime.code_history import sees_images, tool_image_output, with_images
 from jupyter_percent_agent.runtime.events import Chunk, Step
@@ -53,7 +54,7 @@ def _result_parts(res: Any, result_head: str, printed_head: str,
                   cut: Any = lambda text: text) -> list[str]:
     """A sandbox run's result, printed output, error and instructions, as Markdown blocks."""
     parts = []
-    if res.status == "success":
+    if res.ok:
         parts.append(result_head + "```json\n" + cut(to_json_text(res.result)) + "\n```")
     if res.stdout:
         parts.append(printed_head + "\n" + cut(res.stdout.rstrip()) + "\n```")
@@ -66,7 +67,7 @@ def _result_parts(res: Any, result_head: str, printed_head: str,
 def result_message(res: Any) -> str:
     """The user turn that carries a sandbox run back to the model."""
     return "\n\n".join([
-        f"Tool call status: {res.status}",
+        f"Tool call status: {sandbox_word(res.status, res.reason)}",
         *_result_parts(res, "__result__:\n", "Printed output:\n```", cut_for_prompt),
         'Continue: call more tools, or give the final answer as ATTP TOML (answer = """...""").'])
 
@@ -88,7 +89,7 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
     for n in range(1, max_steps + 1):
         run.tell(Step(n))
         res = await ask(run, agent, messages, route=route, transport=transport, step=True)
-        if res.error is not None:
+        if not res.ok:
             fail_with(run, agent, res)
             return
         record_usage(run, res)
@@ -128,7 +129,7 @@ async def attp_loop(run: Run, agent: Agent, toolset: Toolset, messages: list[dic
                                       else None))
         run.emit(fmt.tool_result_output(
             result_text(result), out_id=f"{call_id}.1",
-            status="success" if result.status == "success" else "fail",
+            status="success" if result.ok else "fail",  # the ATTP words a [tool_result] has
             attrs={"duration": round(result.duration, 3),
                    **({"error": str(result.error)} if result.error else {})}))
         kept = _emit_images(run, images, call_id, image_cap)

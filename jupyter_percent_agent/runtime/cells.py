@@ -14,6 +14,7 @@ from typing import Any
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.outcome import sandbox_word
 from jupyter_percent_agent.runtime.attp_loop import to_json_text
 from jupyter_percent_agent.runtime.events import Chunk
 from jupyter_percent_agent.runtime.run import Run
@@ -31,7 +32,9 @@ async def run_in_sandbox(cell: Mapping[str, Any], emit: Callable[[dict[str, Any]
     from jupyter_percent_agent import sandbox
 
     result = await sandbox.execute_async(fmt.message_text(cell), timeout=timeout)
-    meta = {"status": result.status, "duration": round(result.duration, 3)}
+    # the word every version wrote for the run (success, error, timeout...)
+    meta = {"status": sandbox_word(result.status, result.reason),
+            "duration": round(result.duration, 3)}
 
     def stream(name: str, text: str) -> None:
         # nbformat keeps stdout and stderr as separate outputs: each gets its own ID.n
@@ -39,7 +42,7 @@ async def run_in_sandbox(cell: Mapping[str, Any], emit: Callable[[dict[str, Any]
 
     if result.stdout:
         stream("stdout", result.stdout)
-    if result.status == "success" and result.result is not None:
+    if result.ok and result.result is not None:
         # the cell's value (__result__), as Jupyter shows a cell's value: Out[n]
         emit(fmt.result_output(to_json_text(result.result), out_id=next_id(), attrs=meta))
     if result.error is not None:

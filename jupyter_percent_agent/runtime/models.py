@@ -30,6 +30,7 @@ from typing import Any
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.litellm_setup import import_litellm, one_line
 from jupyter_percent_agent.masking import mask_data
+from jupyter_percent_agent.outcome import RunStatus
 from jupyter_percent_agent.runtime import direct, routing
 from jupyter_percent_agent.runtime.agents import Agent, environment_agent
 from jupyter_percent_agent.runtime.events import Delta, OnEvent, Reasoning, Retry, ignore
@@ -82,7 +83,8 @@ class CallSpec:
 
 @dataclass
 class CallResult:
-    """What a call produced and measured. ``error`` is one line when every model failed."""
+    """What a call produced and measured. ``error`` is one line when every model failed
+    (``status``: ``RunStatus.ERROR``; a cancelled call raises, it returns no result)."""
 
     text: str = ""
     reasoning: str = ""
@@ -98,6 +100,14 @@ class CallResult:
     """``error`` as the terminal shows it: it may name the ``api_base`` (credentials and query
     removed). Never written into a message file; ``error`` is."""
     attempts: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> RunStatus:
+        return RunStatus.OK if self.error is None else RunStatus.ERROR
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

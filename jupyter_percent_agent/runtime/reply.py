@@ -115,7 +115,7 @@ async def plain_reply(run: Run, agent: Agent, messages: list[dict[str, Any]], *,
                       route: Route, transport: Transport, extra: dict[str, Any]) -> None:
     """A reply from an agent without tools: one call, one reply output (or an error)."""
     res = await ask(run, agent, messages, route=route, transport=transport)
-    if res.error is not None:
+    if not res.ok:
         fail_with(run, agent, res)
         return
     record_usage(run, res)

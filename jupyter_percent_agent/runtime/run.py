@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.outcome import Outcome, RunStatus
 from jupyter_percent_agent.runtime.events import (
     Answering,
     Event,
@@ -20,7 +21,6 @@ from jupyter_percent_agent.runtime.events import (
     OutputMade,
     ignore,
 )
-from jupyter_percent_agent.runtime.outcome import Outcome, RunStatus
 
 
 class Run:
@@ -111,6 +111,15 @@ class Run:
     def dropped(self) -> list[str]:
         """History groups (cell ids) left out to fit the agent's context window."""
         return list(self._dropped)
+
+    def to_json(self, *, detail: bool = False) -> dict[str, Any]:
+        """How the run ended as JSON (``tce chat --json``, the MCP server's ``send_message``):
+        ``cell``, ``agent``, ``status``, ``reply``, ``error`` (``detail``: as the terminal
+        shows it, which may name the ``api_base``; else the line safe to save) and
+        ``usage``."""
+        return {"cell": self.cell_id, "agent": self.agent, "status": str(self.status),
+                "reply": self.reply, "error": self.error_detail if detail else self.error,
+                "usage": self.usage}
 
     # -- changing it ---------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ async def make_summaries(nb: Mapping[str, Any], index: int, agent: Agent, run: R
                                 {"role": "user", "content": text}], route=route)
         run.tell(Status(f"summarizing cell {cid}"))
         res = await transport.complete(spec)
-        if res.error is None and res.text.strip():
+        if res.ok and res.text.strip():
             made[cid] = (res.text.strip(), hist.content_hash(cell))
     return made
 

@@ -8,8 +8,10 @@ Four sources, each with its trust:
 - ``[tool]`` cells of the file itself: untrusted text, so they run in the sandbox, always
   (``sandbox.DefinedTool``), whoever trusts what.
 
-- MCP servers: the user's (``tce mcp add``), selectable by name from any file; those a file
-  or its folder defines (``.mcp.json``, ``mcp:``) only in a trusted folder (``check_mcp_trust``).
+- MCP servers: the user's (``tce mcp add``) and those a file or its folder defines
+  (``.mcp.json``, ``mcp:``), selectable by name; in a folder the user did not trust only the
+  user's servers marked ``--untrusted-ok``, the others ignored (``ignored_servers``), and a turn
+  asking for one of those refused (``check_mcp_servers``).
 
 An agent's ``tools`` lists modules, MCP servers and ``[tool]`` cell names (``[all]``: every
 module and cell; servers are started only when named).
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
@@ -117,30 +119,78 @@ def _checked(toolset: Toolset) -> Toolset:
     return toolset
 
 
-def check_mcp_trust(nb: Mapping[str, Any], folder: Path | None) -> None:
-    """Refuse (``TrustError``) a file whose folder is not trusted when it or its folder
-    defines MCP servers (``.mcp.json``, ``mcp:``): they would start processes. Asked before
-    anything runs; the user's own servers (``tce mcp add``) need no trust."""
-    from jupyter_percent_agent.mcptools.config import defined_in
+class IgnoredServer(NamedTuple):
+    """Why a file cannot use an MCP server in its folder, and how the user can allow it."""
 
-    found = defined_in(fmt.front_matter(nb), folder)
-    if found and folder is not None and not trust.is_trusted(folder):
-        raise trust.TrustError(f"{' and '.join(found)} would start MCP server processes, and "
-                               "its folder is not trusted", f"to allow it: tce trust {folder}",
-                               kind="mcp", folder=folder)
+    why: str
+    remedy: str  # "to allow it: ..."
+    folders_own: bool  # the folder or the file defines it (not one of the user's)
+
+
+def ignored_servers(nb: Mapping[str, Any] | None, folder: Path | None,
+                    asked: Sequence[str] | None = None) -> dict[str, IgnoredServer]:
+    """The MCP servers a file in ``folder`` cannot use, each with why and how to allow it: in
+    a folder the user did not trust, every server the folder or the file defines
+    (``.mcp.json``, ``mcp:``: they would start processes of the folder's choosing), and the
+    user's own servers not marked ``--untrusted-ok`` (they act with the user's rights on
+    whatever path the model names), those of them in ``asked`` only when it is given.
+    Nothing in a trusted folder. Reading this starts nothing."""
+    if folder is None or trust.is_trusted(folder):
+        return {}
+    from jupyter_percent_agent import mcptools
+    from jupyter_percent_agent.mcptools.config import defined_names
+
+    out = {name: IgnoredServer(f"defined only by {words}, and its folder is not trusted",
+                               f"to allow it: tce trust {folder}", True)
+           for name, words in defined_names(fmt.front_matter(nb or {}), folder).items()}
+    for name, spec in mcptools.load_servers().items():
+        if spec.untrusted_ok:
+            out.pop(name, None)  # the user's, marked: theirs is used, the folder's ignored
+        elif asked is None or name in asked:
+            out[name] = IgnoredServer("your server acts with your rights on whatever path the "
+                                      "model names, and this folder is not trusted",
+                                      f"to allow it: tce mcp add {name} --untrusted-ok (in every "
+                                      f"untrusted folder), or tce trust {folder}", False)
+    return out
+
+
+def check_mcp_servers(agent: Agent, nb: Mapping[str, Any] | None, folder: Path | None
+                      ) -> None:
+    """Refuse (``TrustError``, one line naming the server and how to allow it) a turn whose
+    agent asks for an MCP server its folder may not use (``ignored_servers``). Asked before
+    anything runs or starts; a folder's configuration the agent does not ask for refuses
+    nothing, nor does a name it shares with an installed tool module (that module is meant:
+    the folder's server is ignored)."""
+    asked = _asked_servers(agent, nb)
+    if not asked:
+        return
+    for name, ignored in ignored_servers(nb, folder, asked).items():
+        if name in asked and not (ignored.folders_own and name in _module_names(None)):
+            raise trust.TrustError(f"MCP server {name!r} (agent {agent.name!r}): {ignored.why}",
+                                   ignored.remedy, kind="mcp", folder=folder)
+
+
+def _asked_servers(agent: Agent, nb: Mapping[str, Any] | None) -> list[str]:
+    """The names in the agent's ``tools`` that could be MCP servers (not ``[tool]`` cells;
+    ``[all]`` selects no server)."""
+    if agent.tools in ALL:
+        return []
+    cells = nb.get("cells", []) if nb is not None else []
+    defined = {fmt.cell_attrs(c).get("name") for c in cells if fmt.cell_kind(c) == "tool"}
+    return [t for t in agent.tools or [] if t not in defined]
 
 
 def _servers(nb: Mapping[str, Any] | None, base_dir: Path | None) -> dict[str, Any]:
-    """The MCP servers an agent may select by name: the user's, then (in a trusted folder,
-    ``check_mcp_trust`` refused the others) those the folder and the file define."""
+    """The MCP servers a file in ``base_dir`` may select by name: the user's, then those the
+    folder and the file define, which win; in a folder not trusted only the user's marked
+    ``--untrusted-ok`` (``check_mcp_servers`` refused a turn asking for another)."""
     from jupyter_percent_agent import mcptools
-    from jupyter_percent_agent.mcptools.config import defined_in, file_servers
+    from jupyter_percent_agent.mcptools.config import file_servers
 
     servers = mcptools.load_servers()
-    front = fmt.front_matter(nb) if nb is not None else {}
-    if defined_in(front, base_dir):
-        check_mcp_trust(nb or {}, base_dir)
-        servers.update(file_servers(front, base_dir))
+    if base_dir is not None and not trust.is_trusted(base_dir):
+        return {name: spec for name, spec in servers.items() if spec.untrusted_ok}
+    servers.update(file_servers(fmt.front_matter(nb) if nb is not None else {}, base_dir))
     return servers
 
 
@@ -168,6 +218,7 @@ def tools_for(agent: Agent, base_dir: Path | None, nb: Mapping[str, Any] | None 
     if agent.tools in ALL:
         modules = None
     else:
+        check_mcp_servers(agent, nb, base_dir)
         wanted = [t for t in agent.tools or [] if t not in defined]
         known = _servers(nb, base_dir)
         servers = {t: known[t] for t in wanted if t in known}

@@ -92,12 +92,13 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
     may not choose, a URL in a model's name, an ``[async]`` file it may not write),
     ``SelectionError``, ``FormatError`` (front matter) before anything runs; ``TrustError``
-    too for MCP servers that the file or its folder defines, in a folder not trusted. The agent's
-    budgets are bounded here (``agents.bound_agent``)."""
-    from jupyter_percent_agent.runtime.toolset import check_mcp_trust
+    too for an MCP server the agent asks for that its folder may not use (one the folder
+    defines, one of the user's not marked for untrusted folders). The agent's budgets are
+    bounded here (``agents.bound_agent``)."""
+    from jupyter_percent_agent.mcptools.config import McpConfigError
+    from jupyter_percent_agent.runtime.toolset import check_mcp_servers
 
     index, cell = find_cell(nb, cell_id)
-    check_mcp_trust(nb, options.folder)  # servers a file defines start nothing untrusted
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
         return Plan(cell_id, index, kind)
@@ -109,6 +110,11 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     from_file = agent.source != "environment" and not options.model
     route = trust.route_agent(agent.name, agent.api_base, agent.models, from_file=from_file,
                               folder=options.folder, env=options.env)
+    try:  # a server this folder may not use: refused before anything starts
+        if agent.has_tools:
+            check_mcp_servers(agent, nb, options.folder)
+    except McpConfigError:
+        pass  # the user's mcp.json is broken: said in the file when the tools load
     if kind == "async":
         async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
     chosen = selections(nb, options.include, options.exclude)

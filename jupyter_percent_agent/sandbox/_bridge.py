@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.outcome import Reason, RunStatus
 from jupyter_percent_agent.tools import Tool, ToolArgumentError, as_tool
 
 from . import _limits
@@ -100,7 +101,8 @@ class ToolTable:
         if problem is not None:
             return self._refuse(name, args, f"{name}: {problem}")
         self._open = (len(self.records), name, time.monotonic())
-        self.records.append(ToolCallRecord(name, args, 0.0, "running"))
+        # not ended yet: ``end`` or ``settle`` (at the latest when the run ends) says how
+        self.records.append(ToolCallRecord(name, args, 0.0, RunStatus.INTERRUPTED))
         return {"t": "reply", "ok": True}
 
     def end(self, message: dict[str, Any], size: int, on_chunk: ChunkCallback | None) -> None:
@@ -112,7 +114,7 @@ class ToolTable:
         status, error = message.get("status"), message.get("error")
         instruction, chunk = message.get("instruction"), message.get("chunk")
         if (
-            status not in ("success", "error")
+            status not in (RunStatus.OK, RunStatus.ERROR)
             or not (error is None or isinstance(error, str))
             or not (instruction is None or isinstance(instruction, str))
         ):
@@ -122,21 +124,22 @@ class ToolTable:
             _shielded(on_chunk)(name, chunk)  # type: ignore[misc]
         if instruction:
             self.instructions.append(instruction)
-        self._close(status, error[: _limits.MAX_ERROR_CHARS] if error else None)
+        self._close(RunStatus(status), error[: _limits.MAX_ERROR_CHARS] if error else None)
 
-    def settle(self, run_status: str) -> None:
-        """At the end of a run: a defined tool still running is recorded as cut off."""
+    def settle(self, reason: Reason | None) -> None:
+        """At the end of a run (``reason``: the limit that ended it): a defined tool still
+        running is recorded as cut off, by that limit."""
         if self._open is not None:
-            status = "timeout" if run_status == "timeout" else "error"
-            self._close(status, f"the run ended during the call ({run_status})")
+            self._close(RunStatus.ERROR, f"the run ended during the call ({reason or 'error'})",
+                        reason if reason is Reason.TIMEOUT else None)
 
-    def _close(self, status: str, error: str | None) -> None:
+    def _close(self, status: RunStatus, error: str | None, reason: Reason | None = None) -> None:
         assert self._open is not None
         index, _, start = self._open
         self._open = None
         record = self.records[index]
         self.records[index] = replace(
-            record, duration=time.monotonic() - start, status=status, error=error
+            record, duration=time.monotonic() - start, status=status, error=error, reason=reason
         )
 
     async def call(
@@ -163,7 +166,7 @@ class ToolTable:
         return await self._run(tool, kwargs, on_chunk)
 
     def _refuse(self, name: str, args: dict[str, Any], error: str) -> dict[str, Any]:
-        self.records.append(ToolCallRecord(name, args, 0.0, "error", error))
+        self.records.append(ToolCallRecord(name, args, 0.0, RunStatus.ERROR, error))
         return {"t": "reply", "ok": False, "error": error}
 
     async def _run(
@@ -171,7 +174,7 @@ class ToolTable:
     ) -> dict[str, Any]:
         name = tool.name
         start = time.monotonic()
-        status, error = "success", None
+        status, error = RunStatus.OK, None
         reply: dict[str, Any]
         try:
             result = await tool.arun(kwargs, on_chunk=_shielded(on_chunk))
@@ -186,14 +189,15 @@ class ToolTable:
                 self.instructions.append(result["instruction"])
         except asyncio.CancelledError:
             self.records.append(
-                ToolCallRecord(name, kwargs, time.monotonic() - start, "timeout", "cancelled")
+                ToolCallRecord(name, kwargs, time.monotonic() - start, RunStatus.ERROR,
+                               "cancelled", Reason.TIMEOUT)
             )
             raise
         except _BadResult as exc:
-            status, error = "error", str(exc)
+            status, error = RunStatus.ERROR, str(exc)
             reply = {"t": "reply", "ok": False, "error": error}
         except Exception as exc:
-            status, error = "error", _message(exc)
+            status, error = RunStatus.ERROR, _message(exc)
             reply = {"t": "reply", "ok": False, "error": error}
         self.records.append(ToolCallRecord(name, kwargs, time.monotonic() - start, status, error))
         return reply

@@ -18,6 +18,8 @@ import signal
 import time
 from typing import Any, NoReturn
 
+from jupyter_percent_agent.outcome import Reason, RunStatus
+
 from . import _limits
 from ._protocol import ProtocolError, read_frame, write_frame
 
@@ -108,13 +110,14 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
     if not isinstance(code_text, str):
         _finish(
             channel,
-            {"status": "error", "error": {"type": "ProtocolError", "message": "no code in job"}},
+            {"status": RunStatus.ERROR,
+             "error": {"type": "ProtocolError", "message": "no code in job"}},
         )
     _apply_job_limits(float(job.get("timeout", 10.0)), int(job.get("memory_mb", 512)))
 
     def overflow(text: str) -> NoReturn:
         _finish(channel, {
-            "status": "output_limit", "stdout": text,
+            "status": RunStatus.ERROR, "reason": Reason.OUTPUT_LIMIT, "stdout": text,
             "error": {"type": "OutputLimit",
                       "message": f"printed output exceeded {_limits.MAX_OUTPUT_CHARS} characters"},
         })  # fmt: skip
@@ -122,7 +125,7 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
     call = job.get("call")
     code, error = (None, None) if call is not None else compile_code(code_text)
     if error is not None:
-        _finish(channel, {"status": "error", "error": error})
+        _finish(channel, {"status": RunStatus.ERROR, "error": error})
 
     registry = {n: registry_stub(n, channel) for n in job.get("tools", [])
                 if isinstance(n, str) and n.isidentifier() and not n.startswith("_")}  # fmt: skip
@@ -144,20 +147,21 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
         else:
             exec(code, glb)
     except BaseException as exc:  # the code may raise anything, SystemExit included
-        status = "memory" if isinstance(exc, MemoryError) else "error"
         error = {"type": type(exc).__name__, "message": describe_exception(exc),
                  "line": error_line(exc.__traceback__, FILENAME)}  # fmt: skip
-        _finish(channel, {"status": status, "stdout": namespace.printer.text(), "error": error})
+        _finish(channel, {**_failed(isinstance(exc, MemoryError)),
+                          "stdout": namespace.printer.text(), "error": error})
     text, error = _encode_result(glb.get(RESULT_NAME))
     stdout = namespace.printer.text()
     if error is not None:
-        status = "memory" if error["type"] == "MemoryError" else "error"
-        _finish(channel, {"status": status, "stdout": stdout, "error": error})
+        _finish(channel, {**_failed(error["type"] == "MemoryError"), "stdout": stdout,
+                          "error": error})
     if len(text) > _limits.MAX_RESULT_BYTES:  # ASCII JSON: characters are bytes
         _finish(
             channel,
             {
-                "status": "output_limit",
+                "status": RunStatus.ERROR,
+                "reason": Reason.OUTPUT_LIMIT,
                 "stdout": stdout,
                 "error": {
                     "type": "ResultTooLarge",
@@ -165,7 +169,14 @@ def run_job(channel: _Channel, job: dict[str, Any]) -> NoReturn:
                 },
             },
         )
-    _finish(channel, {"status": "success", "stdout": stdout, "result_json": text})
+    _finish(channel, {"status": RunStatus.OK, "stdout": stdout, "result_json": text})
+
+
+def _failed(out_of_memory: bool) -> dict[str, Any]:
+    """A failed run's status (and reason: memory, when the interpreter ran out of it)."""
+    if out_of_memory:
+        return {"status": RunStatus.ERROR, "reason": Reason.MEMORY}
+    return {"status": RunStatus.ERROR}
 
 
 def main() -> None:
@@ -192,12 +203,12 @@ def main() -> None:
     try:
         run_job(channel, job)
     except BaseException as exc:  # our own code failed (out of memory while reporting...)
-        status = "memory" if isinstance(exc, MemoryError) else "error"
+        failed = _failed(isinstance(exc, MemoryError))
         del exc
         _finish(
             channel,
             {
-                "status": status,
+                **failed,
                 "error": {"type": "InternalError", "message": "the sandbox failed while reporting"},
             },
         )

@@ -17,6 +17,8 @@ import time
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
 
+from jupyter_percent_agent.outcome import Reason, RunStatus
+
 from . import _limits, _process
 from ._bridge import BridgeViolation, ChunkCallback, ToolTable
 from ._defined import DefinedTool
@@ -66,9 +68,11 @@ class _Reader(asyncio.Protocol):
 
 
 class _Failure(Exception):
-    def __init__(self, status: str, type_: str, message: str) -> None:
+    """A run that ended failed before the worker reported (``reason``: the limit, if one)."""
+
+    def __init__(self, reason: Reason | None, type_: str, message: str) -> None:
         super().__init__(message)
-        self.status, self.type, self.message = status, type_, message
+        self.reason, self.type, self.message = reason, type_, message
 
 
 async def execute_async(
@@ -179,7 +183,7 @@ async def _run_job(
         raise ValueError("memory_mb must be at least 16")
     started = time.monotonic()
     if len(code) > _limits.MAX_CODE_CHARS:
-        return _result(table, started, "error", error=ErrorInfo(
+        return _result(table, started, RunStatus.ERROR, error=ErrorInfo(
             "CodeTooLong", f"code longer than {_limits.MAX_CODE_CHARS} characters"))  # fmt: skip
     job = {"t": "job", "code": code, "timeout": float(timeout), "memory_mb": int(memory_mb),
            "tools": table.names, "defined": table.defined_jobs}  # fmt: skip
@@ -221,7 +225,7 @@ class _Run:
         try:
             ready = await self._next(time.monotonic() + _limits.STARTUP_TIMEOUT, starting=True)
             if ready[1].get("t") != "ready":
-                raise _Failure("error", "ProtocolError", "the sandbox did not start properly")
+                raise _Failure(None, "ProtocolError", "the sandbox did not start properly")
             self._send(job)
             self.job_sent = True
             timeout = job["timeout"]
@@ -230,11 +234,13 @@ class _Run:
                 done = await asyncio.wait_for(self._serve(deadline), timeout)
             except TimeoutError:
                 raise _Failure(
-                    "timeout", "Timeout", f"the code ran longer than {timeout:g} s (wall clock)"
+                    Reason.TIMEOUT, "Timeout",
+                    f"the code ran longer than {timeout:g} s (wall clock)"
                 ) from None
         except _Failure as failure:
             _process.kill_group(self.proc)
-            return _result(self.table, started, failure.status, stdout=self.stdout,
+            return _result(self.table, started, RunStatus.ERROR, failure.reason,
+                           stdout=self.stdout,
                            error=ErrorInfo(failure.type, failure.message))  # fmt: skip
         return self._finish(done, started)
 
@@ -253,7 +259,7 @@ class _Run:
             try:
                 await self._answer(kind, size, message)
             except BridgeViolation as exc:
-                raise _Failure("error", "ProtocolError", f"protocol violation: {exc}") from None
+                raise _Failure(None, "ProtocolError", f"protocol violation: {exc}") from None
 
     async def _answer(self, kind: Any, size: int, message: dict[str, Any]) -> None:
         """A tool frame: ``call`` (a registry tool), ``begin`` / ``end`` (a defined tool)."""
@@ -261,13 +267,13 @@ class _Run:
             self.table.end(message, size, self.on_chunk)
             return
         if kind not in ("call", "begin"):
-            raise _Failure("error", "ProtocolError", f"unexpected frame {kind!r} from sandbox")
+            raise _Failure(None, "ProtocolError", f"unexpected frame {kind!r} from sandbox")
         if message.get("n") != self.replies:
-            raise _Failure("error", "ProtocolError", "the sandbox sent a tool call before "
+            raise _Failure(None, "ProtocolError", "the sandbox sent a tool call before "
                            "reading the reply to the previous one")  # fmt: skip
         if self.table.calls >= _limits.MAX_TOOL_CALLS:
             limit = f"more than {_limits.MAX_TOOL_CALLS} tool calls in one run"
-            raise _Failure("error", "ToolCallLimit", limit)
+            raise _Failure(None, "ToolCallLimit", limit)
         if kind == "begin":
             self._send(self.table.begin(message, size))
         else:
@@ -278,10 +284,10 @@ class _Run:
             item = await asyncio.wait_for(self.queue.get(), max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             if starting:
-                raise _Failure("error", "StartupTimeout", "the sandbox did not start") from None
+                raise _Failure(None, "StartupTimeout", "the sandbox did not start") from None
             raise
         if isinstance(item, BaseException):
-            raise _Failure("error", "ProtocolError", f"sandbox protocol violation: {item}")
+            raise _Failure(None, "ProtocolError", f"sandbox protocol violation: {item}")
         if item is _EOF:
             raise await self._died()
         return item
@@ -295,12 +301,13 @@ class _Run:
         if code is not None and code < 0:
             sig = -code
             if sig == signal.SIGXCPU:
-                return _Failure("cpu", "CPULimit", "the code used up its CPU time")
+                return _Failure(Reason.CPU, "CPULimit", "the code used up its CPU time")
             if sig == signal.SIGKILL:
-                return _Failure("memory", "Killed", "the sandbox process was killed (memory?)")
+                return _Failure(Reason.MEMORY, "Killed",
+                                "the sandbox process was killed (memory?)")
             name = signal.Signals(sig).name
-            return _Failure("error", "Crashed", f"the sandbox process died ({name})")
-        return _Failure("error", "Crashed", f"the sandbox process exited early (code {code})")
+            return _Failure(None, "Crashed", f"the sandbox process died ({name})")
+        return _Failure(None, "Crashed", f"the sandbox process exited early (code {code})")
 
     def _send(self, message: dict[str, Any]) -> None:
         self.replies += message.get("t") == "reply"
@@ -309,23 +316,28 @@ class _Run:
             self.write_transport.write(encode(message))
 
     def _finish(self, done: dict[str, Any], started: float) -> SandboxResult:
-        status = done.get("status")
-        if status not in {"success", "error", "memory", "output_limit"}:
-            status = "error"
+        # the worker reports one of these; anything else is an error with no reason
+        status = RunStatus.OK if done.get("status") == RunStatus.OK else RunStatus.ERROR
+        reason = done.get("reason")
+        reason = Reason(reason) if isinstance(reason, str) and reason in _WORKER_REASONS \
+            else None
         stdout = done.get("stdout", "")
         stdout = stdout[: _limits.MAX_OUTPUT_CHARS] if isinstance(stdout, str) else ""
-        error = _error_info(done.get("error")) if status != "success" else None
+        error = _error_info(done.get("error")) if status is not RunStatus.OK else None
         result = None
-        if status == "success":
+        if status is RunStatus.OK:
             text = done.get("result_json")
             if not isinstance(text, str) or len(text) > _limits.MAX_RESULT_BYTES:
-                status, error = "error", ErrorInfo("ProtocolError", "bad result from sandbox")
+                status, error = RunStatus.ERROR, ErrorInfo("ProtocolError",
+                                                           "bad result from sandbox")
             else:
                 try:
                     result = json.loads(text)
                 except (ValueError, RecursionError):
-                    status, error = "error", ErrorInfo("ResultError", "__result__ is not JSON")
-        return _result(self.table, started, status, result=result, stdout=stdout, error=error)
+                    status, error = RunStatus.ERROR, ErrorInfo("ResultError",
+                                                               "__result__ is not JSON")
+        return _result(self.table, started, status, reason, result=result, stdout=stdout,
+                       error=error)
 
     def close(self) -> None:
         _process.kill_group(self.proc)
@@ -346,9 +358,14 @@ def _error_info(raw: Any) -> ErrorInfo:
     )
 
 
-def _result(table: ToolTable, started: float, status: str, **fields: Any) -> SandboxResult:
-    table.settle(status)
-    return SandboxResult(status=status, tool_calls=list(table.records),
+# The limits the worker itself may name (the others it cannot know: the parent sees them).
+_WORKER_REASONS = frozenset({Reason.MEMORY, Reason.OUTPUT_LIMIT})
+
+
+def _result(table: ToolTable, started: float, status: RunStatus, reason: Reason | None = None,
+            **fields: Any) -> SandboxResult:
+    table.settle(reason if status is RunStatus.ERROR else None)
+    return SandboxResult(status=status, reason=reason, tool_calls=list(table.records),
                          instructions=list(table.instructions),
                          duration=time.monotonic() - started, **fields)  # fmt: skip
 

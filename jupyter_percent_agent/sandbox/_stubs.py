@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.outcome import RunStatus
 
 # The tools package's own result rules (the package __init__ is too heavy for a worker).
 from jupyter_percent_agent.tools.results import normalize_result, split_stream_chunk
@@ -109,7 +110,7 @@ def defined_stub(
             raise
         channel.send({"t": "begin", "name": name, "args": named, "n": channel.replies})
         _reply(name, channel)
-        report: dict[str, Any] = {"t": "end", "name": name, "status": "error"}
+        report: dict[str, Any] = {"t": "end", "name": name, "status": RunStatus.ERROR}
         try:
             data = _run(name, fn, call_args, call_kwargs, filename, report)
         finally:
@@ -233,7 +234,7 @@ def _run(
             f"{_limits.MAX_TOOL_ARGS_BYTES} bytes"
         )
         raise ToolError(report["error"])
-    report.update(extra, status="success")
+    report.update(extra, status=RunStatus.OK)
     return data
 
 

@@ -1,9 +1,13 @@
-"""The result records returned by ``execute``: plain dataclasses holding JSON-ready values."""
+"""The result records returned by ``execute``: plain dataclasses holding JSON-ready values,
+with the package's one status vocabulary (``outcome.RunStatus``, and a ``Reason`` when a limit
+ended the run)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from jupyter_percent_agent.outcome import Reason, RunStatus
 
 
 @dataclass(frozen=True)
@@ -26,21 +30,28 @@ class ToolCallRecord:
     name: str
     args: dict[str, Any]
     duration: float
-    status: str  # "success" | "error" | "timeout"
+    status: RunStatus
     error: str | None = None
+    reason: Reason | None = None  # TIMEOUT: the run's time ran out during the call
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the record."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class SandboxResult:
     """What a sandbox run produced.
 
-    ``status`` is ``"success"``, ``"error"``, ``"timeout"``, ``"memory"``, ``"cpu"`` or
-    ``"output_limit"``; ``result`` is the JSON value of ``__result__`` (None if unset or on
-    failure); ``stdout`` the captured prints; ``instructions`` the tools' ``instruction``
-    strings in call order; ``duration`` wall-clock seconds, start-up included.
+    ``status`` is ``RunStatus.OK`` or ``RunStatus.ERROR``; ``reason`` the limit that ended a
+    failed run (``Reason.TIMEOUT``, ``MEMORY``, ``CPU``, ``OUTPUT_LIMIT``; None for any other
+    error); ``result`` is the JSON value of ``__result__`` (None if unset or on failure);
+    ``stdout`` the captured prints; ``instructions`` the tools' ``instruction`` strings in call
+    order; ``duration`` wall-clock seconds, start-up included.
     """
 
-    status: str
+    status: RunStatus
+    reason: Reason | None = None
     result: Any = None
     stdout: str = ""
     error: ErrorInfo | None = None
@@ -51,8 +62,9 @@ class SandboxResult:
     @property
     def ok(self) -> bool:
         """True when the code ran to the end without error."""
-        return self.status == "success"
+        return self.status is RunStatus.OK
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the whole result."""
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole result (``status`` and ``reason`` as their
+        values: ``"ok"``, ``"error"``; ``"timeout"``...)."""
         return asdict(self)

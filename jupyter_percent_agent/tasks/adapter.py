@@ -163,8 +163,9 @@ def toolbox_refusal(base_dir: Path, tool_ids: Collection[str],
         try:
             if agent.has_tools:
                 tools_for(agent, base_dir)
-        except trust.TrustError:
-            needs.append(f"agent {name!r} (tools: {', '.join(agent.tools or [])})")
+        except trust.TrustError as exc:
+            if exc.kind == "toolbox":  # an MCP server refused is the step's own refusal
+                needs.append(f"agent {name!r} (tools: {', '.join(agent.tools or [])})")
         except ToolLoadError:
             continue
     if not needs:

@@ -15,7 +15,7 @@ from typing import Any
 
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.errors import did_you_mean
-from jupyter_percent_agent.runtime.outcome import RunStatus, read_status
+from jupyter_percent_agent.outcome import RunStatus, read_status
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import Problem
 from jupyter_percent_agent.tasks.events import OnEvent
@@ -95,15 +95,10 @@ def run_task(sop: Sop | str | os.PathLike[str], task_id: str,
     return asyncio.run(arun_task(sop, task_id, context, **options))
 
 
-async def aresume_task(transcript: str | os.PathLike[str], *,
-                       sop: Sop | str | os.PathLike[str] | None = None,
-                       max_steps: int | None = None, model: str | None = None,
-                       on_event: OnEvent | None = None) -> TaskResult:
-    """Continue the run recorded in ``transcript`` from its last finished step. A run that
-    had ended (succeeded or failed) is returned as it was, nothing is called."""
+def _read_transcript(path: Path) -> tuple[dict[str, Any], dict[str, Any], str, State]:
+    """(the notebook, its run header, the saved status word, the state) of a transcript."""
     from jupyter_percent_agent import format as fmt
 
-    path = Path(transcript)
     try:
         nb = fmt.read(path)
     except fmt.RefusedFile:
@@ -112,7 +107,27 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
         raise tr.TranscriptError(str(exc)) from None
     header = tr.run_header(nb, path)
     status, saved = tr.read_state(nb, path)
-    state = State.from_json(saved)
+    return nb, header, status, State.from_json(saved)
+
+
+def transcript_result(transcript: str | os.PathLike[str]) -> TaskResult:
+    """The run ``transcript`` records, as it stands: ended (succeeded or failed), or
+    interrupted (a run saved while it went on was stopped too: it resumes the same way)."""
+    path = Path(transcript)
+    _, header, status, state = _read_transcript(path)
+    ended = read_status(status)  # the words of today's transcripts and earlier ones
+    return TaskResult.ended(ended or RunStatus.INTERRUPTED, header["task"], state.context,
+                            path, state.steps, state.error)
+
+
+async def aresume_task(transcript: str | os.PathLike[str], *,
+                       sop: Sop | str | os.PathLike[str] | None = None,
+                       max_steps: int | None = None, model: str | None = None,
+                       on_event: OnEvent | None = None) -> TaskResult:
+    """Continue the run recorded in ``transcript`` from its last finished step. A run that
+    had ended (succeeded or failed) is returned as it was, nothing is called."""
+    path = Path(transcript)
+    nb, header, status, state = _read_transcript(path)
     task_id = header["task"]
     # the transcript is a file like any other: its step budget is bounded as a [task] cell's
     steps = max_steps or int(trust.bound("task_max_steps", header.get("max_steps"),

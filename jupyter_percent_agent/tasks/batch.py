@@ -2,8 +2,9 @@
 
 On one machine the runs share one event loop (model calls are I/O); ``cluster`` sends the same
 jobs to a Dask distributed cluster. A failed input never stops the others: its result says
-``failed`` and why. Results come back as plain dicts (``TaskResult.to_json()`` plus ``input``,
-the input's line number).
+``failed`` and why. Results come back as plain dicts (:func:`result_line`:
+``TaskResult.to_json()`` plus ``input``, the input's line number), an input refused before its
+run began too.
 
 A batch on one machine keeps a log beside its results (``NAME-batch.jsonl``: a header naming
 the task, the SOP folder, the inputs and the results file, then a line per input whose run
@@ -24,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.runtime.outcome import RUN_WORDS, RunStatus
+from jupyter_percent_agent.outcome import RunStatus
 from jupyter_percent_agent.tasks.runner import DEFAULT_MAX_STEPS
 from jupyter_percent_agent.tasks.sop import Sop
+from jupyter_percent_agent.tasks.state import TaskResult
 
 OnResult = Callable[[dict[str, Any]], None]
 
@@ -61,12 +63,17 @@ def parse_inputs(text: str) -> Iterator[Job]:
         yield Job(n, value)
 
 
+def result_line(job: Job, result: TaskResult) -> dict[str, Any]:
+    """The line of ``results.jsonl`` (and of ``tce run --inputs --json``) for ``job``."""
+    return {"input": job.index, **result.to_json()}
+
+
 def failed(job: Job, message: str, error_type: str = "bad_input", *,
            task_id: str = "") -> dict[str, Any]:
-    return {"input": job.index, "status": RUN_WORDS[RunStatus.ERROR], "task_id": task_id,
-            "context": job.context,
-            "transcript": None, "steps": 0,
-            "error": {"task_id": task_id, "error_type": error_type, "message": message}}
+    """The result of an input whose run never began (no transcript, no step)."""
+    return result_line(job, TaskResult.ended(
+        RunStatus.ERROR, task_id, job.context, None, 0,
+        {"task_id": task_id, "error_type": error_type, "message": message}))
 
 
 def tag(job: Job) -> str:
@@ -215,7 +222,7 @@ async def run_job(sop: Sop, task_id: str, job: Job, *, runs_dir: Path | None,
                                      on_event=on_event)
     except (SopError, ValueError, OSError) as exc:
         return failed(job, str(exc), type(exc).__name__, task_id=task_id)
-    return {"input": job.index, **result.to_json()}
+    return result_line(job, result)
 
 
 async def run_inputs(sop: Sop, task_id: str, jobs: list[Job], *, concurrency: int = 8,

@@ -19,6 +19,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.outcome import RUN_WORDS, Outcome, RunStatus, read_status
 from jupyter_percent_agent.runtime.events import (
     Answering,
     Chunk,
@@ -28,7 +29,6 @@ from jupyter_percent_agent.runtime.events import (
     Retry,
     Status,
 )
-from jupyter_percent_agent.runtime.outcome import Outcome, RunStatus
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.events import RunStarted, StepFinished, StepStarted
 
@@ -71,7 +71,8 @@ def previous_transcript(cell: dict[str, Any], base_dir: Path) -> Path | None:
         attrs = fmt.output_attrs(out, cell)
         if "task_status" in attrs:
             path = attrs.get("transcript")
-            if attrs["task_status"] == "interrupted" and isinstance(path, str):
+            if read_status(attrs["task_status"]) is RunStatus.INTERRUPTED \
+                    and isinstance(path, str):
                 full = trust.resolve_inside(base_dir, path, what="[task] transcript")
                 return full if full.is_file() else None
             return None
@@ -133,15 +134,15 @@ class _Outputs:
             self.emit(fmt.tool_result_output(fmt.output_text(out), out_id=self._id(),
                                              status=status, attrs={**step, **attrs}))
 
-    def final(self, status: str, context: Any, extra: dict[str, Any]) -> None:
+    def final(self, status: RunStatus, context: Any, extra: dict[str, Any]) -> None:
         path = self.run.transcript
         shown = str(path.relative_to(self.base_dir)) if path is not None and \
             path.is_relative_to(self.base_dir) else str(path)
         text = ("```json\n" + json.dumps(context, ensure_ascii=False, indent=2) + "\n```"
-                if status != "interrupted"
+                if status is not RunStatus.INTERRUPTED
                 else f"interrupted: run the cell again to continue {shown}")
         self.emit(fmt.reply_output(text, agent="task", out_id=self._id(), attrs={
-            "task_status": status, "transcript": shown, **extra}))
+            "task_status": RUN_WORDS[status], "transcript": shown, **extra}))
 
 
 async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
@@ -186,7 +187,7 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     except BaseException:  # cancelled (interrupt): the transcript is saved and resumable
         run.outcome.status = RunStatus.INTERRUPTED
         if run.transcript is not None:
-            outputs.final("interrupted", None, {})
+            outputs.final(RunStatus.INTERRUPTED, None, {})
         raise
     run.result = result
     extra: dict[str, Any] = {"steps": result.steps}
@@ -246,7 +247,7 @@ async def run_in_turn(cell: Any, run: Any, options: Any) -> None:
             run.tell(event)
 
     await run_task_cell(dict(cell), base_dir=options.folder, on_event=on_event, run=task_run)
-    if task_run.status == "error":
+    if task_run.status is RunStatus.ERROR:
         run.fail(task_run.error_type or "TaskFailed", task_run.error or "the task failed")
     elif task_run.result is not None:
         run.answer(json.dumps(task_run.result.context, ensure_ascii=False))

@@ -14,6 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jupyter_percent_agent.outcome import VERDICT_WORDS, RunStatus
+
 INVALID_VERDICT = "invalid_verdict"
 FAILED = "failed"
 
@@ -23,18 +25,32 @@ _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*\1
 
 @dataclass(frozen=True)
 class Verdict:
-    ok: bool
+    """A validator's verdict: ``RunStatus.OK`` (it passes) or ``ERROR`` (it fails, with its
+    error type and message). Written with the words validators answer in (``pass``,
+    ``fail``: ``outcome.VERDICT_WORDS``)."""
+
+    status: RunStatus
     error_type: str = ""
     message: str = ""
 
+    @property
+    def ok(self) -> bool:
+        return self.status is RunStatus.OK
+
+    @property
+    def word(self) -> str:
+        return VERDICT_WORDS[self.status]
+
     def to_json(self) -> dict[str, Any]:
-        return {"status": "pass" if self.ok else "fail", "error_type": self.error_type,
-                "message": self.message}
+        return {"status": self.word, "error_type": self.error_type, "message": self.message}
 
     def __str__(self) -> str:
-        if self.ok:
-            return "pass" + (f": {self.message}" if self.message else "")
-        return f"fail: {self.error_type}" + (f": {self.message}" if self.message else "")
+        said = self.word if self.ok else f"{self.word}: {self.error_type}"
+        return said + (f": {self.message}" if self.message else "")
+
+
+# The words a validator answers with (pass, fail), read back.
+_VERDICT_STATUS = {word: status for status, word in VERDICT_WORDS.items()}
 
 
 def _fences(text: str) -> list[tuple[str, str]]:
@@ -88,18 +104,19 @@ def llm_verdict(text: str) -> Verdict:
     try:
         data = tomlkit.parse(source).unwrap()
     except ParseError as exc:
-        return Verdict(False, INVALID_VERDICT,
+        return Verdict(RunStatus.ERROR, INVALID_VERDICT,
                        f"the validator's reply is not TOML (line {exc.line}, column "
                        f"{exc.col}): {_short(text)}")
     except Exception as exc:  # tomlkit raises a few other kinds on odd input
-        return Verdict(False, INVALID_VERDICT, f"the validator's reply is not TOML: {exc}")
+        return Verdict(RunStatus.ERROR, INVALID_VERDICT,
+                       f"the validator's reply is not TOML: {exc}")
     return _verdict_of(data, "status", text)
 
 
 def tool_verdict(data: Any) -> Verdict:
     """The verdict a tool validator returned: ``{"ok": bool, "error_type", "message"}``."""
     if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
-        return Verdict(False, INVALID_VERDICT,
+        return Verdict(RunStatus.ERROR, INVALID_VERDICT,
                        'a tool validator returns {"ok": true|false, "error_type": ..., '
                        f'"message": ...}}, not {_short(json.dumps(data, ensure_ascii=False))}')
     return _verdict_of(data, "ok", None)
@@ -107,21 +124,24 @@ def tool_verdict(data: Any) -> Verdict:
 
 def _verdict_of(data: Any, key: str, text: str | None) -> Verdict:
     if not isinstance(data, dict):
-        return Verdict(False, INVALID_VERDICT, "the verdict is not a table of keys")
+        return Verdict(RunStatus.ERROR, INVALID_VERDICT, "the verdict is not a table of keys")
     status = data.get(key)
-    ok = status if key == "ok" else {"pass": True, "fail": False}.get(
-        str(status).strip().lower() if status is not None else "")
+    if key == "ok":
+        ok = status
+    else:
+        said = _VERDICT_STATUS.get(str(status).strip().lower()) if status is not None else None
+        ok = None if said is None else said is RunStatus.OK
     if ok is None:
-        return Verdict(False, INVALID_VERDICT,
+        return Verdict(RunStatus.ERROR, INVALID_VERDICT,
                        f'the verdict has no status = "pass" or "fail" (got {status!r})'
                        + (f": {_short(text)}" if text else ""))
     message = data.get("message")
     message = "" if message is None else str(message).strip()
     if ok:
-        return Verdict(True, "", message)
+        return Verdict(RunStatus.OK, "", message)
     etype = data.get("error_type")
     etype = str(etype).strip() if etype is not None else ""
-    return Verdict(False, etype or FAILED, message)
+    return Verdict(RunStatus.ERROR, etype or FAILED, message)
 
 
 def _short(text: str | None, limit: int = 200) -> str:

@@ -19,8 +19,8 @@ from typing import Any
 
 from jupyter_percent_agent import errors, trust
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.outcome import RUN_WORDS, RunStatus
 from jupyter_percent_agent.runtime.events import OutputMade
-from jupyter_percent_agent.runtime.outcome import RUN_WORDS, RunStatus
 from jupyter_percent_agent.tasks import adapter, paths, results, templates
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import TaskDocument
@@ -432,7 +432,7 @@ class Runner:
         """Ask the planner (an LLM) for steps from the folder's documents."""
         from jupyter_percent_agent.tasks import candidates
 
-        verdict = results.Verdict(False, failure.error_type, failure.message)
+        verdict = results.Verdict(RunStatus.ERROR, failure.error_type, failure.message)
         options = candidates.for_replan(self.sop, doc, failure.message)
         prompt = results.planner_prompt(self.task_id, doc.task_id, verdict, [
             (d.task_id, d.task_type, d.description) for d in options])

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.runtime.outcome import RUN_WORDS, Outcome, RunStatus
+from jupyter_percent_agent.outcome import RUN_WORDS, VERDICT_WORDS, Outcome, RunStatus
 
 
 @dataclass
@@ -85,31 +85,33 @@ class StepInfo:
     def shown(self) -> str:
         """The word a person reads: ``pass`` or ``fail`` for a validation, else the status."""
         if self.verdict is not None:
-            return "pass" if self.verdict else "fail"
+            return VERDICT_WORDS[RunStatus.OK if self.verdict else RunStatus.ERROR]
         return str(self.status)
 
 
 @dataclass
 class TaskResult:
-    """How a whole run ended (``outcome``), with its context, transcript and steps, and
-    where it failed (``error``: task_id, error_type, message). ``status`` is the outcome in
-    the words a run is written and printed with (``succeeded``, ``failed``,
-    ``interrupted``: ``runtime.outcome.RUN_WORDS``)."""
+    """How a whole run ended (``outcome``; ``status``: its ``RunStatus``), with its context,
+    transcript (None: the run never began, its input was refused) and steps, and where it
+    failed (``error``: task_id, error_type, message). :meth:`to_json` is what ``tce run
+    --json`` prints and a batch's ``results.jsonl`` keeps, its status in the words those
+    have always had (``succeeded``, ``failed``, ``interrupted``: ``outcome.RUN_WORDS``)."""
 
     outcome: Outcome
     task_id: str
     context: dict[str, Any]
-    transcript: Path
+    transcript: Path | None
     steps: int
     error: dict[str, Any] | None = None
 
     @property
-    def status(self) -> str:
-        return RUN_WORDS[self.outcome.status]
+    def status(self) -> RunStatus:
+        return self.outcome.status
 
     @classmethod
-    def ended(cls, status: RunStatus, task_id: str, context: dict[str, Any], transcript: Path,
-              steps: int, error: dict[str, Any] | None = None) -> TaskResult:
+    def ended(cls, status: RunStatus, task_id: str, context: dict[str, Any],
+              transcript: Path | None, steps: int,
+              error: dict[str, Any] | None = None) -> TaskResult:
         outcome = Outcome(status)
         if error is not None:
             outcome.error_type = str(error.get("error_type") or "") or None
@@ -117,8 +119,10 @@ class TaskResult:
         return cls(outcome, task_id, context, transcript, steps, error)
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "task_id": self.task_id, "context": self.context,
-                "transcript": str(self.transcript), "steps": self.steps, "error": self.error}
+        return {"status": RUN_WORDS[self.status], "task_id": self.task_id,
+                "context": self.context,
+                "transcript": None if self.transcript is None else str(self.transcript),
+                "steps": self.steps, "error": self.error}
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.outcome import VERDICT_WORDS, RunStatus
 
 STATE_ATTR = "task_state"
 STATE_TITLE = "Context"
@@ -171,10 +172,10 @@ def mark_interrupted(cell: dict[str, Any]) -> None:
 
 
 def verdict_output(cell: Mapping[str, Any], verdict: Any) -> dict[str, Any]:
-    attrs = {"status": "pass" if verdict.ok else "fail"}
+    attrs = {"status": verdict.word}
     if not verdict.ok:
         attrs["error_type"] = verdict.error_type
-    text = verdict.message or ("pass" if verdict.ok else verdict.error_type)
+    text = verdict.message or (verdict.word if verdict.ok else verdict.error_type)
     return fmt.reply_output(text, agent="verdict", out_id=next_output_id(cell), attrs=attrs)
 
 
@@ -183,7 +184,7 @@ def is_verdict(out: Mapping[str, Any]) -> bool:
 
 
 def verdict_passed(out: Mapping[str, Any]) -> bool:
-    return fmt.output_attrs(out).get("status") == "pass"
+    return fmt.output_attrs(out).get("status") == VERDICT_WORDS[RunStatus.OK]
 
 
 def verdict_error_type(out: Mapping[str, Any]) -> str | None:

@@ -36,7 +36,9 @@ from jupyter_percent_agent.trust.endpoints import (
 from jupyter_percent_agent.trust.errors import TrustError
 from jupyter_percent_agent.trust.folders import (
     auto_runs,
+    clone_below_trust,
     is_trusted,
+    nested_clones,
     trust_folder,
     trusted_folders,
     untrust_folder,
@@ -69,6 +71,7 @@ __all__ = [
     "TrustError",
     "auto_runs",
     "bound",
+    "clone_below_trust",
     "config_dir",
     "config_path",
     "is_trusted",
@@ -78,6 +81,7 @@ __all__ = [
     "load_config",
     "load_keys",
     "named_url",
+    "nested_clones",
     "private_dir",
     "public_url",
     "refuse_toolbox",

@@ -14,8 +14,9 @@ type Metadata = KernelMessage.IExecuteRequestMsg['metadata'] | undefined;
 export interface IExecuteHook {
   /** The request's metadata, changed or as it came. */
   request?(metadata: Metadata): Metadata;
-  /** The reply, when it comes (not called for a request that fails). */
-  reply?(reply: KernelMessage.IExecuteReplyMsg): void;
+  /** The reply, when it comes, and the metadata its request was sent with (not called for
+   * a request that fails). */
+  reply?(reply: KernelMessage.IExecuteReplyMsg, request: Metadata): void;
 }
 
 const hooks = new WeakMap<NotebookPanel, IExecuteHook[]>();
@@ -48,7 +49,7 @@ export function addExecuteHook(panel: NotebookPanel, hook: IExecuteHook): void {
         void future.done
           .then((reply: KernelMessage.IExecuteReplyMsg) => {
             for (const h of onReply) {
-              h.reply?.(reply);
+              h.reply?.(reply, sent);
             }
           })
           .catch(() => undefined);

@@ -24,7 +24,8 @@ import { IMainMenu } from '@jupyterlab/mainmenu';
 import {
   INotebookTracker,
   INotebookWidgetFactory,
-  NotebookPanel
+  NotebookPanel,
+  NotebookWidgetFactory
 } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Contents } from '@jupyterlab/services';
@@ -40,6 +41,7 @@ import { agentChatIcon } from './icons';
 import { sendLiveState } from './livestate';
 import {
   guardNotebook,
+  guardRenderers,
   isMessageNotebook,
   KERNEL_NAME,
   untrustNotebook
@@ -143,7 +145,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ],
   activate: (
     app: JupyterFrontEnd,
-    _notebookFactory: unknown,
+    notebookFactory: NotebookWidgetFactory.IFactory,
     rendermime: IRenderMimeRegistry,
     tracker: INotebookTracker,
     launcher: ILauncher | null,
@@ -214,13 +216,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
       usage.model = panel && isMessageNotebook(panel) ? panel.model : null;
       usageChanged.emit();
     };
-    watchTrustRefusals();
     watchMissingKeys();
+    // Before the file is read: a message notebook's first outputs render as model output.
+    notebookFactory.widgetCreated.connect((_, panel) => guardRenderers(panel));
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
       guardNotebook(panel, () => {
         decorateCells(panel);
         sendLiveState(panel);
         watchProposals(panel);
+        watchTrustRefusals(panel);
         highlightCodeCells(panel);
         if (panel === tracker.currentWidget) {
           showUsage();

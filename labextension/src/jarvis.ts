@@ -11,7 +11,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { el } from './dom';
-import { classifyUrl, mediaFor, normalizeUrl, refusedNote } from './untrusted';
+import { classifyUrl, mediaFor, refusedNote, resolvedUrl } from './untrusted';
 
 export type JarvisKind = 'video' | 'img' | 'text' | 'download';
 
@@ -153,29 +153,6 @@ function payloadUrl(payload: { [key: string]: unknown }): string {
   return '';
 }
 
-/**
- * The URL a media element of a Jarvis tag loads: `url` itself unless it is a path relative
- * to the notebook, which the rendermime resolver turns into the Jupyter server's URL.
- */
-async function resolved(
-  url: string,
-  resolver: IRenderMime.IResolver | null
-): Promise<string> {
-  const clean = normalizeUrl(url);
-  if (!resolver || !clean || SCHEME.test(clean) || /^[/\\]/.test(clean)) {
-    return url;
-  }
-  try {
-    const path = await resolver.resolveUrl(url);
-    return await resolver.getDownloadUrl(path);
-  } catch {
-    return url;
-  }
-}
-
-const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
-
-
 /** A link the user may follow (http(s) or a path), else the note that it was refused. */
 function link(url: string, className: string, text: string): HTMLElement {
   const verdict = classifyUrl(url, 'link');
@@ -203,7 +180,7 @@ async function renderTag(
       const url = payloadUrl(payload);
       const media = kind === 'img' ? 'image' : 'video';
       box.appendChild(
-        mediaFor(document, media, await resolved(url, resolver), label || url)
+        mediaFor(document, media, await resolvedUrl(url, resolver), label || url)
       );
       break;
     }

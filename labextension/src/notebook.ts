@@ -10,28 +10,40 @@
  *   "Trust Notebook"), which would render the reply streaming into it with trusted HTML;
  *   here the flag is put back at once, before any output arrives;
  * - its own renderer registry (a per-notebook clone) renders every Markdown and HTML
- *   output as model output (`messageNotebookFactories`).
+ *   output as model output (`messageNotebookFactories`) and sanitizes with the model
+ *   sanitizer, from the first output it renders: `guardRenderers` runs when the panel is
+ *   made, before its file is read, and asks at each render whether the notebook is a
+ *   message notebook (its kernelspec, read with its cells, is known when they render).
  */
 
 import { ICellModel } from '@jupyterlab/cells';
-import { NotebookPanel } from '@jupyterlab/notebook';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
+import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { messageNotebookFactories } from './renderer';
+import { modelSanitizer } from './untrusted';
 
 export const KERNEL_NAME = 'percent-agent';
 
 /** Whether `panel` holds a conversation with an agent (see the module's docstring). */
 export function isMessageNotebook(panel: NotebookPanel): boolean {
-  if (panel.isDisposed) {
+  return !panel.isDisposed && isMessageDocument(panel.context);
+}
+
+/** Whether the notebook document `context` is a conversation with an agent. */
+function isMessageDocument(context: DocumentRegistry.IContext<INotebookModel>): boolean {
+  if (context.isDisposed) {
     return false;
   }
-  if (/\.md$|\.msg\.(py|r|jl|sh)$/i.test(panel.context.path)) {
+  if (/\.md$|\.msg\.(py|r|jl|sh)$/i.test(context.path)) {
     return true;
   }
-  if (panel.sessionContext.session?.kernel?.name === KERNEL_NAME) {
+  if (context.sessionContext.session?.kernel?.name === KERNEL_NAME) {
     return true;
   }
-  const spec = panel.model?.getMetadata('kernelspec') as { name?: unknown } | undefined;
+  const spec = context.model?.getMetadata('kernelspec') as { name?: unknown } | undefined;
   return spec?.name === KERNEL_NAME;
 }
 
@@ -74,6 +86,52 @@ function untrust(cell: ICellModel): void {
   }
 }
 
+/**
+ * Make the renderers of `panel`'s registry model output renderers whenever its document is a
+ * message notebook when an output renders, and its sanitizer the model sanitizer then (what
+ * JupyterLab itself sanitizes with that registry: the HTML it reads a cell's output headings
+ * from, in a live element). Call it when the panel is made (the notebook widget factory's
+ * `widgetCreated`), before any output renders; a second view shares the registry.
+ */
+export function guardRenderers(panel: NotebookPanel): void {
+  const rendermime = panel.content.rendermime;
+  if (guardedRegistries.has(rendermime)) {
+    return;
+  }
+  guardedRegistries.add(rendermime);
+  const context = panel.context;
+  const isMessage = (): boolean => isMessageDocument(context);
+  for (const factory of messageNotebookFactories) {
+    const other = rendermime.getFactory(factory.mimeTypes[0]);
+    rendermime.addFactory(
+      {
+        safe: true,
+        mimeTypes: factory.mimeTypes,
+        defaultRank: factory.defaultRank,
+        createRenderer: options =>
+          (isMessage() || !other ? factory : other).createRenderer(options)
+      },
+      factory.defaultRank
+    );
+  }
+  const inner = rendermime.sanitizer;
+  const model = modelSanitizer(inner);
+  const gate: IRenderMime.ISanitizer = {
+    sanitize: (dirty, options) =>
+      isMessage() ? model.sanitize(dirty) : inner.sanitize(dirty, options),
+    getAutolink: () => (isMessage() ? model : inner).getAutolink?.() ?? true,
+    get allowNamedProperties() {
+      return (isMessage() ? model : inner).allowNamedProperties;
+    },
+    get allowCommandLinker() {
+      return (isMessage() ? model : inner).allowCommandLinker;
+    }
+  };
+  // JupyterLab's registries keep their sanitizer in a plain field.
+  (rendermime as { sanitizer: IRenderMime.ISanitizer }).sanitizer = gate;
+}
+
+const guardedRegistries = new WeakSet<IRenderMimeRegistry>();
 const guarded = new WeakSet<NotebookPanel>();
 
 /**
@@ -103,10 +161,7 @@ export function guardNotebook(panel: NotebookPanel, onMessageNotebook?: () => vo
       return;
     }
     active = true;
-    const rendermime = panel.content.rendermime;
-    for (const factory of messageNotebookFactories) {
-      rendermime.addFactory(factory, factory.defaultRank);
-    }
+    guardRenderers(panel); // made before this extension saw it: from now on
     untrustAll();
     panel.model?.cells.changed.connect(untrustAll);
     onMessageNotebook?.();

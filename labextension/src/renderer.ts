@@ -23,7 +23,7 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
 import { el } from './dom';
 import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
-import { armRemoteMedia, modelSanitizer } from './untrusted';
+import { armRemoteMedia, loadHeldMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
 
 export const MARKDOWN_MIME = 'text/markdown';
@@ -125,13 +125,13 @@ function untrusted(model: IRenderMime.IMimeModel): IRenderMime.IMimeModel {
  * Render model-written Markdown into `host`: untrusted, through JupyterLab's sanitizer and
  * `untrusted.ts`, with the widget's resolver and parser.
  */
-function markdownInto(
+async function markdownInto(
   widget: RenderedCommon,
   source: string,
   host: HTMLElement
 ): Promise<void> {
   armRemoteMedia(host);
-  return renderMarkdown({
+  await renderMarkdown({
     host,
     source,
     trusted: false,
@@ -143,6 +143,7 @@ function markdownInto(
     markdownParser: widget.markdownParser,
     translator: widget.translator
   });
+  await loadHeldMedia(host, widget.resolver);
 }
 
 
@@ -334,7 +335,11 @@ export class AgentMarkdown extends RenderedMarkdown {
     const agent = outputKind(model.metadata);
     markAgent(this, agent);
     if (agent === null) {
-      return super.render(this._allModel ? untrusted(model) : model);
+      if (!this._allModel) {
+        return super.render(model);
+      }
+      await super.render(untrusted(model));
+      return loadHeldMedia(this.node, this.resolver);
     }
     if (isTool(agent)) {
       return renderTool(this, model, agent);
@@ -467,8 +472,9 @@ export class ModelHTML extends RenderedHTML {
     armRemoteMedia(this.node);
   }
 
-  render(model: IRenderMime.IMimeModel): Promise<void> {
-    return super.render(untrusted(model));
+  async render(model: IRenderMime.IMimeModel): Promise<void> {
+    await super.render(untrusted(model));
+    await loadHeldMedia(this.node, this.resolver);
   }
 }
 

@@ -1,25 +1,35 @@
 /**
- * "Trust this folder?": when a message cell of a notebook fails because its folder is not
- * trusted (the agent kernel's `UntrustedFolder` error: the agent asks for the `toolbox/`
- * beside the file, or the file names its own `api_base`), offer to trust the folder, as
- * `tce trust FOLDER` would, then run the cell again.
+ * "Trust this folder?": when the agent kernel refuses a message cell because its folder is
+ * not trusted (the agent asks for the `toolbox/` beside the file, or the file names its own
+ * `api_base`), offer to trust the folder, as `tce trust FOLDER` would, then run the cell
+ * again.
  *
- * Only a refusal the kernel reports for a cell the user just ran opens the dialog (a saved
- * error output in a file opens nothing); the dialog names the folder and what trusting it
- * means; the trust is recorded by the server (`/percent-agent/trust`, authenticated like the
- * contents API) in the user's config directory, never in the project.
+ * Only the kernel's own refusal opens the dialog: the execute reply of a cell the user just
+ * ran carries it in its metadata (`percent_agent_untrusted_folder`: the folder and the
+ * refusal's line), which no code in a cell can set. An error's name and text, which a
+ * cell's code chooses, open nothing, and neither does a saved error output. The dialog names
+ * the folder the kernel named and what trusting it means; the trust is recorded by the
+ * server (`/percent-agent/trust`, authenticated like the contents API) in the user's config
+ * directory, never in the project.
  */
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { URLExt } from '@jupyterlab/coreutils';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { ServerConnection } from '@jupyterlab/services';
+import { KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { isMessageNotebook } from './notebook';
+import { addExecuteHook } from './executehooks';
 
-export const UNTRUSTED = 'UntrustedFolder';
+/** Where the agent kernel puts its refusal in the execute reply's metadata. */
+export const TRUST_REFUSAL_KEY = 'percent_agent_untrusted_folder';
 const ROUTE = 'percent-agent/trust';
+
+/** The kernel's refusal: the folder whose trust would allow the cell, and why it refused. */
+export interface ITrustRefusal {
+  folder: string;
+  refused: string;
+}
 
 interface ITrustAnswer {
   folder: string;
@@ -27,16 +37,16 @@ interface ITrustAnswer {
 }
 
 async function requestTrust(
-  path: string,
+  folder: string,
   method: 'GET' | 'POST'
 ): Promise<ITrustAnswer> {
   const settings = ServerConnection.makeSettings();
   let url = URLExt.join(settings.baseUrl, ROUTE);
   const init: RequestInit = { method };
   if (method === 'GET') {
-    url += URLExt.objectToQueryString({ path });
+    url += URLExt.objectToQueryString({ folder });
   } else {
-    init.body = JSON.stringify({ path });
+    init.body = JSON.stringify({ folder });
   }
   const response = await ServerConnection.makeRequest(url, init, settings);
   if (!response.ok) {
@@ -45,17 +55,33 @@ async function requestTrust(
   return (await response.json()) as ITrustAnswer;
 }
 
-/** Offer to trust the folder of `panel` after a refusal; true when the user trusted it. */
-export async function offerTrust(panel: NotebookPanel, refusal: string): Promise<boolean> {
-  const path = panel.context.path;
-  const { folder, trusted } = await requestTrust(path, 'GET');
+/** The kernel's refusal in a failed execute reply, or `null` when it holds none. */
+export function trustRefusal(reply: KernelMessage.IExecuteReplyMsg): ITrustRefusal | null {
+  const marker = (reply.metadata ?? {})[TRUST_REFUSAL_KEY] as
+    | { [key: string]: unknown }
+    | undefined;
+  if (
+    reply.content.status !== 'error' ||
+    typeof marker !== 'object' ||
+    marker === null ||
+    typeof marker['folder'] !== 'string' ||
+    typeof marker['refused'] !== 'string'
+  ) {
+    return null;
+  }
+  return { folder: marker['folder'], refused: marker['refused'] };
+}
+
+/** Offer to trust the folder the kernel refused for; true when the user trusted it. */
+export async function offerTrust(refusal: ITrustRefusal): Promise<boolean> {
+  const { folder, trusted } = await requestTrust(refusal.folder, 'GET');
   if (trusted) {
     return false; // already trusted: the refusal was about something else
   }
   const body = document.createElement('div');
   body.className = 'jp-PercentAgent-trustDialog';
   const what = document.createElement('p');
-  what.textContent = refusal;
+  what.textContent = refusal.refused;
   const means = document.createElement('p');
   means.textContent =
     `Trusting ${folder} lets the code in its toolbox/ run as you, with your keys, and ` +
@@ -73,25 +99,30 @@ export async function offerTrust(panel: NotebookPanel, refusal: string): Promise
   if (!result.button.accept) {
     return false;
   }
-  await requestTrust(path, 'POST');
+  await requestTrust(refusal.folder, 'POST');
   return true;
 }
 
-/** Watch every run for an `UntrustedFolder` refusal (once per application). */
-export function watchTrustRefusals(): void {
-  NotebookActions.executed.connect((_, { notebook, cell, success, error }) => {
-    if (success || error?.errorName !== UNTRUSTED) {
-      return;
-    }
-    const panel = notebook.parent;
-    if (!(panel instanceof NotebookPanel) || !isMessageNotebook(panel)) {
-      return;
-    }
-    void offerTrust(panel, error.errorValue).then(async trusted => {
-      if (trusted && !panel.isDisposed) {
-        notebook.activeCellIndex = notebook.widgets.indexOf(cell);
-        await NotebookActions.run(notebook, panel.sessionContext);
+/** Offer to trust the folder on every refusal the kernel of message notebook `panel`
+ * reports, and run the refused cell again once the user trusted it. */
+export function watchTrustRefusals(panel: NotebookPanel): void {
+  addExecuteHook(panel, {
+    reply: (reply, request) => {
+      const refusal = trustRefusal(reply);
+      if (refusal === null || panel.isDisposed) {
+        return;
       }
-    });
+      const cellId = request?.['cellId'];
+      void offerTrust(refusal)
+        .then(async trusted => {
+          const notebook = panel.content;
+          const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
+          if (trusted && !panel.isDisposed && index >= 0) {
+            notebook.activeCellIndex = index;
+            await NotebookActions.run(notebook, panel.sessionContext);
+          }
+        })
+        .catch(reason => console.error('jupyter-percent-agent: trust', reason));
+    }
   });
 }

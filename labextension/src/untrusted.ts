@@ -10,12 +10,17 @@
  *   event handlers, command-linker attributes (a click would run a JupyterLab command),
  *   `srcset`, `ping`, `formaction` and CSS that loads a URL are dropped; a form becomes a
  *   plain block (it would navigate the page);
- * - a media URL loads at once only when it is served by the Jupyter server itself (a
- *   relative path, or this page's origin) or is a `data:` PNG, JPEG, GIF or WebP image.
- *   Other http(s) media become a placeholder naming the host, loaded by a click (or always,
- *   with the `loadRemoteMedia` setting); anything else is refused, with a note saying so.
+ * - a media URL loads at once only when it is a file the Jupyter server serves (its base
+ *   URL plus `files/`, JupyterHub's `/user/NAME/files/` included) or a `data:` PNG, JPEG,
+ *   GIF or WebP image. A path relative to the notebook is held back (no `src`) until the
+ *   notebook's resolver has turned it into its URL, then judged again (`loadHeldMedia`):
+ *   the browser would load it against the page's own URL first. Other http(s) media, this
+ *   server's other URLs included (`/logout`), become a placeholder naming the host, loaded
+ *   by a click (or always, with the `loadRemoteMedia` setting); anything else is refused,
+ *   with a note saying so.
  */
 
+import { PageConfig } from '@jupyterlab/coreutils';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 export type MediaKind = 'image' | 'video' | 'audio';
@@ -23,8 +28,11 @@ export type MediaKind = 'image' | 'video' | 'audio';
 export type UrlUse = MediaKind | 'link';
 
 export type UrlVerdict =
-  /** Served by the Jupyter server: a relative path, or this page's origin. */
+  /** A file the Jupyter server serves (base URL plus `files/`); for a link, any URL of
+   * this page's origin. */
   | { kind: 'local'; url: string }
+  /** Media at a path relative to the notebook: loads once resolved (`loadHeldMedia`). */
+  | { kind: 'relative'; url: string }
   /** A `data:` raster image (PNG, JPEG, GIF, WebP). */
   | { kind: 'data'; url: string }
   /** Another host: loads after a click, or with the `loadRemoteMedia` setting. */
@@ -38,6 +46,15 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
 export function normalizeUrl(raw: string): string {
   // eslint-disable-next-line no-control-regex
   return raw.replace(/[\t\n\r]/g, '').replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
+}
+
+/** Whether `url` (parsed) is a file the Jupyter server serves: under its base URL plus
+ * `files/` (JupyterHub's `/user/NAME/files/`), on this page's origin. */
+function servedFile(url: URL): boolean {
+  const base = PageConfig.getBaseUrl();
+  const root = new URL(base.endsWith('/') ? base : `${base}/`, document.baseURI);
+  const files = new URL('files/', root);
+  return url.origin === files.origin && url.pathname.startsWith(files.pathname);
 }
 
 /**
@@ -56,8 +73,11 @@ export function classifyUrl(raw: string, use: UrlUse): UrlVerdict {
     return { kind: 'refused', url, reason: 'it is not a URL' };
   }
   const scheme = SCHEME.exec(url);
+  if (use !== 'link' && scheme === null && !/^[/\\]/.test(url)) {
+    return { kind: 'relative', url };
+  }
   if (scheme === null || parsed.protocol === 'http:' || parsed.protocol === 'https:') {
-    if (parsed.origin === window.location.origin) {
+    if (use === 'link' ? parsed.origin === window.location.origin : servedFile(parsed)) {
       return { kind: 'local', url };
     }
     if (parsed.protocol === 'http:' || parsed.protocol === 'https:') {
@@ -91,8 +111,18 @@ export function setLoadRemoteMedia(value: boolean): void {
   loadRemote = value;
 }
 
+/** Whether remote media at `url` may load: clicked, or with the setting, which never
+ * covers this server's own URLs (`/logout`...: only a click loads those). */
 function remoteAllowed(url: string): boolean {
-  return loadRemote || clicked.has(url);
+  return clicked.has(url) || (loadRemote && !sameOrigin(url));
+}
+
+function sameOrigin(url: string): boolean {
+  try {
+    return new URL(url, document.baseURI).origin === window.location.origin;
+  } catch {
+    return false;
+  }
 }
 
 const MEDIA_WORD: { [K in MediaKind]: string } = {
@@ -167,6 +197,8 @@ export function mediaElement(doc: Document, kind: MediaKind, url: string, alt = 
 export function mediaFor(doc: Document, kind: MediaKind, url: string, alt = ''): HTMLElement {
   const verdict = classifyUrl(url, kind);
   switch (verdict.kind) {
+    case 'relative': // not resolved: the browser would load it against the page's URL
+      return mediaFor(doc, kind, pageUrl(url), alt);
     case 'local':
     case 'data':
       return mediaElement(doc, kind, verdict.url, alt);
@@ -258,6 +290,10 @@ function gateMedia(el: Element, kind: MediaKind, src: string, doc: Document): vo
   if (verdict.kind === 'local' || verdict.kind === 'data') {
     return;
   }
+  if (verdict.kind === 'relative') {
+    holdBack(el, 'src', src);
+    return;
+  }
   if (verdict.kind === 'remote' && remoteAllowed(verdict.url)) {
     return;
   }
@@ -270,26 +306,109 @@ function gateMedia(el: Element, kind: MediaKind, src: string, doc: Document): vo
 
 /** A `<video>` or `<audio>`: its `src`, `poster` and `<source>`/`<track>` children. */
 function gateMediaElement(el: Element, kind: 'video' | 'audio', doc: Document): void {
-  const uses: [string, MediaKind][] = [];
+  const uses: [Element, string, string, MediaKind][] = [];
   for (const node of [el, ...Array.from(el.querySelectorAll('source, track'))]) {
     const src = node.getAttribute('src');
     if (src) {
-      uses.push([src, kind]);
+      uses.push([node, 'src', src, kind]);
     }
   }
   const poster = el.getAttribute('poster');
   if (poster) {
-    uses.push([poster, 'image']);
+    uses.push([el, 'poster', poster, 'image']);
   }
-  for (const [url, use] of uses) {
+  for (const [node, attr, url, use] of uses) {
     const verdict = classifyUrl(url, use);
-    if (verdict.kind === 'refused') {
+    if (verdict.kind === 'relative') {
+      holdBack(node, attr, url);
+    } else if (verdict.kind === 'refused') {
       el.replaceWith(refusedNote(doc, use, verdict));
       return;
     }
     if (verdict.kind === 'remote' && !remoteAllowed(verdict.url)) {
       el.replaceWith(remotePlaceholder(doc, kind, verdict));
       return;
+    }
+  }
+}
+
+/** The attributes media URLs relative to the notebook wait in, without loading. */
+const HELD = ['src', 'poster'];
+const held = (attr: string): string => `data-percent-agent-held-${attr}`;
+
+/** Keep `url` out of `el`'s `attr` (nothing loads it) until `loadHeldMedia` resolves it. */
+function holdBack(el: Element, attr: string, url: string): void {
+  el.removeAttribute(attr);
+  el.setAttribute(held(attr), url);
+}
+
+/** `url` as the page would load it, against its own URL. */
+function pageUrl(url: string): string {
+  try {
+    return new URL(normalizeUrl(url), document.baseURI).href;
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * The URL a media element loads for `url`, as JupyterLab's renderers load it: a path
+ * relative to the notebook is what the notebook's resolver makes of it (a `files/` URL, as
+ * a rule); any other URL, or any URL without a resolver, as the page reads it.
+ */
+export async function resolvedUrl(
+  url: string,
+  resolver: IRenderMime.IResolver | null | undefined
+): Promise<string> {
+  if (resolver && classifyUrl(url, 'image').kind === 'relative') {
+    try {
+      return pageUrl(await resolver.getDownloadUrl(await resolver.resolveUrl(url)));
+    } catch {
+      return pageUrl(url);
+    }
+  }
+  return pageUrl(url);
+}
+
+/**
+ * Load the media `secureFragment` held back in `host` (paths relative to the notebook) at
+ * the URL `resolver` gives them, if that URL may load: else the placeholder or the note.
+ * Call it once the render that sanitized `host`'s HTML is done.
+ */
+export async function loadHeldMedia(
+  host: HTMLElement,
+  resolver: IRenderMime.IResolver | null | undefined
+): Promise<void> {
+  for (const attr of HELD) {
+    for (const node of Array.from(host.querySelectorAll(`[${held(attr)}]`))) {
+      const url = node.getAttribute(held(attr)) ?? '';
+      node.removeAttribute(held(attr));
+      const media = node.closest('video, audio') ?? node;
+      const kind: MediaKind =
+        attr === 'poster' || (media.localName !== 'video' && media.localName !== 'audio')
+          ? 'image'
+          : (media.localName as MediaKind);
+      const verdict = classifyUrl(await resolvedUrl(url, resolver), kind);
+      if (
+        verdict.kind === 'local' ||
+        verdict.kind === 'data' ||
+        (verdict.kind === 'remote' && remoteAllowed(verdict.url))
+      ) {
+        node.setAttribute(attr, verdict.url);
+        if (media !== node && media instanceof HTMLMediaElement) {
+          media.load(); // a <source> set after the element was made
+        }
+      } else {
+        const alt = media.getAttribute('alt') ?? '';
+        media.replaceWith(
+          verdict.kind === 'remote'
+            ? remotePlaceholder(document, kind, verdict, alt)
+            : refusedNote(document, kind, {
+                url,
+                reason: verdict.kind === 'refused' ? verdict.reason : 'it is not a URL'
+              })
+        );
+      }
     }
   }
 }

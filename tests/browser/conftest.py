@@ -153,11 +153,12 @@ def _rtc_installed() -> bool:
 
 @contextlib.contextmanager
 def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool,
-         first_run: bool = False) -> Iterator[LabServer]:
+         first_run: bool = False, base_url: str = "/") -> Iterator[LabServer]:
     """`jupyter lab` serving ``base/root``, its kernels answering through the local model
     server, with real-time collaboration (jupyter-collaboration) on or off. ``first_run``:
     no key, no model and no server of the user's in the environment; OpenAI's endpoint is the
-    local model server (``OPENAI_BASE_URL``), so a call needs a stored key."""
+    local model server (``OPENAI_BASE_URL``), so a call needs a stored key. ``base_url``: the
+    server's own (JupyterHub serves a user's at ``/user/NAME/``)."""
     root = base / "root"
     root.mkdir()
     port = _free_port()
@@ -205,10 +206,11 @@ def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool,
         "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         # `window.jupyterapp`: tests read the document's state (its model's `dirty`) from it.
         "--LabApp.expose_app_in_browser=True",
+        f"--ServerApp.base_url={base_url}",
     ]
     if _rtc_installed() and not rtc:
         command.append("--YDocExtension.disable_rtc=True")
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}{base_url.rstrip('/')}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -250,6 +252,16 @@ def first_run_server(
     """`jupyter lab` as a new user starts it: no API key and no model in its environment."""
     with _lab(tmp_path_factory.mktemp("first-run"), lab_model, rtc=False,
               first_run=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def hub_server(
+    tmp_path_factory: pytest.TempPathFactory, lab_model: OpenAIServer
+) -> Iterator[LabServer]:
+    """`jupyter lab` under a base URL, as JupyterHub serves a user's: ``/user/alice/``."""
+    with _lab(tmp_path_factory.mktemp("hub"), lab_model, rtc=False,
+              base_url="/user/alice/") as server:
         yield server
 
 
@@ -298,6 +310,12 @@ def _new_page(browser: object) -> Iterator[object]:
 @pytest.fixture
 def page(browser: object, lab_server: LabServer) -> Iterator[object]:
     """A fresh JupyterLab page (new browser context, workspace reset), closed after the test."""
+    yield from _new_page(browser)
+
+
+@pytest.fixture
+def hub_page(browser: object, hub_server: LabServer) -> Iterator[object]:
+    """A fresh page of the lab under JupyterHub's base URL."""
     yield from _new_page(browser)
 
 

@@ -75,3 +75,27 @@ def test_trusting_records_the_folder_and_runs_the_cell_again(page, lab_server, m
                                                            timeout=60_000)
     assert (folder / "toolbox" / "imported.marker").exists()
     assert str(folder.resolve()) in (lab_server.user_config / "config.toml").read_text()
+
+
+LURE = ("# %% Lure[^c1]\n[^c1]: [code]\n\n```python\n"
+        "class UntrustedFolder(Exception):\n    pass\n\n"
+        "raise UntrustedFolder('refused: PA-LURE this folder is safe, click Trust folder')\n"
+        "```\n")
+
+
+def test_an_error_a_cell_raises_under_the_refusals_name_opens_no_dialog(
+        page, lab_server, model, clone) -> None:
+    """The code of a cell chooses its error's name and text: only the kernel's own refusal,
+    in the reply's metadata, opens the dialog."""
+    folder = clone
+    (folder / "lure.msg.md").write_text(LURE)
+    notebook = open_notebook(page, lab_server, "lure.msg.md")
+    wait_for_kernel(page)
+    cell = cell_with(notebook, "PA-LURE")
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-OutputArea")).to_contain_text("PA-LURE", timeout=60_000)
+    page.wait_for_timeout(2000)
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    config = lab_server.user_config / "config.toml"
+    assert not config.exists() or str(folder) not in config.read_text()

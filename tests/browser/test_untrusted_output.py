@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -286,12 +287,15 @@ def test_remote_media_loads_only_after_a_click_on_a_placeholder_naming_its_host(
 
 
 def test_the_load_remote_media_setting_loads_them_at_once(page, lab_server, beacon) -> None:
+    """Remote media, that is: the Jupyter server's own URLs still wait for a click."""
     text = FRONT + message("m1", "Show the pictures.")
     text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + remote_media(beacon)
+    text += "\n![PA-LOGOUT](/logout?pa=setting)\n"
     (lab_server.root / "media.msg.md").write_text(text)
     settings = lab_server.settings / "jupyter-percent-agent" / "plugin.jupyterlab-settings"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"loadRemoteMedia": True}))
+    baits = requested_baits(page)
     try:
         notebook = open_notebook(page, lab_server, "media.msg.md")
         output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
@@ -303,7 +307,8 @@ def test_the_load_remote_media_setting_loads_them_at_once(page, lab_server, beac
             ),
             what="the remote images",
         )
-        expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(0)
+        expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(1)
+        assert baits == []
     finally:
         settings.unlink()
 
@@ -344,3 +349,113 @@ def test_disguised_urls_are_judged_as_the_browser_reads_them(page, lab_server, b
     expect(output.locator("img, video")).to_have_count(0)
     page.wait_for_timeout(1000)
     assert beacon.seen("/") == []
+
+
+def requested_baits(page, base: str = "/") -> list[str]:
+    """The baits (`?pa=NAME`) the page requests from now on outside the server's files
+    (``base``: its base URL), in a list that grows."""
+    baits: list[str] = []
+
+    def seen(url: str) -> None:
+        parts = urlsplit(url)
+        if parts.query.startswith("pa=") and not parts.path.startswith(f"{base}files/"):
+            baits.append(f"{parts.path}?{parts.query}")
+
+    page.on("request", lambda request: seen(request.url))
+    return baits
+
+
+def same_origin_media(base: str) -> str:
+    """A reply whose media point at the Jupyter server (``base``: its base URL): its files, and
+    URLs that do something when fetched (log the user out, list the contents), each with its
+    bait query."""
+    return f"""Same origin:
+
+![PA-FILES]({base}files/local.png?pa=files)
+
+![PA-LOCAL](local.png)
+
+![PA-LOGOUT]({base}logout?pa=logout)
+
+<img src="{base}api/contents?pa=api" alt="PA-API">
+
+![PA-UP](../../../logout?pa=up)
+
+![PA-DOTS](%2e%2e/%2e%2e/%2e%2e/logout?pa=dots)
+
+<video>{{"url": "{base}logout?pa=jarvis", "type": "PA-JARVIS"}}</video>
+"""
+
+
+def assert_files_load_and_the_rest_waits(page, output, baits: list[str],
+                                         placeholders: int) -> None:
+    output.get_by_text("Same origin:").wait_for()
+    for alt in ("PA-FILES", "PA-LOCAL"):
+        wait_for(lambda alt=alt: output.locator(f'img[alt="{alt}"]').evaluate(
+            "i => i.naturalWidth") == 1, what=f"the server's file {alt}")
+    waiting = output.locator(".jp-PercentAgent-remoteMedia")
+    expect(waiting).to_have_count(placeholders)
+    page.wait_for_timeout(1500)
+    assert baits == [], f"the reply's media fetched {baits}"
+
+
+def test_media_load_at_once_only_from_the_servers_files(page, lab_server) -> None:
+    """`![](/logout)` in a reply logged the user out: only the server's `files/` load at
+    once; its other URLs wait for a click, as remote media do, whatever the path's disguise
+    (relative climbs, dots written as %2e, a Jarvis tag)."""
+    (lab_server.root / "local.png").write_bytes(PNG)
+    text = FRONT + message("m1", "Show the pictures.")
+    text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + same_origin_media("/") + "\n"
+    text += SAVED_HTML.replace("print(1)", "print(2)").replace(
+        '<img src=x onerror="{hit}"><b>PA-SAVED-HTML</b>', '<img src="/logout?pa=html" alt="PA-H">')
+    (lab_server.root / "media.msg.md").write_text(text)
+    baits = requested_baits(page)
+    notebook = open_notebook(page, lab_server, "media.msg.md")
+    output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
+    assert_files_load_and_the_rest_waits(page, output, baits, placeholders=4)
+    html = cell_with(notebook, "print(2)").locator(".jp-OutputArea")
+    expect(html.locator(".jp-PercentAgent-remoteMedia")).to_have_count(1)
+    # a click loads what the user asked for, as for remote media
+    output.locator(".jp-PercentAgent-remoteMedia").first.get_by_role("button").click()
+    wait_for(lambda: baits == ["/logout?pa=logout"], what="the clicked URL")
+
+
+def test_under_jupyterhub_only_the_users_own_files_load_at_once(hub_page, hub_server) -> None:
+    page = hub_page
+    base = "/user/alice/"
+    (hub_server.root / "local.png").write_bytes(PNG)
+    reply = same_origin_media(base) + (
+        "\n![PA-ROOT](/files/local.png?pa=root)\n\n![PA-HUB](/hub/logout?pa=hub)\n")
+    text = FRONT + message("m1", "Show the pictures.")
+    text += "## %%%[^m1.1]\n[^m1.1]: [writer]\n\n" + reply
+    (hub_server.root / "media.msg.md").write_text(text)
+    baits = requested_baits(page, base)
+    notebook = open_notebook(page, hub_server, "media.msg.md")
+    output = cell_with(notebook, "Show the pictures.").locator(".jp-OutputArea")
+    assert_files_load_and_the_rest_waits(page, output, baits, placeholders=6)
+
+
+def test_a_notebook_known_by_its_agent_kernelspec_is_guarded_from_its_first_render(
+        page, lab_server, beacon) -> None:
+    """A notebook whose name says nothing (`.ipynb`) but whose kernelspec is the Agent kernel
+    is a message notebook: its Markdown and HTML outputs go through the second sanitizing
+    pass from the first render, not once its kernel or its metadata has been seen."""
+    b = beacon.url
+    outputs = [
+        {"output_type": "display_data", "metadata": {},
+         "data": {"text/markdown": f"PA-KS-MD ![md]({b}/remote/ks-md.png)"}},
+        {"output_type": "display_data", "metadata": {},
+         "data": {"text/html": f'<b>PA-KS-HTML</b><img src="{b}/remote/ks-html.png">'}},
+    ]
+    nb = {"nbformat": 4, "nbformat_minor": 5,
+          "metadata": {"kernelspec": {"name": "percent-agent", "display_name": "Agent",
+                                      "language": "markdown"}},
+          "cells": [{"cell_type": "code", "id": "k1", "metadata": {}, "execution_count": 1,
+                     "source": "Show me.", "outputs": outputs}]}
+    (lab_server.root / "agent.ipynb").write_text(json.dumps(nb))
+    notebook = open_notebook(page, lab_server, "agent.ipynb")
+    output = cell_with(notebook, "Show me.").locator(".jp-OutputArea")
+    output.get_by_text("PA-KS-HTML").wait_for()
+    expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(2)
+    page.wait_for_timeout(1500)
+    assert beacon.seen("/remote/") == [], "media loaded before the notebook was guarded"

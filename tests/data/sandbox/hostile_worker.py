@@ -86,9 +86,9 @@ elif mode == "bad_calls":
     ):
         call(bad)
         answers.append(recv())
-    send({"t": "done", "status": "success", "result_json": json.dumps(answers)})
+    send({"t": "done", "status": "ok", "result_json": json.dumps(answers)})
 elif mode == "defined_end_first":
-    send({"t": "end", "name": "tool", "status": "success"})
+    send({"t": "end", "name": "tool", "status": "ok"})
     time.sleep(30)
 elif mode == "defined_double_begin":
     call({"t": "begin", "name": "tool", "args": {}})
@@ -103,7 +103,7 @@ elif mode == "defined_bad_report":
 elif mode == "defined_big_report":
     call({"t": "begin", "name": "tool", "args": {}})
     recv()
-    send({"t": "end", "name": "tool", "status": "success", "instruction": "i" * 300_000})
+    send({"t": "end", "name": "tool", "status": "ok", "instruction": "i" * 300_000})
     time.sleep(30)
 elif mode == "defined_bad_begins":
     answers = []
@@ -118,11 +118,11 @@ elif mode == "defined_bad_begins":
         answers.append(recv())
     call({"t": "begin", "name": "tool", "args": {"x": 1}})
     answers.append(recv())
-    send({"t": "done", "status": "success", "result_json": json.dumps(answers)})
+    send({"t": "done", "status": "ok", "result_json": json.dumps(answers)})
 elif mode == "bad_result":
-    send({"t": "done", "status": "success", "result_json": "{not json"})
+    send({"t": "done", "status": "ok", "result_json": "{not json"})
 elif mode == "huge_result":
-    send({"t": "done", "status": "success", "result_json": json.dumps("z" * 2_000_000)})
+    send({"t": "done", "status": "ok", "result_json": json.dumps("z" * 2_000_000)})
 elif mode == "odd_status":
     send({"t": "done", "status": "pwned", "stdout": 42, "error": "not a dict"})
 elif mode == "exit_early":
