@@ -220,3 +220,45 @@ def test_the_index_file_is_connected_in_the_folder_that_was_checked(
         assert ix.get("t/go")["description"] == "say hello"
     assert swapped and swapped[0].endswith(".sop-index.sqlite")
     assert (outside / ".sop-index.sqlite").read_bytes() == theirs
+
+
+def task_in(proj: Path) -> dict:
+    path = proj / "task.msg.md"
+    path.write_text('# %% run[^k]\n[^k]: [task] task_id="t/go" sop="sop" runs="out"\n\n{}\n')
+    return next(c for c in fmt.read(path)["cells"] if fmt.cell_kind(c) == "task")
+
+
+def test_a_task_cells_runs_folder_swapped_after_its_check_receives_nothing_outside(
+        tmp_path: Path, keys, local_model: OpenAIServer, swap) -> None:
+    from jupyter_percent_agent.tasks.cell import run_task_cell
+
+    proj, outside = sop_pair(tmp_path)
+    (proj / "out").mkdir()
+    local_model.script("hello")
+    swapped = swap(proj / "out", outside)
+    run = asyncio.run(run_task_cell(task_in(proj), base_dir=proj))
+    assert swapped and run.status == "error", run.error
+    assert "symbolic link now" in run.error
+    assert sorted(p.name for p in outside.iterdir()) == ["t"]
+
+
+def test_a_runs_folder_swapped_while_the_run_goes_on_gets_no_transcript_write(
+        tmp_path: Path, keys, local_model: OpenAIServer) -> None:
+    """The transcript is written where runs/ really was when the run started: a swap once
+    it runs (after the transcript was made, before a step is written) is refused."""
+    from jupyter_percent_agent.runtime.events import Delta
+    from jupyter_percent_agent.tasks import run_task
+
+    proj, outside = sop_pair(tmp_path)
+    runs = proj / "out"
+    runs.mkdir()
+    local_model.script("hello")
+
+    def on_event(event: object) -> None:
+        if isinstance(event, Delta) and not runs.is_symlink():  # the model is answering
+            os.rename(runs, runs.with_name("out-moved"))
+            os.symlink(outside, runs)
+
+    with pytest.raises(fmt.FormatError, match="symbolic link now"):
+        run_task(proj / "sop", "t/go", {}, runs_dir=runs, on_event=on_event)
+    assert runs.is_symlink() and sorted(p.name for p in outside.iterdir()) == ["t"]

@@ -165,8 +165,9 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     try:
         resume = previous_transcript(cell, base_dir)
         if resume is not None:
+            saved = fmt.reads(fmt.read_text(resume, real=True), path=str(resume))
             sop_dir = _sop_folder(base_dir, os.path.relpath(
-                tr.run_header(fmt.read(resume), resume)["sop"], base_dir))
+                tr.run_header(saved, resume)["sop"], base_dir))
             outputs.line(f"continuing {resume.relative_to(base_dir)}")
             result = await aresume_task(resume, sop=load_sop(sop_dir, real=True),
                                         model=model, on_event=outputs)
