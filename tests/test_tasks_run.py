@@ -1125,7 +1125,7 @@ def test_a_reply_with_brackets_is_stored_as_text(tmp_path: Path, model: OpenAISe
     """A Markdown link in a step's text failed the step with a JSONDecodeError."""
     model.responder = by_marker({"SAY": [reply]})
     result = run_task(say_folder(tmp_path), "t/say", {})
-    assert result.status == "succeeded", result.error
+    assert result.status == "ok", result.error
     assert result.context["said"] == reply
 
 
@@ -1134,7 +1134,7 @@ def test_a_text_reply_that_happens_to_be_json_stays_text(tmp_path: Path, model: 
                                                          reply: str) -> None:
     model.responder = by_marker({"SAY": [reply]})
     result = run_task(say_folder(tmp_path), "t/say", {})
-    assert result.status == "succeeded", result.error
+    assert result.status == "ok", result.error
     assert result.context["said"] == reply
 
 
@@ -1143,10 +1143,10 @@ def test_a_step_declaring_json_gets_the_value_and_fails_on_text(tmp_path: Path,
     sop = say_folder(tmp_path, "output_format: json\n")
     model.responder = by_marker({"SAY": ['```json\n{"a": [1, 2]}\n```']})
     result = run_task(sop, "t/say", {})
-    assert result.status == "succeeded" and result.context["said"] == {"a": [1, 2]}
+    assert result.status == "ok" and result.context["said"] == {"a": [1, 2]}
     model.responder = by_marker({"SAY": ["[docs](https://example.com/a)"]})
     result = run_task(sop, "t/say", {})
-    assert result.status == "failed" and result.error["error_type"] == "invalid_output"
+    assert result.status == "error" and result.error["error_type"] == "invalid_output"
     assert "the reply is not the JSON this step reads" in result.error["message"]
 
 
@@ -1187,10 +1187,10 @@ def test_the_bound_is_the_agents_own_context_window(tmp_path: Path,
                                                    "  context_window: 1000\n")
     model.responder = by_marker({"REPEAT": ["short enough"]})
     result = run_task(tmp_path / "sop", "t/repeat", {"draft": "x" * 2500})
-    assert result.status == "failed" and result.error["error_type"] == "prompt_too_large"
+    assert result.status == "error" and result.error["error_type"] == "prompt_too_large"
     assert "(1,000 tokens" in result.error["message"] and model.requests == []
     result = run_task(tmp_path / "sop", "t/repeat", {"draft": "x" * 100})
-    assert result.status == "succeeded" and result.context["final"] == "short enough"
+    assert result.status == "ok" and result.context["final"] == "short enough"
 
 
 def test_rendering_stops_at_the_bound_without_building_the_whole_text() -> None:
