@@ -415,16 +415,16 @@ def test_ctrl_c_while_an_agents_server_starts_stops_tce_chat_at_once(
 
 
 def test_a_result_too_large_for_the_prompt_is_cut_with_a_marker() -> None:
-    from types import SimpleNamespace
-
+    from jupyter_percent_agent.outcome import RunStatus
     from jupyter_percent_agent.runtime.attp_loop import (
         PROMPT_RESULT_CHARS,
         result_message,
         result_text,
     )
+    from jupyter_percent_agent.sandbox import SandboxResult
 
     big = [{"commit": f"{i:040x}", "author": "a"} for i in range(5000)]
-    res = SimpleNamespace(status="success", result=big, stdout="", error=None, instructions=[])
+    res = SandboxResult(status=RunStatus.OK, result=big)
     message = result_message(res)
     assert len(message) < PROMPT_RESULT_CHARS + 1000
     assert "[cut: " in message and "filter it in code]" in message

@@ -288,7 +288,8 @@ def test_a_reply_that_is_not_the_json_expected_fails_the_step_and_is_retried(
     assert result.status == "ok" and result.context["title"] == "Spring"
     text = result.transcript.read_text()
     assert 'ename="invalid_output"' in text
-    assert "t/make: output $.title reads $.title from the result, which has none" in text
+    assert "t/make: the reply is not the JSON this step reads" in text
+    assert "output_format: json): a title, I think" in text
     assert "Feedback on the previous attempt" in prompts(model, "MAKE")[1]
 
 
@@ -1103,3 +1104,106 @@ def test_ctrl_c_or_end_of_input_at_the_close_call_prompt_is_one_clear_line(
         assert code == 2, shown
         assert last.startswith("tce: no answer on standard input: nothing was run"), shown
     assert model.chat_requests == []
+
+
+# -- model text is text ------------------------------------------------------------------------
+
+WHOLE = ("task_type: execute\ndescription: say it\n{extra}output:\n  $.said: $\n---\n\n"
+         "## parameters.prompt\nSAY it\n")
+
+
+def say_folder(tmp_path: Path, extra: str = "") -> Path:
+    write_doc(tmp_path / "sop", "t/say", WHOLE.format(extra=extra))
+    return tmp_path / "sop"
+
+
+@pytest.mark.parametrize("reply", ["[docs](https://example.com/a) is where it is",
+                                   "See [the docs](https://example.com/a).",
+                                   "[1] Smith, 2020. [2] Jones, 2021."])
+def test_a_reply_with_brackets_is_stored_as_text(tmp_path: Path, model: OpenAIServer,
+                                                 reply: str) -> None:
+    """A Markdown link in a step's text failed the step with a JSONDecodeError."""
+    model.responder = by_marker({"SAY": [reply]})
+    result = run_task(say_folder(tmp_path), "t/say", {})
+    assert result.status == "ok", result.error
+    assert result.context["said"] == reply
+
+
+@pytest.mark.parametrize("reply", ['{"a": 1}', "[1, 2]", "42", "null", "true"])
+def test_a_text_reply_that_happens_to_be_json_stays_text(tmp_path: Path, model: OpenAIServer,
+                                                         reply: str) -> None:
+    model.responder = by_marker({"SAY": [reply]})
+    result = run_task(say_folder(tmp_path), "t/say", {})
+    assert result.status == "ok", result.error
+    assert result.context["said"] == reply
+
+
+def test_a_step_declaring_json_gets_the_value_and_fails_on_text(tmp_path: Path,
+                                                                model: OpenAIServer) -> None:
+    sop = say_folder(tmp_path, "output_format: json\n")
+    model.responder = by_marker({"SAY": ['```json\n{"a": [1, 2]}\n```']})
+    result = run_task(sop, "t/say", {})
+    assert result.status == "ok" and result.context["said"] == {"a": [1, 2]}
+    model.responder = by_marker({"SAY": ["[docs](https://example.com/a)"]})
+    result = run_task(sop, "t/say", {})
+    assert result.status == "error" and result.error["error_type"] == "invalid_output"
+    assert "the reply is not the JSON this step reads" in result.error["message"]
+
+
+def test_an_output_format_that_is_neither_text_nor_json_is_a_problem(tmp_path: Path) -> None:
+    sop = load_sop(say_folder(tmp_path, "output_format: yaml\n"))
+    assert [(p.field, p.message) for p in sop.problems] == [
+        ("output_format", "'yaml' is not text or json")]
+
+
+# -- a task document cannot blow up its own prompt ----------------------------------------------
+
+REPEAT = ("task_type: execute\ndescription: repeat it\ninput:\n  draft: $.draft\noutput:\n"
+          "  $.final: $\n---\n\n## parameters.prompt\nREPEAT " + "{draft}" * 20_000 + "\n")
+
+
+def test_a_prompt_past_the_context_window_is_refused_before_any_model_call(
+        tmp_path: Path, model: OpenAIServer) -> None:
+    """A 20 KB value named 20,000 times was a 400 MB prompt, written to runs/ and sent."""
+    write_doc(tmp_path / "sop", "t/repeat", REPEAT)
+    model.responder = by_marker({"REPEAT": ["never asked"]})
+    result = CliRunner().invoke(main, ["run", "t/repeat", "--sop", str(tmp_path / "sop"),
+                                       "--context", json.dumps({"draft": "x" * 20_000})])
+    assert result.exit_code == 1, result.output
+    assert model.requests == []
+    line = next(x for x in result.output.splitlines() if "prompt_too_large" in x
+                or "context window" in x)
+    assert "t/repeat: refused: the rendered prompt passes the agent's context window " \
+           "(200,000 tokens, about 800,000 characters at 4 per token)" in line
+    written = sum(p.stat().st_size for p in (tmp_path / "runs").iterdir())
+    assert written < 200_000
+
+
+def test_the_bound_is_the_agents_own_context_window(tmp_path: Path,
+                                                    model: OpenAIServer) -> None:
+    write_doc(tmp_path / "sop", "t/repeat", "agent: small\n" + REPEAT.replace(
+        "{draft}" * 20_000, "{draft} {draft}"))
+    (tmp_path / "sop" / "_agents.yaml").write_text("small:\n  models: [test-model]\n"
+                                                   "  context_window: 1000\n")
+    model.responder = by_marker({"REPEAT": ["short enough"]})
+    result = run_task(tmp_path / "sop", "t/repeat", {"draft": "x" * 2500})
+    assert result.status == "error" and result.error["error_type"] == "prompt_too_large"
+    assert "(1,000 tokens" in result.error["message"] and model.requests == []
+    result = run_task(tmp_path / "sop", "t/repeat", {"draft": "x" * 100})
+    assert result.status == "ok" and result.context["final"] == "short enough"
+
+
+def test_rendering_stops_at_the_bound_without_building_the_whole_text() -> None:
+    import tracemalloc
+
+    from jupyter_percent_agent.tasks import templates
+
+    template = "{draft}" * 20_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(templates.PromptTooLarge):
+            templates.render(template, {"draft": "x" * 20_000}, limit=800_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 * 800_000  # the whole text would be 400 MB

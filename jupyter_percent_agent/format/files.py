@@ -8,7 +8,11 @@ inside the file's folder only"):
   that leads out of its folder (``notes.msg.md -> ~/.ssh/id_rsa``) and anything that is not a
   regular file (a FIFO, which would block a reader forever, a device, a ``/proc`` or ``/sys``
   file) are refused with a :class:`FormatError`.
-* :func:`read_text` reads a file through :func:`safe_path`, UTF-8, keeping its line endings.
+* Every read and write here opens its file or folder through :func:`.opening.open_real`:
+  component by component from ``/``, following no link, so a folder along the path swapped
+  for a link between the check and the open (a shared folder, a sync tool) is refused.
+* :func:`read_text` reads a file through :func:`safe_path`, UTF-8, keeping its line endings;
+  ``real=True`` reads a path a check already made real (``trust.resolve_inside``) as it is.
 * :func:`write_text` replaces a file's text atomically: a reader sees the old text or the new,
   never a mix. The text goes to a temporary file in the same folder, which is fsynced,
   given the old file's permission bits and renamed over the file; the folder is fsynced too.
@@ -33,31 +37,16 @@ import time
 from typing import Final
 
 from .errors import FormatError, RefusedFile
+from .opening import check_regular, open_real
 from .script import is_script_path
 from .text import escape_surrogates
 
-__all__ = ["check_markdown", "check_writable", "decode_utf8", "make_durable", "read_bytes",
-           "read_text", "safe_path", "write_text"]
+__all__ = ["check_markdown", "check_writable", "decode_utf8", "make_durable",
+           "read_bytes", "read_text", "safe_path", "write_text"]
 
-_PSEUDO_ROOTS: Final = ("/proc", "/proc/sys", "/sys", "/sys/fs/cgroup", "/sys/kernel/debug")
-_pseudo_devices: set[int] | None = None
 _TMP_RANDOM: Final = 12  # hex digits of a temporary file's random part
 SWEEP_EVERY: Final = 60.0  # seconds between two sweeps for one file by one process
 _swept: dict[tuple[str, str], float] = {}  # (folder, name) -> when this process last swept
-
-
-def _pseudo(st: os.stat_result) -> bool:
-    """A file of a kernel pseudo-filesystem: sizes lie, reads have effects, contents leak."""
-    global _pseudo_devices
-    if _pseudo_devices is None:
-        found = set()
-        for root in _PSEUDO_ROOTS:
-            try:
-                found.add(os.stat(root).st_dev)
-            except OSError:
-                pass
-        _pseudo_devices = found
-    return st.st_dev in _pseudo_devices
 
 
 def _inside(real: str, folder: str) -> bool:
@@ -86,43 +75,45 @@ def safe_path(path: str | os.PathLike[str]) -> str:
         return target
     except OSError as err:  # a link loop, a name too long: nothing to read or replace
         raise FormatError(f"cannot be opened ({err.strerror})", path=path) from None
-    _check_regular(st, path)
+    check_regular(st, path)
     return target
 
 
-def _check_regular(st: os.stat_result, path: str) -> None:
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else
-                "a FIFO" if stat.S_ISFIFO(st.st_mode) else
-                "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
-        raise RefusedFile(f"refused: not a regular file ({kind})", path=path)
-    if _pseudo(st):
-        raise RefusedFile("refused: a file of /proc or /sys, not a message file", path=path)
-
-
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
+def read_bytes(path: str | os.PathLike[str], *, real: bool = False,
+               inside: str | os.PathLike[str] | None = None, one_link: bool = False) -> bytes:
     """The bytes of a file, read through :func:`safe_path` (a link out of its folder, a FIFO,
-    a device, ``/proc``: :class:`FormatError`)."""
+    a device, ``/proc``: :class:`FormatError`) and :func:`open_real`. ``real=True``:
+    ``path`` is a real path a check returned (``trust.resolve_inside``), opened as it is.
+    ``inside``: a real folder the file must really lie in (a folder along the path that is
+    a link out of it is refused). ``one_link=True``: a file with another hard link (a name
+    elsewhere, which a check of this one cannot see) is refused."""
     path = os.fspath(path)
-    target = safe_path(path)
-    # O_NONBLOCK: a FIFO swapped in after the check must not block; O_NOFOLLOW: nor a link
-    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-                 | getattr(os, "O_NOCTTY", 0))
+    target = path if real else os.path.realpath(safe_path(path))
+    if inside is not None and not _inside(target, os.fspath(inside)):
+        raise RefusedFile(f"refused: it leads out of the folder {os.fspath(inside)} (a link "
+                          "along the path); to allow it: copy the file into the folder",
+                          path=path)
+    fd = open_real(target)
     try:
-        _check_regular(os.fstat(fd), path)
+        st = os.fstat(fd)
+        if one_link and st.st_nlink > 1:
+            raise RefusedFile(
+                f"refused: a file with {st.st_nlink} hard links (its other names may lie "
+                "outside the folder); to allow it: copy the file here instead", path=path)
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()
     finally:
         os.close(fd)
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
-    """The text of a file (UTF-8, line endings kept), read through :func:`safe_path`.
+def read_text(path: str | os.PathLike[str], *, real: bool = False,
+              inside: str | os.PathLike[str] | None = None, one_link: bool = False) -> str:
+    """The text of a file (UTF-8, line endings kept), read as :func:`read_bytes` reads it.
 
     Bytes that are not UTF-8 are a :class:`FormatError` naming their line.
     """
     path = os.fspath(path)
-    return decode_utf8(read_bytes(path), path)
+    return decode_utf8(read_bytes(path, real=real, inside=inside, one_link=one_link), path)
 
 
 def decode_utf8(data: bytes, path: str | None = None) -> str:
@@ -137,15 +128,6 @@ def decode_utf8(data: bytes, path: str | None = None) -> str:
 
 
 # --------------------------------------------------------------------------- writing
-
-
-def _mode_of(target: str) -> int | None:
-    """The permission bits of an existing file (kept by a write), None for a new file (it
-    gets 0o666 less the umask, as ``open`` gives it)."""
-    try:
-        return os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        return None
 
 
 def _temp_name(name: str) -> str:
@@ -164,19 +146,20 @@ def _sweep_due(folder: str, name: str) -> bool:
     return True
 
 
-def _sweep(folder: str, name: str) -> None:
-    """Remove the temporary files of earlier writers of ``name`` that died holding them."""
+def _sweep(dfd: int, name: str) -> None:
+    """Remove the temporary files of earlier writers of ``name`` (in the folder open as
+    ``dfd``) that died holding them."""
     pattern = re.compile(re.escape(f".{name}.") + f"[0-9a-f]{{{_TMP_RANDOM}}}" + r"\.tmp")
     try:
-        entries = [e.name for e in os.scandir(folder) if e.name.startswith(f".{name}.")]
+        entries = [e.name for e in os.scandir(dfd) if e.name.startswith(f".{name}.")]
     except OSError:
         return
     for entry in entries:
         if not pattern.fullmatch(entry):
             continue
-        stale = os.path.join(folder, entry)
         try:
-            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dfd)
         except OSError:
             continue
         try:
@@ -188,67 +171,63 @@ def _sweep(folder: str, name: str) -> None:
             except OSError:
                 continue  # its writer is alive
             with contextlib.suppress(OSError):
-                now = os.lstat(stale)
+                now = os.stat(entry, dir_fd=dfd, follow_symlinks=False)
                 if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
-                    os.unlink(stale)
+                    os.unlink(entry, dir_fd=dfd)
         finally:
             os.close(fd)
 
 
-def _anonymous_temp(folder: str) -> int | None:
-    """A nameless file in ``folder`` (Linux ``O_TMPFILE``), or None where there is none."""
+def _anonymous_temp(dfd: int) -> int | None:
+    """A nameless file in the folder open as ``dfd`` (Linux ``O_TMPFILE``), or None where
+    there is none."""
     flag = getattr(os, "O_TMPFILE", 0)
     if not flag:
         return None
     try:
-        return os.open(folder, flag | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+        return os.open(".", flag | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=dfd)
     except OSError as err:
         if err.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
             return None  # the filesystem (or kernel) does not do it
         raise
 
 
-def _link_temp(fd: int, folder: str, name: str) -> str | None:
-    """Give the nameless file ``fd`` a temporary name in ``folder``; None if it cannot be."""
-    try:
-        dfd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        for _ in range(16):
-            tmp = _temp_name(name)
-            try:
-                # linkat(AT_SYMLINK_FOLLOW) through /proc: Python asks for it only when given a
-                # directory descriptor (a plain link() would link the /proc symlink itself)
-                os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=dfd, follow_symlinks=True)
-                return os.path.join(folder, tmp)
-            except FileExistsError:
-                continue
-            except OSError:
-                return None
-        return None
-    finally:
-        os.close(dfd)
+def _link_temp(fd: int, dfd: int, name: str) -> str | None:
+    """Give the nameless file ``fd`` a temporary name in the folder ``dfd``; None if it
+    cannot be."""
+    for _ in range(16):
+        tmp = _temp_name(name)
+        try:
+            # linkat(AT_SYMLINK_FOLLOW) through /proc: Python asks for it only when given a
+            # directory descriptor (a plain link() would link the /proc symlink itself)
+            os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=dfd, follow_symlinks=True)
+            return tmp
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+    return None
 
 
-def _named_temp(folder: str, name: str, private: bool) -> tuple[int, str]:
-    """A new, locked temporary file with a name (where there is no ``O_TMPFILE``), created
-    private (0o600) when it is to get an existing file's bits before its text.
+def _named_temp(dfd: int, name: str, private: bool) -> tuple[int, str]:
+    """A new, locked temporary file with a name in the folder ``dfd`` (where there is no
+    ``O_TMPFILE``), created private (0o600) when it is to get an existing file's bits
+    before its text.
 
     Locked right after it is created; a sweeper may take it in between (it then looks dead),
     so the name is checked to be still ours once the lock is held.
     """
     while True:
-        tmp = os.path.join(folder, _temp_name(name))
+        tmp = _temp_name(name)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                         0o600 if private else 0o666)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600 if private else 0o666, dir_fd=dfd)
         except FileExistsError:
             continue
         fcntl.flock(fd, fcntl.LOCK_EX)
         st = os.fstat(fd)
         try:
-            now = os.lstat(tmp)
+            now = os.stat(tmp, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
             now = None
         if now is not None and (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
@@ -279,61 +258,91 @@ def check_writable(path: str | os.PathLike[str], mode: int | None = None) -> Non
     permission bits when the caller has them already."""
     path = os.fspath(path)
     if mode is None:
-        mode = _mode_of(path)
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
     if mode is not None and (not mode & 0o222 or not os.access(path, os.W_OK)):
         raise PermissionError(errno.EACCES, READ_ONLY, path)
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None,
-               durable: bool = True) -> None:
+               durable: bool = True, real: bool = False) -> None:
     """Replace the text of ``path`` atomically (UTF-8; lone surrogates escaped, never fatal).
 
     A symbolic link is written through to its target when :func:`safe_path` allows it (the
     link stays a link); a link out of its folder or a special file is refused with a
-    :class:`FormatError`. An existing file keeps its permission bits; a new one gets ``mode``
-    (e.g. 0o600 for a private file), else the umask's. Temporary files of writers that were
-    killed are swept (see the module's doc). ``durable=False`` leaves out the fsyncs: still
-    atomic, and it survives the process being killed, but a power loss may bring back the file
-    as it was.
+    :class:`FormatError`. ``real=True``: ``path`` is a real path a check returned
+    (``trust.resolve_inside``), written as it is (a link there now is refused). The folder is
+    opened through :func:`open_real` and everything after is done in it by descriptor, so a
+    folder swapped for a link meanwhile receives nothing. An existing file keeps its
+    permission bits; a new one gets ``mode`` (e.g. 0o600 for a private file), else the
+    umask's. Temporary files of writers that were killed are swept (see the module's doc).
+    ``durable=False`` leaves out the fsyncs: still atomic, and it survives the process being
+    killed, but a power loss may bring back the file as it was.
     """
     path = os.fspath(path)
-    target = safe_path(path)
+    target = path if real else safe_path(path)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         data = escape_surrogates(text).encode("utf-8")
     folder = os.path.dirname(os.path.abspath(target))
     name = os.path.basename(target)
-    new_mode = mode
-    mode = _mode_of(target)
-    check_writable(target, mode)
+    dfd = open_real(folder if real else os.path.realpath(folder), directory=True)
+    try:
+        _write_in(dfd, folder, name, path, data, mode, durable, real)
+        if durable:
+            with contextlib.suppress(OSError):
+                os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _write_in(dfd: int, folder: str, name: str, path: str, data: bytes, new_mode: int | None,
+              durable: bool, real: bool) -> None:
+    """:func:`write_text`'s work in the folder open as ``dfd``."""
+    try:
+        st: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        if real:
+            raise RefusedFile("refused: a symbolic link now, not the file that was checked; "
+                              "to allow it: try again once nothing changes the folder",
+                              path=path)
+        st = None  # safe_path resolved the link; what replaced the target since is replaced
+    if st is not None:
+        check_regular(st, path)
+    mode = st.st_mode & 0o7777 if st is not None else None
+    if mode is not None and (not mode & 0o222
+                             or not os.access(name, os.W_OK, dir_fd=dfd)):
+        raise PermissionError(errno.EACCES, READ_ONLY, path)
     if mode is None:
         mode = new_mode
     if _sweep_due(folder, name):
-        _sweep(folder, name)
+        _sweep(dfd, name)
     tmp: str | None = None
-    fd = _anonymous_temp(folder)
+    fd = _anonymous_temp(dfd)
     try:
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
             _fill(fd, data, mode, durable)
-            tmp = _link_temp(fd, folder, name)
+            tmp = _link_temp(fd, dfd, name)
             if tmp is None:  # no /proc to link through: start again the named way
                 os.close(fd)
                 fd = None
         if fd is None:
-            fd, tmp = _named_temp(folder, name, mode is not None)
+            fd, tmp = _named_temp(dfd, name, mode is not None)
             _fill(fd, data, mode, durable)
-        os.replace(tmp, target)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp = None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dfd)
         if fd is not None:
             os.close(fd)
-    if durable:
-        _fsync_folder(folder)
 
 
 def make_durable(path: str | os.PathLike[str]) -> None:

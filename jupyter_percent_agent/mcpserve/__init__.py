@@ -104,7 +104,7 @@ def read_conversation(folders: Folders, path: str) -> str:
     real = folders.resolve(path)
     if not real.is_file():
         raise ServeError(f"{path!r}: no such file")
-    return fmt.read_text(real)
+    return fmt.read_text(real, real=True)  # as checked: no link followed along it
 
 
 async def send_message(

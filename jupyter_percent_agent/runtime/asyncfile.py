@@ -4,7 +4,8 @@ Running the cell asks its agent and writes the reply into FILE (atomically); onc
 a result, running the cell again shows it without calling any model. FILE is named by the
 file and receives model text, so it must be a ``.md`` file inside the file's own folder, out of
 version-control, hidden and ``toolbox/`` folders (``trust.resolve_inside``): never something
-that is later imported or run.
+that is later imported or run. It is read and written as checked (no link followed along it)
+and may not have another hard link.
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ def async_file(cell: Mapping[str, Any], base_dir: Path) -> Path | None:
     link = fmt.cell_link(cell)
     if link is None:
         return None
-    return trust.resolve_inside(base_dir, link, what="[async] file", suffix=".md")
+    return trust.resolve_inside(base_dir, link, what="[async] file", suffix=".md",
+                                one_link=True)
 
 
 def landed(cell: Mapping[str, Any], run: Run, base_dir: Path) -> bool:
     """Show FILE's result when it has landed (True: nothing more to run)."""
     path = async_file(cell, base_dir)
-    if path is None or not path.is_file():
+    if path is None:
         return False
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = fmt.read_text(path, real=True, one_link=True)
+    except FileNotFoundError:
+        return False
     if not text.strip():
         return False
     run.answer(text)
@@ -47,4 +52,4 @@ def land(cell: Mapping[str, Any], run: Run, base_dir: Path) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fmt.write_text(path, mask(run.reply))
+    fmt.write_text(path, mask(run.reply), real=True)

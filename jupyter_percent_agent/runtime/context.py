@@ -77,11 +77,12 @@ def resolve_item(item: str, base_dir: Path | None = None) -> Path:
 
 
 def _confined_item(item: str, base_dir: Path) -> Path:
-    """An ITEM named in a file's front matter, inside the file's folder (``TrustError``)."""
-    path = trust.resolve_inside(base_dir, item, what="include")
+    """An ITEM named in a file's front matter, inside the file's folder, with no other hard
+    link (``TrustError``): a real path, to be read with ``real=True``."""
+    path = trust.resolve_inside(base_dir, item, what="include", one_link=True)
     if path.exists() or path.name.endswith(".md"):
         return path
-    return trust.resolve_inside(base_dir, item + ".msg.md", what="include")
+    return trust.resolve_inside(base_dir, item + ".msg.md", what="include", one_link=True)
 
 
 def load_included(chosen: Selections, base_dir: Path) -> list[hist.Included]:
@@ -91,11 +92,13 @@ def load_included(chosen: Selections, base_dir: Path) -> list[hist.Included]:
     for sel in chosen.include:
         if sel.path is None:
             continue
-        if sel in chosen.saved:
+        if sel in chosen.saved:  # the file's own include: checked, then opened as checked
             path = _confined_item(sel.path, base_dir)
+            nb = fmt.reads(fmt.read_text(path, real=True, one_link=True), path=str(path))
         else:
             path = resolve_item(sel.path, base_dir)
-        cells = hist.conversation_cells(fmt.read(path))
+            nb = fmt.read(path)
+        cells = hist.conversation_cells(nb)
         if sel not in chosen.saved and not sel.indices(len(cells)):
             raise SelectionError(f"{sel.text} selects no cell: {sel.path} has {len(cells)} "
                                  f"message{'s' if len(cells) != 1 else ''}")

@@ -156,6 +156,7 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     exception; cancel the task to interrupt (``run.outputs`` then says how to continue)."""
     from jupyter_percent_agent import errors
     from jupyter_percent_agent.tasks.api import aresume_task, arun_task
+    from jupyter_percent_agent.tasks.sop import load_sop
 
     base_dir = Path(os.path.realpath(base_dir))  # the paths the cell names resolve in it
     emit = on_event or (lambda event: None)
@@ -165,16 +166,20 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
     try:
         resume = previous_transcript(cell, base_dir)
         if resume is not None:
+            saved = fmt.reads(fmt.read_text(resume, real=True), path=str(resume))
             sop_dir = _sop_folder(base_dir, os.path.relpath(
-                tr.run_header(fmt.read(resume), resume)["sop"], base_dir))
+                tr.run_header(saved, resume)["sop"], base_dir))
             outputs.line(f"continuing {resume.relative_to(base_dir)}")
-            result = await aresume_task(resume, sop=sop_dir, model=model, on_event=outputs)
+            result = await aresume_task(resume, sop=load_sop(sop_dir, real=True),
+                                        model=model, on_event=outputs)
         else:
             task_id, sop, context = _read(cell, attrs, base_dir)
             runs = trust.resolve_inside(base_dir, str(attrs["runs"]), what="[task] runs",
                                         directory=True) if attrs.get("runs") else None
             steps = trust.bound("task_max_steps", attrs.get("max_steps"), folder=base_dir)
-            result = await arun_task(sop, task_id, context, runs_dir=runs, model=model,
+            # the folder as checked: its documents are read without following a link
+            result = await arun_task(load_sop(sop, real=True), task_id, context,
+                                     runs_dir=runs, model=model,
                                      on_event=outputs, max_steps=int(steps.value or 0),
                                      lowered=(f"[task] cell: {steps.describe()}",)
                                      if steps.lowered else ())

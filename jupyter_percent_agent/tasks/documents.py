@@ -21,7 +21,8 @@ TASK_TYPES = ("plan", "execute", "validate", "error_handler")
 PLAN_TYPES = ("plan", "error_handler")
 LLM = "LLM"
 FIELDS = ("task_id", "task_type", "description", "agent", "tool", "input", "output",
-          "error_handling", "plan_steps", "tags", "domain")
+          "output_format", "error_handling", "plan_steps", "tags", "domain")
+OUTPUT_FORMATS = ("text", "json")
 ON_FAILURE_KEYS = ("retry", "replan", "error_routing")
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -87,6 +88,7 @@ class TaskDocument:
     section_lines: dict[str, int] = field(default_factory=dict)
     text: str = ""
     lines: dict[str, int] = field(default_factory=dict)
+    output_format: str | None = None  # as declared (runner.result_format: as read)
 
     @property
     def is_plan(self) -> bool:
@@ -245,11 +247,13 @@ def parse_document(text: str, rel_path: str) -> tuple[TaskDocument | None, list[
     outputs = _outputs(r, data)
     steps = _plan_steps(r, data)
     on_failure = _on_failure(r, data)
+    if (out_format := r.text(data, "output_format")) not in (None, *OUTPUT_FORMATS):
+        r.problem("output_format", f"{out_format!r} is not text or json", "output_format")
     kind = task_type if task_type in TASK_TYPES else None
     if kind in PLAN_TYPES:
         if not steps and "plan_steps" not in data:
             r.problem("plan_steps", "a plan needs plan_steps: [{task_id: ...}, ...]")
-        for name in ("tool", "input", "output", "error_handling", "agent"):
+        for name in ("tool", "input", "output", "output_format", "error_handling", "agent"):
             if name in data:
                 r.problem(name, f"has no effect on a {kind} (only plan_steps do)", name)
     elif kind in ("execute", "validate"):
@@ -266,7 +270,8 @@ def parse_document(text: str, rel_path: str) -> tuple[TaskDocument | None, list[
         task_type=task_type or "", description=r.text(data, "description", "") or "",
         agent=agent, tool_id=tool_id, parameters=tuple(params), inputs=inputs,
         outputs=outputs, plan_steps=tuple(steps), on_failure=on_failure, sections=secs,
-        section_lines=sec_lines, text=text, lines=r.lines)
+        section_lines=sec_lines, text=text, lines=r.lines,
+        output_format=out_format if out_format in OUTPUT_FORMATS else None)
     if kind in ("execute", "validate"):
         r.problems.extend(template_problems(doc))
     return doc, r.problems

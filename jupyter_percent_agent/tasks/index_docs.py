@@ -13,6 +13,7 @@ a ``task_id`` that is not its path) is a :class:`DocProblem`, never a reason to 
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -121,9 +122,10 @@ def read_folder(folder: Path) -> tuple[list[IndexedDoc], list[DocProblem]]:
     """Every document of a SOP folder: ``(docs, problems)``."""
     docs: list[IndexedDoc] = []
     problems: list[DocProblem] = []
-    for rel in doc_paths(folder):
+    real = os.path.realpath(folder)  # each document is read as lying there, no link followed
+    for rel in doc_paths(Path(real)):
         try:  # as a message file is read: no link out of the folder, no FIFO or device
-            docs.append(parse_doc(fmt.read_bytes(folder / rel), rel))
+            docs.append(parse_doc(fmt.read_bytes(os.path.join(real, rel), inside=real), rel))
         except OSError as exc:
             problems.append(DocProblem(rel, f"cannot read: {exc.strerror or exc}"))
         except fmt.FormatError as exc:

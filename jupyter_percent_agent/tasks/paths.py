@@ -76,6 +76,9 @@ def read(data: Any, text: str) -> Any:
     """The value at ``text`` in ``data``; a path that may match many places (``[*]``, ``..``)
     gives the list of matches. :data:`NOT_FOUND` when nothing matches."""
     path = compile_path(text)
+    if not isinstance(data, (dict, list)):
+        # a text, a number: only $ names it (python-jsonpath would parse a str as JSON)
+        return data if is_root(text) else NOT_FOUND
     matches = [m.obj for m in path.finditer(data)]
     if path.singular_query():
         return matches[0] if matches else NOT_FOUND

@@ -21,7 +21,7 @@ from jupyter_percent_agent import errors, trust
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.outcome import RUN_WORDS, RunStatus
 from jupyter_percent_agent.runtime.events import OutputMade
-from jupyter_percent_agent.tasks import adapter, paths, results, templates
+from jupyter_percent_agent.tasks import adapter, paths, prompting, results, templates
 from jupyter_percent_agent.tasks import transcript as tr
 from jupyter_percent_agent.tasks.documents import TaskDocument
 from jupyter_percent_agent.tasks.events import OnEvent, RunStarted, StepFinished, StepStarted
@@ -42,14 +42,15 @@ TOOL_ERROR = errors.TABLE[errors.Kind.TOOL].error_type
 RUNNER_ERROR = errors.TABLE[errors.Kind.FAILED].error_type
 TRUST_ERROR = errors.TABLE[errors.Kind.REFUSED].error_type
 BUDGET = "step_budget"
+PROMPT_TOO_LARGE = "prompt_too_large"
 REPLAN_FAILED = "replan_failed"
 
 
 
 class _StepFailed(Exception):
-    def __init__(self, error_type: str, message: str) -> None:
+    def __init__(self, error_type: str, message: str, final: bool = False) -> None:
         super().__init__(message)
-        self.failure = StepFailure(error_type, message)
+        self.failure = StepFailure(error_type, message, final=final)
 
 
 def _noop(event: Any) -> None:
@@ -238,6 +239,7 @@ class Runner:
         try:
             values = self._inputs(doc)
             params = self._parameters(doc, values)
+            prompt = self._prompt(doc, params, values, item.feedback) if doc.is_llm else ""
         except (_StepFailed, paths.PathError) as exc:
             failure = exc.failure if isinstance(exc, _StepFailed) else \
                 StepFailure(RUNNER_ERROR, f"{doc.task_id}: {exc}")
@@ -246,7 +248,6 @@ class Runner:
                 step=self.state.steps))
             return cell, failure, 0.0
         if doc.is_llm:
-            prompt = self._prompt(doc, params, values, item.feedback)
             cell = self._add_cell(tr.step_cell(
                 prompt, task_id=doc.task_id, task_type=doc.task_type, attempt=item.attempt,
                 step=self.state.steps, agent=doc.agent or "default"))
@@ -271,7 +272,10 @@ class Runner:
         if not outcome.ok:
             kind = MODEL_ERROR if doc.is_llm else TOOL_ERROR
             return cell, StepFailure(kind, outcome.error or "the call failed"), outcome.seconds
-        value = self._value(doc, run.reply)
+        try:
+            value = self._value(doc, run.reply)
+        except _StepFailed as exc:
+            return cell, exc.failure, outcome.seconds
         if doc.task_type == "validate":
             verdict = results.llm_verdict(run.reply) if doc.is_llm else \
                 results.tool_verdict(value)
@@ -305,11 +309,23 @@ class Runner:
             values[var] = value
         return values
 
+    def _rendered(self, doc: TaskDocument, template: str, values: dict[str, Any],
+                  section: Any = None) -> str:
+        """``template`` rendered for ``doc``, refused (a final failure, before any model
+        call) as soon as it passes the agent's context window."""
+        limit = prompting.prompt_limit(self.sop, doc)
+        try:
+            return templates.render(template, values, section, limit=limit)
+        except templates.PromptTooLarge as exc:
+            raise _StepFailed(PROMPT_TOO_LARGE, f"{doc.task_id}: refused: {exc}; nothing was "
+                              "sent; to allow it: name smaller values in the template, or "
+                              "give the agent a larger context_window", final=True) from None
+
     def _parameters(self, doc: TaskDocument, values: dict[str, Any]) -> dict[str, Any]:
         params: dict[str, Any] = {}
 
         def section(name: str) -> str:
-            return templates.render(doc.section(name) or "", values)
+            return self._rendered(doc, doc.section(name) or "", values)
 
         for p in doc.parameters:
             if p.is_path:
@@ -319,7 +335,7 @@ class Runner:
                                      f"reads {p.value}, which is not in the context")
                 params[p.name] = value
             elif isinstance(p.value, str):
-                params[p.name] = templates.render(p.value, values, section)
+                params[p.name] = self._rendered(doc, p.value, values, section)
             else:
                 params[p.name] = p.value
         if doc.is_llm and "prompt" not in params:
@@ -339,11 +355,25 @@ class Runner:
             prompt += FEEDBACK_HEADING + feedback
         if doc.task_type == "validate":
             prompt += results.verdict_instructions(list(doc.on_failure.routes))
+        if len(prompt) > (limit := prompting.prompt_limit(self.sop, doc)):
+            raise _StepFailed(PROMPT_TOO_LARGE, f"{doc.task_id}: refused: "
+                              f"{templates.PromptTooLarge(limit)}; nothing was sent; to allow "
+                              "it: pass smaller inputs, or give the agent a larger "
+                              "context_window", final=True)
         return prompt
 
     def _value(self, doc: TaskDocument, text: str) -> Any:
+        if doc.is_llm and (doc.task_type == "validate"  # its value is the verdict
+                           or prompting.result_format(doc) == "text"):
+            return text  # model text is text, brackets, braces and all
         if doc.is_llm:
-            return results.reply_value(text)
+            value = results.reply_value(text)
+            if value is text:  # given back as it came: no JSON in it
+                shown = text if len(text) <= 300 else text[:299] + "…"
+                raise _StepFailed(INVALID_OUTPUT, f"{doc.task_id}: the reply is not the JSON "
+                                  "this step reads (bare or in one ```json block; "
+                                  f"output_format: json): {shown}")
+            return value
         try:
             return json.loads(text) if text else None
         except ValueError:

@@ -107,18 +107,25 @@ class Sop:
             raise SopError(self.problems, self.root)
 
 
-def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
+def load_sop(folder: str | os.PathLike[str], *, tools: bool = True, real: bool = False
+             ) -> Sop:
     """Read and check every document of ``folder``. Problems are collected in
     ``sop.problems`` (nothing is raised for them); ``tools=False`` skips looking up tool
-    ids. ``FileNotFoundError`` when the folder does not exist."""
+    ids. ``FileNotFoundError`` when the folder does not exist. ``real=True``: ``folder`` is
+    a real path a check returned (``trust.resolve_inside``), used as it is.
+
+    Every document is read as lying in the folder's real path, opened without following a
+    link (``format.opening.open_real``): a folder along the way swapped for a link since is refused,
+    and nothing from outside the folder is read."""
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder")
     sop = Sop(root=root)
-    for path in document_files(root):
-        rel = path.relative_to(root).as_posix()
+    real_root = os.fspath(folder) if real else os.path.realpath(root)
+    for path in document_files(Path(real_root)):
+        rel = path.relative_to(real_root).as_posix()
         try:  # as a message file is read: no link out of the folder, no FIFO or device
-            text = fmt.read_text(path)
+            text = fmt.read_text(path, inside=real_root)
         except (OSError, fmt.FormatError) as exc:
             sop.problems.append(Problem(rel, "", None, f"cannot be read: {exc}"))
             continue
@@ -126,7 +133,7 @@ def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
         sop.problems.extend(problems)
         if doc is not None:
             sop.documents[doc.task_id] = doc
-    sop.agents, agent_problems = read_agents(root)
+    sop.agents, agent_problems = read_agents(Path(real_root))
     sop.problems.extend(agent_problems)
     docs = sop.documents
     sop.problems.extend(check.reference_problems(docs))
@@ -143,12 +150,13 @@ def load_sop(folder: str | os.PathLike[str], *, tools: bool = True) -> Sop:
 
 
 def read_agents(root: Path) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
-    """The agents of ``_agents.yaml`` (name -> settings) and what is wrong with them."""
+    """The agents of ``_agents.yaml`` (name -> settings) and what is wrong with them
+    (``root``: the SOP folder's real path, which the file must lie in)."""
     path = root / AGENTS_FILE
     if not os.path.lexists(path):
         return {}, []
     try:
-        data, lines = load_with_lines(fmt.read_text(path))
+        data, lines = load_with_lines(fmt.read_text(path, inside=root))
     except YamlError as exc:
         return {}, [Problem(AGENTS_FILE, "", exc.line, exc.message)]
     except (OSError, fmt.FormatError) as exc:

@@ -1,7 +1,9 @@
 """Prompt templates of task documents: ``{var}``, ``{parameters.NAME}``, ``{{`` and ``}}``.
 
 Nothing else is a placeholder: no attribute or index access, no conversion or format spec (a
-template is data from a file, and ``str.format`` on it is an attack surface). Pure functions.
+template is data from a file, and ``str.format`` on it is an attack surface). A rendering is
+bounded (``limit``, in characters): a template naming a 20 KB value 20,000 times stops at the
+bound, it never builds the 400 MB text first. Pure functions.
 """
 
 from __future__ import annotations
@@ -12,9 +14,30 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
 SECTION_PREFIX = "parameters."
 _NAME = re.compile(r"[^\W\d]\w*")
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+
+
+CHARS_PER_TOKEN = 4
+"""Tokens are estimated as characters / 4 where no tokenizer is at hand."""
+DEFAULT_WINDOW = 200_000
+"""The context window (tokens) that bounds a prompt when the agent sets none."""
+
+
+class PromptTooLarge(PercentAgentError, ValueError):
+    """A rendered prompt past its bound (``limit`` characters), found while rendering: the
+    task document (its template, or the values it names) is at fault."""
+
+    error_kind = Kind.BAD_FILE
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the rendered prompt passes the agent's context window ({limit // CHARS_PER_TOKEN:,}"
+            f" tokens, about {limit:,} characters at {CHARS_PER_TOKEN} per token)")
 
 
 @dataclass(frozen=True)
@@ -80,25 +103,38 @@ def as_text(value: Any) -> str:
 
 
 def render(template: str, values: Mapping[str, Any],
-           section: Callable[[str], str] | None = None) -> str:
+           section: Callable[[str], str] | None = None, *, limit: int | None = None) -> str:
     """``template`` with its placeholders filled: ``{var}`` from ``values``,
     ``{parameters.NAME}`` from ``section(NAME)``. ``KeyError`` names a missing one; the
-    template is assumed checked (:func:`scan` found no problem)."""
+    template is assumed checked (:func:`scan` found no problem). ``limit``: the most
+    characters the result may have; :class:`PromptTooLarge` as soon as it is passed."""
     out: list[str] = []
+    size = 0
+    texts: dict[str, str] = {}  # a value named many times is turned into text once
+
+    def add(piece: str) -> None:
+        nonlocal size
+        size += len(piece)
+        if limit is not None and size > limit:
+            raise PromptTooLarge(limit)
+        out.append(piece)
+
     last = 0
     for m in _TOKEN.finditer(template):
-        out.append(template[last:m.start()])
+        add(template[last:m.start()])
         last = m.end()
         token = m.group(0)
         if token in ("{{", "}}"):
-            out.append(token[0])
+            add(token[0])
             continue
         name = (m.group(1) or "").strip()
         if name.startswith(SECTION_PREFIX) and section is not None:
-            out.append(section(name[len(SECTION_PREFIX):]))
+            add(section(name[len(SECTION_PREFIX):]))
         elif name in values:
-            out.append(as_text(values[name]))
+            if name not in texts:
+                texts[name] = as_text(values[name])
+            add(texts[name])
         else:
             raise KeyError(name)
-    out.append(template[last:])
+    add(template[last:])
     return "".join(out)

@@ -45,17 +45,25 @@ def file_name(task_id: str, *, tag: str | None = None) -> str:
 
 
 def claim_path(runs_dir: Path, task_id: str, *, tag: str | None = None) -> Path:
-    """A new, unused transcript path in ``runs_dir`` (created empty, so no two runs share it)."""
+    """A new, unused transcript path in ``runs_dir`` (created empty, so no two runs share it),
+    made in the folder as it really is, following no link (``format.opening.open_real``)."""
+    from jupyter_percent_agent.format.opening import open_real
+
     runs_dir.mkdir(parents=True, exist_ok=True)
-    for n in range(100):
-        suffix = tag if n == 0 else f"{tag or 'run'}-{secrets.token_hex(2)}"
-        path = runs_dir / file_name(task_id, tag=suffix)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return path
+    dfd = open_real(os.path.realpath(runs_dir), directory=True)
+    try:
+        for n in range(100):
+            suffix = tag if n == 0 else f"{tag or 'run'}-{secrets.token_hex(2)}"
+            name = file_name(task_id, tag=suffix)
+            try:
+                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+            except FileExistsError:
+                continue
+            os.close(fd)
+            return runs_dir / name
+    finally:
+        os.close(dfd)
     raise OSError(f"cannot find a free transcript name in {runs_dir}")
 
 
@@ -253,6 +261,9 @@ class Saver:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # where it really is, as the run starts: each write goes there following no link
+        # (a runs/ folder swapped for a link meanwhile is refused, not written through)
+        self._real = os.path.realpath(path)
         self._dirty = False
         self._writing: Any = None
         self._syncing: Any = None
@@ -267,14 +278,17 @@ class Saver:
         # the cells as they are now: a later change to the list does not reach this write
         snapshot = {**nb, "cells": list(nb.get("cells") or [])}
         started = time.perf_counter()
-        self._writing = asyncio.ensure_future(
-            asyncio.to_thread(fmt.write, snapshot, self.path, durable=False))
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._write, snapshot))
         await asyncio.shield(self._writing)  # a write under way always finishes
         self.write_seconds += time.perf_counter() - started
         self._dirty = True
         if (self._syncing is None or self._syncing.done()) and \
                 time.monotonic() - self._last >= SYNC_EVERY:
             self._syncing = asyncio.ensure_future(self._sync())
+
+    def _write(self, nb: Mapping[str, Any]) -> None:
+        fmt.write_text(self._real, fmt.writes(nb, path=str(self.path)), durable=False,
+                       real=True)
 
     async def _sync(self) -> None:
         self._last = time.monotonic()

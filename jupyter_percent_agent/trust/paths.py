@@ -37,13 +37,19 @@ def _inside(path: str, root: str) -> bool:
 
 
 def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "path",
-                   directory: bool = False, suffix: str | None = None) -> Path:
+                   directory: bool = False, suffix: str | None = None,
+                   one_link: bool = False) -> Path:
     """``link`` (written in a file in ``folder``) as a real path inside ``folder``.
 
     The path need not exist (a file or folder to be written); if it exists it must be a
-    regular file (a folder with ``directory=True``). ``suffix`` (``".md"``): the only kind of
-    file it may name. Raises :class:`TrustError` (kind ``"path"``) otherwise, in one line
-    naming the path and the rule.
+    regular file (a folder with ``directory=True``); ``one_link=True``: with no other hard
+    link (a name elsewhere, which this check cannot see). ``suffix`` (``".md"``): the only
+    kind of file it may name. Raises :class:`TrustError` (kind ``"path"``) otherwise, in one
+    line naming the path and the rule.
+
+    This is the check; open what it returns with ``real=True`` (``format.read_text``,
+    ``format.write_text``, ``format.opening.open_real``), which follows no link along it, so a
+    folder swapped for a link after this check is refused rather than followed out.
     """
     text = str(link)
     if not text or "\0" in text:
@@ -70,6 +76,10 @@ def resolve_inside(folder: str | os.PathLike[str], link: str, *, what: str = "pa
         raise TrustError(f"{what} {text!r} is not a folder", kind="path")
     if not directory and not stat.S_ISREG(st.st_mode):
         raise TrustError(f"{what} {text!r} is not a regular file", kind="path")
+    if one_link and not directory and st.st_nlink > 1:
+        raise TrustError(f"{what} {text!r} has {st.st_nlink} hard links (another name may "
+                         "lie outside the folder)", "to allow it: copy the file here instead",
+                         kind="path")
     return Path(real)
 
 

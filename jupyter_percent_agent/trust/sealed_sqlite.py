@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,6 +56,23 @@ def remove(path: Path) -> None:
               path.with_name(path.name + "-shm")):
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
+
+
+def _kind(name: str, dfd: int) -> str:
+    """What ``name`` in the folder open as ``dfd`` is, not following a link: "missing",
+    "link", "file" (a regular file) or "other"."""
+    try:
+        mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return "missing"
+    return "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
+def _remove_in(dfd: int, name: str) -> None:
+    """Delete a database file and its journals in the folder open as ``dfd``."""
+    for p in (name, name + "-journal", name + "-wal", name + "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p, dir_fd=dfd)
 
 
 class SealedSchema:
@@ -186,42 +204,70 @@ class SealedSchema:
         created, an untrusted one (or any, with ``distrust``) replaced, each atomically:
         processes that open the same file at once end up sharing one. A symbolic link is
         replaced too, never opened: it could lead to a sealed file elsewhere (another folder's
-        index), which this would then write."""
+        index), which this would then write.
+
+        The folder is opened first, following no link (``format.opening.open_real``), and the
+        file is checked, created, replaced and connected to through that descriptor
+        (``/proc/self/fd/N/NAME``), so a folder swapped for a link after the check leads
+        SQLite nowhere else; the file is checked again once connected."""
+        from jupyter_percent_agent.format.opening import open_real
+
+        real = Path(os.path.realpath(path.parent))
+        try:
+            dfd = open_real(real, directory=True)
+        except (OSError, ValueError) as exc:
+            return None, f"the folder cannot be opened ({exc})"
+        try:
+            return self._open_in(dfd, real, path.name, key, distrust)
+        finally:
+            os.close(dfd)
+
+    def _open_in(self, dfd: int, real: Path, name: str, key: bytes, distrust: bool
+                 ) -> tuple[sqlite3.Connection | None, str]:
+        """:meth:`open_file` in the folder open as ``dfd`` (its real path ``real``)."""
+        from jupyter_percent_agent.format.opening import about_to_open
+
+        through = f"/proc/self/fd/{dfd}"
+        at = Path(through) if os.path.isdir(through) else real  # no /proc: by its real path
         for _ in range(3):
             reason = "damaged" if distrust else ""
-            if path.is_symlink():  # never written through: the link is replaced by a file
+            kind = _kind(name, dfd)
+            if kind == "link":  # never written through: the link is replaced by a file
                 reason = "a link, not a file of the folder's own"
-            elif not distrust and path.exists():
+            elif not distrust and kind == "file":
+                about_to_open(at / name)
                 try:
-                    conn = connect(f"file:{path}?mode=rw", uri=True)
+                    conn = connect(f"file:{at / name}?mode=rw", uri=True)
                 except sqlite3.DatabaseError as exc:
                     reason = f"unreadable ({exc})"
                 else:
                     reason = self.why_untrusted(conn, key)
+                    if not reason and _kind(name, dfd) != "file":  # swapped meanwhile
+                        reason = "a link, not a file of the folder's own"
                     if not reason:
                         return conn, ""
                     conn.close()
-            tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+            tmp = f"{name}.tmp-{os.getpid()}-{threading.get_ident()}"
             try:
-                remove(tmp)
-                conn = connect(str(tmp))
+                _remove_in(dfd, tmp)
+                conn = connect(str(at / tmp))
                 self.create(conn)
                 self.seal(conn, key)
                 conn.close()
                 if reason:
-                    os.replace(tmp, path)
+                    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                 else:
-                    try:
-                        os.link(tmp, path)  # only if still missing
+                    try:  # only if still missing
+                        os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                     except FileExistsError:
-                        remove(tmp)
+                        _remove_in(dfd, tmp)
                         continue  # another process made it first: use theirs
                     except OSError:  # a file system without hard links
-                        os.replace(tmp, path)
-                    remove(tmp)
-                return connect(f"file:{path}?mode=rw", uri=True), reason
+                        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                    _remove_in(dfd, tmp)
+                return connect(f"file:{at / name}?mode=rw", uri=True), reason
             except (OSError, sqlite3.DatabaseError):
-                remove(tmp)
+                _remove_in(dfd, tmp)
                 return None, reason
         return None, "another process keeps replacing it"
 

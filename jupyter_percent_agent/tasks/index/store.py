@@ -126,6 +126,8 @@ class Index(IndexSearch):
     def __init__(self, folder: Path, conn: sqlite3.Connection, path: Path | None,
                  embedder: Embedder | None, key: bytes | None = None) -> None:
         self.folder = folder
+        # where the documents really are: each is read as lying there, following no link
+        self.real_folder = os.path.realpath(folder)
         self._key = key  # None: kept in memory, nothing to seal
         self.path = path  # None: kept in memory (the folder is not writable)
         self.embedder = embedder
@@ -345,7 +347,7 @@ class Index(IndexSearch):
                  now: int, report: UpdateReport) -> None:
         conn = self._conn
         try:  # as a message file is read: no link out of the folder, no FIFO or device
-            data = fmt.read_bytes(self.folder / rel)
+            data = fmt.read_bytes(os.path.join(self.real_folder, rel), inside=self.real_folder)
         except (OSError, fmt.FormatError) as exc:
             self._drop(rel, report.removed)
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
