@@ -338,35 +338,137 @@ def test_a_model_server_error_is_said_once(kernel: Any, notebook: Path,
     assert error["traceback"] == [f"{error['ename']}: {error['evalue']}"]
 
 
+RENAMED = ("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
+           "# %% Q[^r1]\n[^r1]: [markdown]\n\nSaved question.\n\n"
+           "## %%%[^r1.1]\n[^r1.1]: [critic]\n\nSaved answer.\n\n"
+           "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
+
+
+def execute_live(kc: Any, code: str, cell_id: str, state: dict[str, Any]
+                 ) -> tuple[dict, list[dict]]:
+    """An execute request carrying ``state`` as the labextension's live state (or as a
+    cell's own metadata, which JupyterLab spreads into the request, would carry it)."""
+    msg = kc.session.msg("execute_request", {
+        "code": code, "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"]["cellId"] = cell_id
+    msg["metadata"]["percent_agent_notebook"] = {"version": 1, **state}
+    kc.shell_channel.send(msg)
+    return collect(kc, msg["header"]["msg_id"])
+
+
 def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
-        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+        spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> None:
     """JupyterLab renames an open notebook's session, not its kernel's JPY_SESSION_NAME: the
     next message went with no history and none of the file's agents (the old path was gone).
-    The live state names the notebook's path and the server's root."""
-    _km, kc = kernel
-    notebook.write_text(CONVERSATION)
-    renamed = notebook.parent / "sub" / "renamed.msg.md"
-    renamed.parent.mkdir(exist_ok=True)
-    renamed.write_text("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
-                       "# %% Q[^r1]\n[^r1]: [markdown]\n\nSaved question.\n\n"
-                       "## %%%[^r1.1]\n[^r1.1]: [critic]\n\nSaved answer.\n\n"
-                       "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
-    srv.script("Noted.")
-    msg = kc.session.msg("execute_request", {
-        "code": "New question.", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = "r2"
-    msg["metadata"]["percent_agent_notebook"] = {
-        "version": 1, "path": "sub/renamed.msg.md", "root": str(notebook.parent),
-        "cells": [{"id": "front-matter", "cell_type": "raw"}, {"id": "r1", "cell_type": "code"},
-                  {"id": "r2", "cell_type": "code"}]}
-    kc.shell_channel.send(msg)
-    reply, _ = collect(kc, msg["header"]["msg_id"])
-    assert reply["content"]["status"] == "ok", reply["content"]
-    body = srv.chat_requests[-1].body
-    assert body["model"].endswith("critic-model")
-    assert [m["content"] for m in srv.last_messages if m["role"] != "system"] == [
-        "Saved question.", "Saved answer.", "New question."]
+    The live state names the notebook's path and the server's root; the kernel follows it to
+    the same file (a rename keeps its device and inode), never to another one."""
+    notebook = tmp_path / "chat.msg.md"
+    notebook.write_text(RENAMED)
+    (tmp_path / "other.msg.md").write_text("# %% O[^o1]\n[^o1]: [markdown]\n\n"
+                                           "Private notes: OTHER-FILE-TEXT.\n\n"
+                                           "# %% N[^r2]\n[^r2]: [markdown]\n\nN.\n")
+    cells = [{"id": "front-matter", "cell_type": "raw"}, {"id": "o1", "cell_type": "code"},
+             {"id": "r1", "cell_type": "code"}, {"id": "r2", "cell_type": "code"}]
+    server.reset()
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)),
+                   cwd=str(tmp_path))
+    try:
+        # another file of the folder: not the notebook, not read
+        server.script("Noted.")
+        reply, _ = execute_live(kc, "New question.", "r2", {
+            "path": "other.msg.md", "root": str(tmp_path), "cells": cells})
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert "OTHER-FILE-TEXT" not in json.dumps(server.chat_requests[-1].body)
+        assert server.chat_requests[-1].body["model"].endswith("critic-model")
+        # the notebook itself, renamed and moved: followed
+        renamed = tmp_path / "sub" / "renamed.msg.md"
+        renamed.parent.mkdir()
+        notebook.rename(renamed)
+        server.script("Noted again.")
+        reply, _ = execute_live(kc, "New question.", "r2", {
+            "path": "sub/renamed.msg.md", "root": str(tmp_path), "cells": cells})
+        assert reply["content"]["status"] == "ok", reply["content"]
+        body = server.chat_requests[-1].body
+        assert body["model"].endswith("critic-model")
+        assert [m["content"] for m in server.last_messages if m["role"] != "system"] == [
+            "Saved question.", "Saved answer.", "New question."]
+        # another file, between two trusted folders: followed (the user trusts both)
+        trust_for_kernel(tmp_path)
+        server.script("Noted once more.")
+        reply, _ = execute_live(kc, "New question.", "r2", {
+            "path": "other.msg.md", "root": str(tmp_path), "cells": cells})
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert "OTHER-FILE-TEXT" in json.dumps(server.chat_requests[-1].body)
+    finally:
+        stop(km, kc)
+        server.reset()
+        trust_for_kernel(tmp_path, trusted=False)
+
+
+def test_a_cells_live_state_naming_a_trusted_folder_neither_runs_code_there_nor_reads_it(
+        spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> None:
+    """The live state travels in an execute request, and JupyterLab spreads a cell's metadata
+    into it: a cloned notebook's cell carrying the key named a trusted project's file, and its
+    ``[code]`` cell ran in a real kernel there (as the user, keys included), or the kernel sent
+    any file of the project to the model as "the conversation". The notebook the kernel was
+    started for decides; a live path to another file is not followed."""
+    project, clone = tmp_path / "project", tmp_path / "clone"
+    project.mkdir()
+    clone.mkdir()
+    trust_for_kernel(project)
+    (project / "plan.msg.md").write_text("# %% Plan[^p1]\n[^p1]: [markdown]\n\n"
+                                         "Private plan: PROJECT-SECRET-TEXT.\n")
+    marker = project / "pwned"
+    code = f"open({str(marker)!r}, 'w').write('ran as the user')\n"
+    served = clone / "clone.msg.md"
+    served.write_text(f"# %% Ask[^m1]\n[^m1]: [markdown]\n\nSummarise.\n\n"
+                      f"# %% Run[^c1]\n[^c1]: [code]\n\n```python\n{code}```\n")
+    server.reset()
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(served)),
+                   cwd=str(clone))
+    try:
+        server.script("Summary.")
+        reply, _ = execute_live(kc, "Summarise.", "m1", {
+            "path": "plan.msg.md", "root": str(project),
+            "cells": [{"id": "p1", "cell_type": "code"}, {"id": "m1", "cell_type": "code",
+                                                           "source": "Summarise."}]})
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert "PROJECT-SECRET-TEXT" not in json.dumps(server.chat_requests[-1].body)
+        reply, _ = execute_live(kc, code, "c1", {
+            "path": "plan.msg.md", "root": str(project),
+            "cells": [{"id": "c1", "cell_type": "code", "kind": "code", "lang": "python",
+                       "source": code}]})
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["evalue"].startswith("refused: cell c1 needs a real kernel")
+        assert f"tce trust {clone}" in reply["content"]["evalue"]  # the clone's folder
+        assert not marker.exists()
+    finally:
+        stop(km, kc)
+        server.reset()
+        trust_for_kernel(project, trusted=False)
+
+
+def test_a_front_end_that_names_no_file_runs_untrusted_in_a_trusted_folder(
+        spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> None:
+    """No ``JPY_SESSION_NAME``: the working folder is not the conversation's folder, however
+    trusted. A ``[code]`` cell the request carries ran there in a real kernel."""
+    trust_for_kernel(tmp_path)
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('as the user')\n"
+    km, kc = start(spec_dir, kernel_env(server), cwd=str(tmp_path))
+    try:
+        reply, _ = execute_live(kc, code, "c1", {"cells": [
+            {"id": "c1", "cell_type": "code", "kind": "code", "lang": "python", "source": code}]})
+        assert reply["content"]["status"] == "error"
+        line = reply["content"]["evalue"]
+        assert line.startswith("refused: cell c1 needs a real kernel") and "\n" not in line
+        assert line.endswith("this conversation runs untrusted: the front end named no notebook "
+                             "file; to run it trusted: open it in JupyterLab, or tce exec FILE")
+        assert not marker.exists()
+    finally:
+        stop(km, kc)
+        trust_for_kernel(tmp_path, trusted=False)
 
 
 def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, notebook: Path,

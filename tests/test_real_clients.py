@@ -6,6 +6,7 @@ surprises no one. One test (or a few) per item of the checklist:
 2. an id-shaped argument that matches nothing asks "did you mean ...?" and runs nothing;
 3. the agent kernel under nbclient (``jupytext --execute``, papermill, ``jupyter nbconvert
    --execute``) runs each cell by its kind, and the saved file is the one ``tce exec`` writes;
+   a trusted folder's trust applies only when a message file there holds the cells;
 4. the kernel's outputs carry ``text/plain`` beside rich types (the file keeps its form);
 5. warm helpers are bounded, listed and stopped;
 6. ``--resume`` takes any path form; a batch resumes without doing an input twice;
@@ -894,8 +895,8 @@ def _steady(text: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "client",
-    [_jupytext_execute, _papermill, _nbconvert],
+    ("client", "confirmed"),
+    [(_jupytext_execute, True), (_papermill, True), (_nbconvert, False)],
     ids=["jupytext", "papermill", "nbconvert"],
 )
 def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
@@ -904,7 +905,13 @@ def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
     openai_server: OpenAIServer,
     trusted,
     client,
+    confirmed: bool,
 ) -> None:
+    """In a trusted folder, a runner that names no file runs the cells as ``tce exec`` runs
+    the message file the kernel finds them in (jupytext on it, papermill on its notebook
+    beside it). A notebook alone (nbconvert on a converted ``.ipynb``) never confirms the
+    conversation's file (a runner may have written it): it runs as ``tce exec`` runs the file
+    in a folder not trusted, the ``[code]`` cell in the sandbox."""
     _data, env = kernel_home
     env = {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
     sent = {}
@@ -912,7 +919,8 @@ def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
         folder = tmp_path / name
         folder.mkdir()
         shutil.copy(RUN_ME, folder / "x.msg.md")
-        trusted(folder)  # the [code] cell runs in a real kernel
+        if name == "client" or confirmed:
+            trusted(folder)  # confirmed: the [code] cell runs in a real kernel
         openai_server.reset()
         openai_server.script(*REPLIES)
         if name == "tce":
@@ -928,8 +936,11 @@ def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
     assert "total 4" in json.dumps(sent["tce"][1]) and "never sent" not in json.dumps(sent)
     nb = fmt.reads(expected)
     code = nb["cells"][1]
-    assert code["execution_count"] == 1 and "stdout> total 4" in expected
-    # the same file: no runner metadata, no agent-kernel counts, the user's tags kept
+    assert (code["execution_count"] == 1) is confirmed and "stdout> total 4" in expected
+    # the same file: no runner metadata, no agent-kernel counts, the user's tags kept (a
+    # sandbox run's stdout is a stream, which nbformat keeps no attributes for)
+    if not confirmed:
+        expected = re.sub(r' status="success" duration=[0-9.]+', "", expected, count=1)
     assert _steady(got) == _steady(expected)
     for runner in ("execution=", "papermill", "language_info", "ExecuteTime", "tags=[]"):
         assert runner not in got
@@ -948,6 +959,8 @@ def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
     with _agent_kernel(kernel_home, tmp_path) as kc:
         msg_id = kc.execute("What is two plus two?")
         reply = kc.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:  # a late kernel_info reply
+            reply = kc.get_shell_msg(timeout=60)
         got = _iopub_until_idle(kc, msg_id)
     assert reply["content"]["status"] == "error"
     line = reply["content"]["evalue"]
@@ -998,6 +1011,77 @@ def test_papermill_in_out_beside_the_notebook_runs_it_as_papermills_readme_shows
     openai_server.script(*REPLIES)
     _run([str(BIN / "papermill"), "x.ipynb", "out.ipynb"], tmp_path, env)  # out.ipynb ran
     assert len(openai_server.chat_requests) == 2
+
+
+def _cloned_notebook(tmp_path: Path, marker: Path) -> Path:
+    """A notebook converted from a cloned message file, in the clone's (untrusted) folder: one
+    ``[code]`` cell that, run as the user, writes the user's key into ``marker``."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "x.msg.md").write_text(
+        "# %% Run[^c1]\n[^c1]: [code]\n\n```python\nimport os\n"
+        f"open({str(marker)!r}, 'w').write(os.environ.get('MY_SERVICE_TOKEN', ''))\n```\n",
+        encoding="utf-8")
+    return clone / "x.msg.md"
+
+
+def test_papermill_from_a_trusted_folder_runs_a_cloned_notebooks_code_in_the_sandbox_only(
+    tmp_path: Path, kernel_home: tuple[Path, dict[str, str]], trusted
+) -> None:
+    """papermill starts the kernel in its working folder and writes its output copy there
+    before the first cell runs: run from a trusted project on a notebook converted from a
+    cloned message file, the kernel found the cell in the copy, took the project for the
+    conversation's folder, and ran the clone's ``[code]`` cell in the user's python3 kernel
+    with the user's environment. A notebook never confirms the conversation's file: the cell
+    runs untrusted (the sandbox refuses it), and one line says why and how to run it trusted."""
+    _data, env = kernel_home
+    project = tmp_path / "project"
+    project.mkdir()
+    trusted(project)
+    marker = project / "stolen"
+    cloned = _cloned_notebook(tmp_path, marker)
+    _run([str(BIN / "jupytext"), "--to", "ipynb", "-o", "x.ipynb", cloned.name],
+         cloned.parent, env)
+    done = subprocess.run([str(BIN / "papermill"), str(cloned.parent / "x.ipynb"), "out.ipynb"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), "the cloned cell ran as the user"
+    assert done.returncode != 0  # the cell was refused: papermill stops there
+    said = [line for line in done.stderr.splitlines() if "percent-agent: " in line]
+    assert len(said) == 1 and "runs untrusted" in said[0] and "out.ipynb" in said[0]
+    assert "to run it trusted: tce exec" in said[0]
+    out = (project / "out.ipynb").read_text(encoding="utf-8")
+    assert "refused: cell c1 needs a real kernel" in out and "to run it trusted" in out
+    assert f"tce trust {project}" not in out  # the project is trusted: that would not help
+
+
+def test_the_kernel_confirms_a_conversation_only_by_a_message_file_of_its_folder(
+    tmp_path: Path,
+) -> None:
+    """The one rule for runners that name no file: the message file of the working folder that
+    holds the cells confirms it; a notebook (what runners write), a link to a file of another
+    folder, or no file at all does not."""
+    from jupyter_percent_agent.kernel._finder import conversation_by_text
+
+    ask = "What is two plus two?"
+    folder, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(RUN_ME, elsewhere / "x.msg.md")
+    (folder / "x.msg.md").symlink_to(elsewhere / "x.msg.md")
+    assert conversation_by_text(folder, ask)[0] is None  # a link out is never read
+    (folder / "x.msg.md").unlink()
+    assert conversation_by_text(folder, ask)[1] is not None  # no file: unconfirmed
+    nb = fmt.reads(RUN_ME.read_text(encoding="utf-8"))
+    cells = [{"cell_type": "code", "id": c["id"], "metadata": c.get("metadata", {}),
+              "source": fmt.message_text(c), "outputs": [], "execution_count": None}
+             for c in nb["cells"] if c.get("cell_type") == "code"]
+    (folder / "out.ipynb").write_text(json.dumps({
+        "cells": cells, "metadata": {"kernelspec": dict(fmt.DEFAULT_KERNELSPEC)},
+        "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    found, withheld = conversation_by_text(folder, ask)
+    assert found == folder / "out.ipynb" and "out.ipynb" in str(withheld)
+    shutil.copy(RUN_ME, folder / "x.msg.md")  # the message file beside its copy: confirmed
+    assert conversation_by_text(folder, ask) == (folder / "x.msg.md", None)
 
 
 def test_jupytext_execute_on_a_script_message_file_saves_what_tce_exec_saves(

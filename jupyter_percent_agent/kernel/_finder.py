@@ -11,6 +11,15 @@ every cell this session ran before (the cells of one run come from one notebook)
 writes before it runs a cell, with the same cells): that one. None: the
 cell is a conversation of its own (``jupyter console``). Several: one line saying so, and
 nothing runs.
+
+Which match confirms the file, and so lets its folder's trust apply (``confirms_trust``): a
+message file of the working folder itself, the one found (twins count as one). A notebook
+(``.ipynb``) never confirms: it is what runners write (papermill writes its output copy into
+its working folder before it runs the first cell; nbconvert and ``jupytext --to ipynb`` leave
+theirs there for the next run), and a cloned notebook's copy in a trusted project must not
+borrow the project's trust. Nor does a file outside the folder: only the working folder is
+looked through, and a link to a file in another folder is never read. No match confirms
+nothing. An unconfirmed conversation still runs, untrusted (``trust.withholding``).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.errors import PercentAgentError
 from jupyter_percent_agent.kernel._notebook import joined
+from jupyter_percent_agent.trust.withholding import Withheld
 
 MAX_BYTES = 20_000_000
 """Files larger than this are not read while looking (no conversation is that large)."""
@@ -87,6 +97,13 @@ def _texts(cells: list[dict[str, Any]]) -> set[str]:
     return {fmt.message_text(c) for c in cells if c.get("cell_type") == "code"}
 
 
+def confirms_trust(found: Path | None) -> bool:
+    """Whether ``found`` (what ``find_conversation`` returned) confirms the conversation's
+    file, so that its folder's trust applies: a message file, never a notebook a runner may
+    have written, never no file."""
+    return found is not None and not found.name.lower().endswith(".ipynb")
+
+
 def find_conversation(folder: Path, source: str, ran: Iterable[str] = ()) -> Path | None:
     """The conversation of ``folder`` that holds a cell whose text is ``source`` (and every
     text of ``ran``); None when none does. ``AmbiguousCell`` when several do."""
@@ -115,3 +132,19 @@ def find_conversation(folder: Path, source: str, ran: Iterable[str] = ()) -> Pat
             f"copy in the folder"
         )
     return found[0] if found else None
+
+
+def conversation_by_text(folder: Path, source: str, ran: Iterable[str] = ()
+                         ) -> tuple[Path | None, Withheld | None]:
+    """``find_conversation``, and why trust is withheld when the match does not confirm the
+    file (``confirms_trust``). ``AmbiguousCell`` as it."""
+    found = find_conversation(folder, source, ran)
+    if confirms_trust(found):
+        return found, None
+    if found is None:
+        return None, Withheld(f"the runner named no file and no message file of {folder} "
+                              "holds this cell", "tce exec FILE")
+    return found, Withheld(
+        f"the runner named no file and only the notebook {found.name} holds this cell, which "
+        "may be a copy a runner wrote", f"tce exec on its message file (jupytext --to .msg.md "
+        f"{found.name} makes one)")

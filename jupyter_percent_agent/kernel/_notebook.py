@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.errors import PercentAgentError
 from jupyter_percent_agent.format.notebook import is_json_mime, join_source
+from jupyter_percent_agent.trust.withholding import Withheld
 
 EMPTY = ""
 
@@ -47,7 +48,7 @@ def live_notebook_path(state: Any, path: Path | None) -> Path | None:
     """The notebook's path as the live state names it (``path`` under the server's ``root``)
     when it differs from ``path`` (``JPY_SESSION_NAME``, fixed when the kernel started): the
     user renamed or moved the open notebook. ``path`` when the state names none, or a file
-    that is not there."""
+    that is not there. Whether the kernel follows it is ``ServedNotebook``'s decision."""
     if not isinstance(state, dict):
         return path
     rel, root = state.get("path"), state.get("root")
@@ -58,6 +59,54 @@ def live_notebook_path(state: Any, path: Path | None) -> Path | None:
         return path
     named = Path(os.path.expanduser(root)).joinpath(*parts)
     return named if named != path and named.is_file() else path
+
+
+def file_identity(path: Path | None) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (None: no file there): what a rename
+    keeps, and a save that replaces the file changes."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class ServedNotebook:
+    """The notebook this kernel serves (``JPY_SESSION_NAME`` at start), and its device and
+    inode when last seen. The live state names the notebook's path too, when the user renamed
+    or moved it; but the state travels in a request, which a cell's metadata can fill, so it
+    is followed only to the same file (a rename keeps device and inode) or when both folders
+    are trusted: it never moves a conversation into a folder whose trust it would borrow, nor
+    makes another file the conversation."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path, self.identity = path, file_identity(path)
+
+    def resolve(self, live: Any) -> tuple[Path | None, Withheld | None]:
+        """The notebook to read for a request whose live state is ``live``; and why trust is
+        withheld when the state names another file (then the served one is read)."""
+        named = live_notebook_path(live, self.path)
+        withheld = None
+        if named is not None and named != self.path:
+            if self._follows(named):
+                self.path = named
+            else:
+                withheld = Withheld(
+                    f"the notebook is now {named}, not the file this kernel was started for "
+                    f"({self.path or 'none'})", "restart the kernel")
+        self.identity = file_identity(self.path) or self.identity
+        return self.path, withheld
+
+    def _follows(self, named: Path) -> bool:
+        if self.path is None:
+            return False
+        if self.identity is not None and file_identity(named) == self.identity:
+            return True
+        from jupyter_percent_agent import trust
+
+        return trust.is_trusted(self.path.parent) and trust.is_trusted(named.parent)
 
 
 def read_notebook(path: Path | None) -> dict[str, Any]:

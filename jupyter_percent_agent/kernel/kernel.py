@@ -40,9 +40,10 @@ from jupyter_percent_agent.kernel._notebook import (
     LIVE_STATE_KEY,
     KernelMemory,
     LiveConversation,
-    live_notebook_path,
+    ServedNotebook,
     notebook_path,
 )
+from jupyter_percent_agent.trust.withholding import Withheld, withholding
 
 PROPOSED_SOURCE = "percent_agent_proposed"
 """The execute reply's payload that lists the code cells a reply proposes (the labextension's
@@ -280,6 +281,8 @@ class AgentKernel(Kernel):
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
         self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
+        self._served = ServedNotebook(notebook_path())
+        self._said: set[str] = set()  # why trust was withheld, said once a session each
         self._trust_refusal: dict[str, str] | None = None  # TRUST_REFUSAL_KEY of this reply
 
     def start(self) -> None:
@@ -368,19 +371,36 @@ class AgentKernel(Kernel):
 
     async def _execute(self, code: str, cell_id: str | None, live: Any = None
                        ) -> dict[str, Any]:
-        from jupyter_percent_agent import errors
-        from jupyter_percent_agent.runtime import RunOptions, send
+        from jupyter_percent_agent import trust
 
-        path = live_notebook_path(live, notebook_path())  # renamed since the kernel started?
+        path, withheld = self._served.resolve(live)  # renamed since the kernel started?
         by_text = path is None and cell_id is None  # nbclient: only the source, in its folder
         if by_text:
-            path = self._conversation_of(code)
+            path, withheld = self._conversation_of(code)
+        elif path is None and withheld is None:
+            withheld = Withheld("the front end named no notebook file",
+                                "open it in JupyterLab, or tce exec FILE")
         conversation = LiveConversation(self._memory, path, cell_id, code, live)
         conversation.rerun = by_text
-        display = _Display(self, live=cell_id is not None)
         # without a notebook path, tools and included files are found beside the kernel's
         # working directory (the notebook's folder when a front end starts it)
         folder = path.parent if path else Path.cwd()
+        if withheld is not None and not trust.is_trusted(folder):
+            withheld = None  # untrusted all the same: the folder's own refusals say how
+        if withheld is not None and str(withheld) not in self._said:
+            self._said.add(str(withheld))  # once a session: on the runner's stderr
+            self.log.warning("percent-agent: %s", withheld)
+        with withholding(withheld):
+            return await self._run(conversation, folder, cell_id, by_text)
+
+    async def _run(self, conversation: LiveConversation, folder: Path, cell_id: str | None,
+                   by_text: bool) -> dict[str, Any]:
+        """Run the cell as ``_execute`` placed it; the execute reply's content."""
+        from jupyter_percent_agent import errors
+        from jupyter_percent_agent.runtime import RunOptions, send
+
+        code, path = conversation.source, conversation.path
+        display = _Display(self, live=cell_id is not None)
         display.conversation = conversation
         options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
                              code_kernels=self.code_kernels(folder))
@@ -451,14 +471,15 @@ class AgentKernel(Kernel):
             "data": {}, "metadata": {}, "transient": {"display_id": uuid.uuid4().hex},
             "execution_count": count})
 
-    def _conversation_of(self, code: str) -> Path | None:
-        """The message file of the working folder this cell's text is in (``_finder``)."""
+    def _conversation_of(self, code: str) -> tuple[Path | None, Withheld | None]:
+        """The message file of the working folder this cell's text is in (``_finder``), and
+        why trust is withheld when no message file confirms it."""
         from jupyter_percent_agent.errors import PercentAgentError
-        from jupyter_percent_agent.kernel._finder import find_conversation
+        from jupyter_percent_agent.kernel._finder import conversation_by_text
 
         ran = [r.source for r in self._memory.ran.values()]
         try:
-            return find_conversation(Path.cwd(), code, ran)
+            return conversation_by_text(Path.cwd(), code, ran)
         except PercentAgentError as exc:
             raise _RunFailed(exc.ename, _one_line(str(exc))) from None
 

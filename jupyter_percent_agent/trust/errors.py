@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.trust.withholding import withheld
 
 
 class TrustError(PercentAgentError, PermissionError):
@@ -13,13 +14,18 @@ class TrustError(PercentAgentError, PermissionError):
     ``kind`` says what: ``"api_base"``, ``"toolbox"``, ``"path"``. ``folder`` is the folder
     whose trust would allow it (None when no trust allows it, e.g. a path out of the folder).
     The message is one line: what was refused, then how to allow it; when ``folder`` is in a
-    clone inside a trusted folder, it says so (the user may think it trusted).
+    clone inside a trusted folder, it says so (the user may think it trusted). While trust is
+    withheld from the conversation (``withholding``), trusting a folder would not allow it:
+    the remedy says why the conversation runs untrusted and how to run it trusted instead.
     """
 
     error_kind = Kind.REFUSED
 
     def __init__(self, refused: str, remedy: str = "", *, kind: str,
                  folder: Path | None = None) -> None:
+        reason = withheld()
+        if reason is not None and folder is not None:
+            remedy, folder = str(reason), None
         if folder is not None:
             refused += _in_a_clone(folder)
         self.refused, self.remedy, self.kind, self.folder = refused, remedy, kind, folder

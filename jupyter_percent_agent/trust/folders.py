@@ -19,6 +19,7 @@ from collections import deque
 from pathlib import Path
 
 from jupyter_percent_agent.trust.config import Config, load_config, save_config
+from jupyter_percent_agent.trust.withholding import withheld
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
@@ -60,7 +61,10 @@ def _covers(root: Path, real: Path) -> bool:
 
 def is_trusted(folder: str | os.PathLike[str], config: Config | None = None) -> bool:
     """Whether ``folder`` (a folder, not a file) is trusted, itself or through a parent
-    (not through a parent above a nested clone: see the module's docstring)."""
+    (not through a parent above a nested clone: see the module's docstring); never while the
+    Agent kernel withholds trust from the conversation it runs (``withholding``)."""
+    if withheld() is not None:
+        return False
     real = _real(folder)
     return any(_covers(_real(root), real) for root in trusted_folders(config))
 
