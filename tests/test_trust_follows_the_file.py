@@ -177,6 +177,6 @@ def test_tce_run_from_a_trusted_folder_judges_the_sop_folders_own_project(
     context = json.dumps({"标题": "x", "大纲": ["a"]}, ensure_ascii=False)
     done = _run([*TCE, "run", "blog/generate_images", "--sop", os.path.relpath(blog / "sop",
                  project), "--context", context, "--yes"], project, env)
-    assert done.returncode != 0, done.stdout + done.stderr
+    assert done.returncode == 6, done.stdout + done.stderr  # refused, as every trust refusal
     assert "would import the toolbox/" in done.stderr and "tce trust ../blog" in done.stderr
     assert not marker.exists() and openai_server.chat_requests == []
