@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_percent_agent.format import NS
+from tests.paths import SHARED, TEST_DATA
 
 # pytest-jupyter registers no plugin by itself.
 pytest_plugins = [
@@ -19,9 +20,7 @@ pytest_plugins = [
     "jupyter_percent_agent.testing.pytest_plugin",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data"
-SHARED = Path(os.environ.get("PERCENT_AGENT_SHARED", ROOT.parent / "shared"))
+DATA = TEST_DATA
 
 # litellm must never reach for the network, in tests or anywhere else.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -32,6 +31,31 @@ os.environ.setdefault("PERCENT_AGENT_BACKOFF", "0")
 # The helpers' cap is per user: tests that turn helpers on, run side by side, must not stop
 # each other's (the cap's own test sets it, in a private folder).
 os.environ.setdefault("PERCENT_AGENT_WARM_MAX", "16")
+
+
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A test module outside the two tiers would run in neither ``make test-fast`` nor the
+    tiers of ``make test``: say so instead of leaving it out."""
+    stray = sorted(p.name for p in TESTS.glob("test_*.py"))
+    if stray:
+        raise pytest.UsageError(
+            f"tests/{stray[0]}: a test module belongs in tests/unit (it starts no process, "
+            "server, kernel or browser and touches no network) or tests/integration")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test is marked with its tier from its folder (``unit``, ``integration``, and
+    ``browser`` as well for tests/integration/browser): no test carries its tier by hand."""
+    for item in items:
+        parts = item.path.relative_to(TESTS).parts
+        if parts[0] in TIERS:
+            item.add_marker(parts[0])
+        if parts[:2] == ("integration", "browser"):
+            item.add_marker("browser")
 
 
 @pytest.fixture(autouse=True)

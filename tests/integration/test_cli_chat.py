@@ -21,8 +21,9 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "runtime"
+DATA = TEST_DATA / "runtime"
 
 
 @pytest.fixture
@@ -174,7 +175,7 @@ def test_a_message_file_named_in_capitals_is_a_message_file(tmp_path: Path, env,
     assert "Discussion" not in path.read_text() and len(cells(path)) == 1
 
 
-SCRIPT_SAMPLE = Path(__file__).parent / "data" / "format" / "script" / "analysis.msg.py"
+SCRIPT_SAMPLE = TEST_DATA / "format" / "script" / "analysis.msg.py"
 
 
 def test_chat_on_a_script_saves_replies_as_comments_and_it_still_runs(

@@ -19,8 +19,9 @@ import pytest
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "code"
+DATA = TEST_DATA / "code"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 TIMEOUT = 180
 
@@ -281,7 +282,7 @@ def test_exec_runs_a_script_message_file_and_it_stays_a_runnable_script(
     output; the outputs are saved as comments, so ``python analysis.msg.py`` still runs."""
     trusted(tmp_path)
     path = tmp_path / "analysis.msg.py"
-    shutil.copy(Path(__file__).parent / "data" / "clients" / "analysis.msg.py", path)
+    shutil.copy(TEST_DATA / "clients" / "analysis.msg.py", path)
     openai_server.script("Three numbers.")
     done = tce("exec", str(path), env=env)
     assert done.returncode == 0, done.stderr

@@ -16,8 +16,9 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.code_history import IMAGE_SIDE, sees_images
 from jupyter_percent_agent.runtime.turn import RunOptions, new_run, run_turn
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "code"
+DATA = TEST_DATA / "code"
 RED = base64.b64encode((DATA / "red-2000x1000.png").read_bytes()).decode()
 
 

@@ -636,6 +636,7 @@ async def test_failing_save_leaves_the_old_file_intact(
 # --- size ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(900)  # the open may take 600 s
 @pytest.mark.slow
 async def test_a_50_mb_message_file_opens(jp_fetch, jp_root_dir: Path) -> None:
     paragraph = "All work and no play makes a long conversation. " * 20 + "\n\n"

@@ -20,6 +20,7 @@ import pytest
 from jupyter_percent_agent import format as core
 from jupyter_percent_agent.format.runner import without_runner_cell_keys
 from jupyter_percent_agent.jupytext_format import looks_like_message_text
+from tests.paths import ROOT, TEST_DATA
 
 BIN = Path(sys.executable).parent
 JUPYTEXT = str(BIN / "jupytext")
@@ -109,7 +110,7 @@ def test_hook_files_are_installed_at_the_site_packages_root() -> None:
     assert pth.is_file() and start.is_file() and module.is_file(), (
         "the startup hook is not installed: run `pip install -e .` (make setup)"
     )
-    source = Path(__file__).resolve().parent.parent / "jupyter_percent_agent" / "_hook"
+    source = ROOT / "jupyter_percent_agent" / "_hook"
     for installed in (pth, start, module):
         assert installed.read_text() == (source / installed.name).read_text(), (
             f"{installed} is stale (editable installs copy it): run `pip install -e .`"
@@ -352,7 +353,7 @@ RUNNER_METADATA = {"ipynb_py/frozen_cell.ipynb": "Cell metadata 'ExecuteTime' di
 
 def _corpus_notebooks() -> list[Path]:
     shared = Path(
-        os.environ.get("PERCENT_AGENT_SHARED", Path(__file__).resolve().parents[2] / "shared")
+        os.environ.get("PERCENT_AGENT_SHARED", ROOT.parent / "shared")
     )
     return sorted((shared / "corpus" / "jupytext-ipynb").glob("*/*.ipynb"))
 
@@ -405,6 +406,7 @@ def test_strict_results(
     }
 
 
+@pytest.mark.timeout(1200)  # jupytext on the corpus may take 900 s
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "notebook", [str(p.relative_to(p.parent.parent)) for p in _corpus_notebooks()] or ["none"]
@@ -471,7 +473,7 @@ def test_corpus_outputs_ids_and_metadata_survive_the_cli(
 
 
 def readme_jupytext_commands() -> list[list[str]]:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     commands = []
     for line in readme.splitlines():
         if line.startswith("jupytext "):
@@ -520,7 +522,7 @@ def test_trusted_notebook_through_ipynb_adds_no_trusted_key(chat: Path) -> None:
 
 # --- notebooks from JupyterLab and from later nbformats ---------------------------------------
 
-NOTEBOOKS = Path(__file__).parent / "data" / "format" / "notebooks"
+NOTEBOOKS = TEST_DATA / "format" / "notebooks"
 
 
 @pytest.mark.parametrize("name", ["stdin_stream", "future_types", "later_minor_keys"])

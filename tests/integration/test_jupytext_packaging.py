@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+@pytest.mark.timeout(1200)  # the wheel's build may take 900 s
 @pytest.mark.slow
 def test_wheel_puts_the_hook_at_the_root_and_the_config_in_etc(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -61,6 +62,7 @@ def test_wheel_puts_the_hook_at_the_root_and_the_config_in_etc(wheel: Path) -> N
     assert data and data[0].split("/")[0].endswith(".data")
 
 
+@pytest.mark.timeout(1200)  # the wheel's build may take 900 s
 @pytest.mark.slow
 def test_installed_wheel_registers_the_format(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
@@ -98,6 +100,7 @@ def test_installed_wheel_registers_the_format(wheel: Path, tmp_path: Path) -> No
     assert out.stdout.split() == ["True", "True"]
 
 
+@pytest.mark.timeout(1200)  # the wheel's build may take 900 s
 @pytest.mark.slow
 def test_the_wheel_is_pure_python_with_the_format_core_as_sources(wheel: Path) -> None:
     """One core for everyone: the format core ships as its Python sources (docs/format.md,

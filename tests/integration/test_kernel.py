@@ -24,6 +24,7 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO, kernelspec_dir
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
 TIMEOUT = 30
 
@@ -663,8 +664,8 @@ def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
 
 
 # A model that calls a tool, then answers (scripted ATTP replies, shared with other tests).
-STEP = (Path(__file__).parent / "data" / "runtime" / "weather_step.toml").read_text()
-ANSWER = (Path(__file__).parent / "data" / "runtime" / "weather_answer.toml").read_text()
+STEP = (TEST_DATA / "runtime" / "weather_step.toml").read_text()
+ANSWER = (TEST_DATA / "runtime" / "weather_answer.toml").read_text()
 
 
 def as_saved(iopub: list[dict]) -> list[dict]:
@@ -693,7 +694,7 @@ def test_tool_steps_are_outputs_the_file_format_keeps(kernel: Any, notebook: Pat
     _km, kc = kernel
     toolbox = notebook.parent / "toolbox"
     toolbox.mkdir(exist_ok=True)
-    shutil.copy(Path(__file__).parent / "data" / "toolbox" / "weather.py", toolbox)
+    shutil.copy(TEST_DATA / "toolbox" / "weather.py", toolbox)
     trust_for_kernel(notebook.parent)
     notebook.write_text("---\nagents:\n  helper:\n    models: [test-model]\n"
                         "    tools: [weather]\n---\n\n# %% Ask[^w1]\n[^w1]: [markdown]\n\nhi\n")

@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.test_kernel import (
+from tests.integration.test_kernel import (
     collect,
     execute,
     kernel_env,
@@ -22,6 +22,7 @@ from tests.test_kernel import (
     stop,
     trust_for_kernel,
 )
+from tests.paths import TEST_DATA
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAAB"
@@ -129,7 +130,7 @@ def test_a_proposal_comes_back_in_the_execute_reply_for_the_labextension(
     trusted_kernel: tuple[Any, Any, Path], server: OpenAIServer
 ) -> None:
     _km, kc, folder = trusted_kernel
-    data = Path(__file__).parent / "data"
+    data = TEST_DATA
     (folder / "toolbox").mkdir(exist_ok=True)
     shutil.copy(data / "toolbox" / "weather.py", folder / "toolbox" / "weather.py")
     notebook = folder / "work.msg.md"
@@ -157,7 +158,7 @@ def test_a_proposal_names_the_cell_id_the_front_end_sent_for_a_message_typed_in_
     """A message added in JupyterLab has a UUID id there (the file gets its short form on
     save): the labextension finds the message by the id it sent, so that is the one named."""
     _km, kc, folder = trusted_kernel
-    data = Path(__file__).parent / "data"
+    data = TEST_DATA
     (folder / "toolbox").mkdir(exist_ok=True)
     shutil.copy(data / "toolbox" / "weather.py", folder / "toolbox" / "weather.py")
     notebook = folder / "work.msg.md"

@@ -22,8 +22,9 @@ from jupyter_percent_agent import mcptools
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "mcp"
+DATA = TEST_DATA / "mcp"
 BIN = Path(sys.executable).parent
 TIME_SERVER = str(BIN / "mcp-server-time")
 STEP = (DATA / "tokyo_step.toml").read_text()

@@ -18,9 +18,10 @@ import pytest
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.paths import TEST_DATA
 
 BIN = Path(sys.executable).parent
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA
 CHAT = """---
 agents:
   writer: {models: [test-model]}

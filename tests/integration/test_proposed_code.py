@@ -15,8 +15,9 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA
 HEADER = "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n---\n"
 
 

@@ -34,8 +34,9 @@ import pytest
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 
 

@@ -20,8 +20,9 @@ import pytest
 
 from jupyter_percent_agent.testing.environment import model_env, run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "sop" / "review"
+DATA = TEST_DATA / "sop" / "review"
 BIN = Path(sys.executable).parent
 TIMEOUT = 120
 

@@ -16,8 +16,9 @@ import pytest
 
 from jupyter_percent_agent.testing.environment import model_env, run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "sop" / "review"
+DATA = TEST_DATA / "sop" / "review"
 BIN = Path(sys.executable).parent
 TIMEOUT = 60
 SECRET = "the private plan of the user"

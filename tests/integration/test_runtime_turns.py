@@ -18,8 +18,9 @@ from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.summaries import SUMMARY_PROMPT
 from jupyter_percent_agent.runtime.turn import RunOptions, run_turn
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA
 
 # A model that calls a tool, then answers (scripted ATTP replies, shared with other tests).
 STEP = (DATA / "runtime" / "weather_step.toml").read_text()

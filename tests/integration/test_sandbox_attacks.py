@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent.sandbox import DefinedTool, execute, shutdown_pool, warm_pool
+from tests.paths import ROOT, TEST_DATA
 
-HERE = Path(__file__).resolve().parent
-SHARED_ATTACKS = Path(os.environ.get("PERCENT_AGENT_SHARED", HERE.parent.parent / "shared"))
+SHARED_ATTACKS = Path(os.environ.get("PERCENT_AGENT_SHARED", ROOT.parent / "shared"))
 SHARED_ATTACKS = SHARED_ATTACKS / "security" / "sandbox_attacks.json"
-OWN_ATTACKS = HERE / "data" / "sandbox" / "extra_attacks.json"
+OWN_ATTACKS = TEST_DATA / "sandbox" / "extra_attacks.json"
 CANARY_NAME = "PERCENT_AGENT_SANDBOX_CANARY"
 CANARY_VALUE = "canary-secret-7f3d9a"
 CANARY_FILE = Path("/tmp/sandbox-escape-canary")

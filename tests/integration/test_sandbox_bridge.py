@@ -21,8 +21,9 @@ import pytest
 from jupyter_percent_agent.sandbox import DefinedTool, execute, execute_async, warm_pool
 from jupyter_percent_agent.sandbox._bridge import ToolTable
 from jupyter_percent_agent.sandbox._runner import _Run
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "sandbox"
+DATA = TEST_DATA / "sandbox"
 JSON_TYPES = (type(None), bool, int, float, str, list, dict)
 
 

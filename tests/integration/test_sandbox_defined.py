@@ -22,8 +22,9 @@ from jupyter_percent_agent.sandbox import (
     execute,
 )
 from jupyter_percent_agent.tools import Registry, ToolArgumentError, ToolLoadError
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "sandbox"
+DATA = TEST_DATA / "sandbox"
 
 # Seed 000, "工具作为特殊 Agent", as written.
 SEED_SOURCE = '''def get_weather(city: str) -> str:

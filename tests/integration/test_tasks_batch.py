@@ -21,8 +21,9 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "sop" / "review"
+DATA = TEST_DATA / "sop" / "review"
 BIN = Path(sys.executable).parent
 
 

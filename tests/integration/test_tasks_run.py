@@ -26,8 +26,9 @@ from jupyter_percent_agent.tasks import load_sop, resume_task, run_task
 from jupyter_percent_agent.tasks.cell import is_task_cell, run_task_cell
 from jupyter_percent_agent.testing.environment import tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "sop"
+DATA = TEST_DATA / "sop"
 START = {"标题": "春天", "用户原始输入": "写一篇关于春天的博客"}
 
 OUTLINE = "生成一个清晰的3-5小节大纲"

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import paths
+
 PACKAGE = "jupyter_percent_agent"
-ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+ROOT = paths.ROOT / PACKAGE
 
 # Bottom to top: a part may import from its own layer and those below, never from above.
 LAYERS: list[set[str]] = [

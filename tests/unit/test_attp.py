@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,8 +19,9 @@ from jupyter_percent_agent.attp import (
     parse_reply,
     system_prompt,
 )
+from tests.paths import TEST_DATA
 
-ATTP = Path(__file__).resolve().parent / "data" / "attp"
+ATTP = TEST_DATA / "attp"
 
 
 def reply(name: str) -> str:

@@ -4,13 +4,11 @@ executable, the environment parses, and the example conversation is a canonical 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import yaml
 
 from jupyter_percent_agent import format as fmt
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 def test_binder_scripts_are_executable_and_install_the_package() -> None:

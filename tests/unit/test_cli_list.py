@@ -14,8 +14,9 @@ from click.testing import CliRunner
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "runtime"
+DATA = TEST_DATA / "runtime"
 
 
 def tce(*args: str):

@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from jupyter_percent_agent.cli import main
+from tests.paths import TEST_DATA
 
-TOOLBOX = str(Path(__file__).resolve().parent / "data" / "toolbox")
+TOOLBOX = str(TEST_DATA / "toolbox")
 BROKEN = str(Path(TOOLBOX) / "broken")
 TCE = Path(sys.executable).parent / "tce"
 

@@ -19,9 +19,10 @@ from jupyter_percent_agent.format.runner import (
     without_runner_cell_keys,
     without_runner_notebook_keys,
 )
+from tests.paths import ROOT, TEST_DATA
 
-SEEDS = Path(__file__).parent / "data" / "format" / "seeds"
-CANONICAL = Path(__file__).parent / "data" / "format" / "canonical"
+SEEDS = TEST_DATA / "format" / "seeds"
+CANONICAL = TEST_DATA / "format" / "canonical"
 NS = fmt.NS
 
 
@@ -262,7 +263,7 @@ def _normalise_ipynb(nb: dict) -> dict:
 
 def corpus_files() -> list[Path]:
     root = Path(os.environ.get("PERCENT_AGENT_SHARED",
-                               Path(__file__).resolve().parents[2] / "shared"))
+                               ROOT.parent / "shared"))
     return sorted((root / "corpus" / "jupytext-ipynb").rglob("*.ipynb"))
 
 
@@ -626,7 +627,7 @@ def test_import_and_reads_writes_import_no_heavy_modules():
 
 
 def test_docs_stand_on_their_own_without_links_outside_the_repo():
-    root = Path(__file__).parent.parent
+    root = ROOT
     for name in ("docs/internal-api.md", "docs/format.md"):
         text = (root / name).read_text(encoding="utf-8")
         assert "../shared/" not in text, name
@@ -638,7 +639,7 @@ def test_the_writer_orders_attributes_as_docs_format_md_lists_them():
     is the order the writer puts them in, then every other key sorted."""
     import re
 
-    text = (Path(__file__).parent.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "format.md").read_text(encoding="utf-8")
     listed = text[text.index("2. the attributes the format knows"):]
     listed = listed[: listed.index("3. every other key")]
     known = re.findall(r"`([a-z_]+)`", listed)
@@ -680,7 +681,7 @@ def test_cells_trusted_flag_is_neither_written_nor_read():
 
 # --------------------------------------------------------------------------- other notebooks
 
-NOTEBOOKS = Path(__file__).parent / "data" / "format" / "notebooks"
+NOTEBOOKS = TEST_DATA / "format" / "notebooks"
 
 
 @pytest.mark.parametrize("name", ["stdin_stream.ipynb", "future_types.ipynb",

@@ -14,9 +14,10 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import FormatError, reads, writes
+from tests.paths import ROOT, TEST_DATA
 
-SCRIPT = Path(__file__).parent / "data" / "format" / "script"
-CANONICAL = Path(__file__).parent / "data" / "format" / "canonical"
+SCRIPT = TEST_DATA / "format" / "script"
+CANONICAL = TEST_DATA / "format" / "canonical"
 SAMPLE_PY = (SCRIPT / "analysis.msg.py").read_text(encoding="utf-8")
 SAMPLE_MD = (SCRIPT / "analysis.msg.md").read_text(encoding="utf-8")
 
@@ -278,7 +279,7 @@ def test_a_plain_line_that_reads_as_a_bare_heading_in_a_message_is_text():
 
 
 def test_the_documented_example_is_canonical_and_runs(tmp_path):
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "format.md").read_text("utf-8")
+    doc = (ROOT / "docs" / "format.md").read_text("utf-8")
     section = doc[doc.index("## Script message files") :]
     example = section[section.index("```python\n") + 10 : section.index("\n```\n")] + "\n"
     nb = reads(example, path="x.msg.py")

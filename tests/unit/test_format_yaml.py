@@ -21,8 +21,9 @@ from tornado.httpclient import HTTPClientError
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import FormatError, load_yaml
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "format" / "yaml"
+DATA = TEST_DATA / "format" / "yaml"
 BOMB = DATA / "alias_bomb.msg.md"
 BOMB_IN_AGENTS = DATA / "alias_bomb_agents.msg.md"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]

@@ -37,8 +37,9 @@ from jupyter_percent_agent.tasks.index import (
 from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
 from jupyter_percent_agent.testing.openai_server import Reply
 from jupyter_percent_agent.trust.secret import purpose_key
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "index"
+DATA = TEST_DATA / "index"
 SOP = DATA / "sop"
 QUERIES = json.loads((DATA / "queries.json").read_text(encoding="utf-8"))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from jupyter_percent_agent.ranking.tools import (
 )
 from jupyter_percent_agent.testing.openai_server import Reply
 from jupyter_percent_agent.tools import Registry
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "index"
+DATA = TEST_DATA / "index"
 MESSAGES = json.loads((DATA / "tool_messages.json").read_text(encoding="utf-8"))
 
 

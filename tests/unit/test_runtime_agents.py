@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from jupyter_percent_agent import format as fmt
@@ -16,8 +14,9 @@ from jupyter_percent_agent.runtime.agents import (
     resolve_agent,
     split_definition,
 )
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "runtime"
+DATA = TEST_DATA / "runtime"
 
 
 @pytest.fixture

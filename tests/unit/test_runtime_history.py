@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import set_cell_attrs
 from jupyter_percent_agent.runtime import history as hist
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "runtime"
+DATA = TEST_DATA / "runtime"
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.tasks import load_sop, paths, templates
 from jupyter_percent_agent.tasks.documents import parse_document
 from jupyter_percent_agent.tasks.safe_yaml import YamlError, load_yaml
+from tests.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "sop"
+DATA = TEST_DATA / "sop"
 BLOG = DATA / "seed_blog"
 BAD = DATA / "bad" / "sop"
 

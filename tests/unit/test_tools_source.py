@@ -16,8 +16,9 @@ from jupyter_percent_agent.tools import (
     render_source_tools,
     render_tool,
 )
+from tests.paths import TEST_DATA
 
-TOOLBOX = Path(__file__).resolve().parent / "data" / "toolbox"
+TOOLBOX = TEST_DATA / "toolbox"
 
 
 @pytest.mark.parametrize("module", ["weather", "text", "camera"])

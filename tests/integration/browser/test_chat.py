@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -18,6 +17,7 @@ from playwright.sync_api import expect
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.attp import FinalAnswer, ToolCall, format_reply
 from jupyter_percent_agent.testing.openai_server import Reply
+from tests.paths import TEST_DATA
 
 from .labpage import (
     FRONT,
@@ -30,9 +30,9 @@ from .labpage import (
     wait_for_kernel,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "chat.msg.md"
+DATA = TEST_DATA / "browser" / "chat.msg.md"
 NAME = "chat.msg.md"
 
 

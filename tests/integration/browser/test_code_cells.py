@@ -5,18 +5,18 @@ message is sent with that plot as an image part to a vision model (the local mod
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
+from tests.paths import TEST_DATA
 
 from .labpage import cell_with, open_notebook, run_cell, save, wait_for_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = TEST_DATA
 PROPOSED_MARK = """() => Array.from(window.jupyterapp.shell.currentWidget.model.cells)
     .find(cell => cell.sharedModel.getSource().includes('csv.DictReader'))
     .getMetadata('proposed') ?? null"""

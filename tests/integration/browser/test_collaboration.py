@@ -23,7 +23,7 @@ from .labpage import (
     wait_for_kernel,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 CHAT = ("---\nagents:\n  writer: {models: [m]}\n---\n\n"
         "# %% Ask[^c1]\n[^c1]: [markdown]\n\nWhich plan costs less?\n")

@@ -8,12 +8,11 @@ opens in the text editor.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
+from tests.paths import TEST_DATA
 
 from .labpage import (
     MODEL_DIRTY,
@@ -26,7 +25,7 @@ from .labpage import (
     wait_for_kernel,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 CHAT = """---
 default_agent: planner
@@ -98,7 +97,7 @@ def test_double_click_opens_a_message_file_as_a_notebook_and_save_keeps_it_canon
     assert "default_agent: planner" in text
 
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "tool_outputs.msg.md"
+DATA = TEST_DATA / "browser" / "tool_outputs.msg.md"
 
 
 def _dirty_tabs(page):

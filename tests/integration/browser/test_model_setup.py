@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from .labpage import cell_with, open_lab, open_notebook, wait_for_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 SECRET = "sk-typed-into-the-dialog-0123456789"
 CHAT = "# %% Hello[^n1]\n[^n1]: [markdown]\n\nHello, model.\n"

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
+from tests.paths import TEST_DATA
 
 from .labpage import cell_with, open_notebook, run_cell, save, wait_for, wait_for_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "format" / "script" / "analysis.msg.py"
+SAMPLE = TEST_DATA / "format" / "script" / "analysis.msg.py"
 
 
 def test_double_click_opens_a_script_message_file_whose_message_runs_and_it_stays_a_script(

@@ -16,7 +16,7 @@ from jupyter_percent_agent.testing.openai_server import Reply
 
 from .labpage import FRONT, cell_with, open_notebook, save, wait_for, wait_for_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 QUESTION = "Describe the coast, please."
 REPLY = "".join(f"Bay {n} is calm and blue. " for n in range(60))  # ~1.6 KB

@@ -10,16 +10,17 @@ JupyterLab's ordinary text.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.paths import TEST_DATA
+
 from .labpage import cell_with, open_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "browser" / "tool_outputs.msg.md"
+DATA = TEST_DATA / "browser" / "tool_outputs.msg.md"
 NAME = "tool_outputs.msg.md"
 
 

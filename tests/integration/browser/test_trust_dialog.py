@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from .labpage import cell_with, open_notebook, wait_for_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 TOOL = '''import pathlib
 pathlib.Path(__file__).with_name("imported.marker").write_text("x")

@@ -20,7 +20,7 @@ from jupyter_percent_agent.attp import FinalAnswer, ToolCall, format_reply
 
 from .labpage import FRONT, PNG, cell_with, open_notebook, run_cell, save, wait_for, wait_for_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 HITS = "() => window.__paHits || []"
 DIALOGS = ".jp-Dialog"
