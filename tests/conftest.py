@@ -497,3 +497,46 @@ def jupyter_server(tmp_path: Path) -> Iterator[Callable[..., JupyterServer]]:
     finally:
         for server in started:
             server.stop()
+
+
+# -- fixtures of the modules whose tests are split between tests/unit and tests/integration ----
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """An empty folder, ``shared`` (tests/*/test_format_files.py)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    return shared
+
+
+@pytest.fixture
+def sop(tmp_path: Path) -> Path:
+    """A writable copy of the 52-document SOP folder (tests/*/test_index.py)."""
+    import shutil
+
+    folder = tmp_path / "sop"
+    shutil.copytree(DATA / "index" / "sop", folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, str]:
+    """The 40 tools of tests/data/index/toolbox by name: their documentation
+    (tests/*/test_index_tools.py)."""
+    from jupyter_percent_agent.tools import Registry
+
+    registry = Registry.load(DATA / "index" / "toolbox", entry_points=False)
+    return {name: tool.doc.text for name, tool in registry.items()}
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run: no ``*_API_KEY`` and no ``PERCENT_AGENT_*`` variable but the test's own
+    config directory; no retries, no waiting, no warm helper (tests/*/test_keys.py)."""
+    for name in list(os.environ):
+        if name.endswith(("_API_KEY", "_API_BASE", "_BASE_URL")) or (
+                name.startswith("PERCENT_AGENT_") and name != "PERCENT_AGENT_CONFIG_DIR"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PERCENT_AGENT_WARM", "0")
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
+    monkeypatch.setenv("PERCENT_AGENT_BACKOFF", "0")

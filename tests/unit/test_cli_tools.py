@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -159,33 +157,6 @@ def test_default_toolbox_is_the_one_in_the_working_directory(
 
 
 # ---- the installed command, in a real process
-
-
-def run_tce(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run(
-        [str(TCE), *args], capture_output=True, text=True, timeout=120, env=env, check=False
-    )
-
-
-@pytest.mark.skipif(not TCE.exists(), reason="tce is not installed beside this interpreter")
-def test_real_tce_streams_chunks_and_prints_json() -> None:
-    proc = run_tce("tools", "call", "countdown", "--args", '{"start": 2}', "--toolbox", TOOLBOX)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == "2...\n1...\n"
-    assert json.loads(proc.stdout) == {"data": "liftoff", "instruction": None}
-
-
-@pytest.mark.skipif(not TCE.exists(), reason="tce is not installed beside this interpreter")
-def test_real_tce_reports_a_broken_module_in_one_line() -> None:
-    proc = run_tce("tools", "list", "--toolbox", BROKEN, "-m", "import_error")
-    assert proc.returncode == 4
-    assert proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("tce: ")
-    assert "import_error.py" in lines[0]
-    assert "ModuleNotFoundError: No module named 'not_a_real_module_for_tce_tests'" in lines[0]
 
 
 def test_tools_errors_start_with_tce_like_every_other_command(tmp_path: Path) -> None:

@@ -6,8 +6,6 @@ import json
 import os
 import re
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -608,19 +606,6 @@ def test_unclosed_fence_at_end_hiding_no_heading_is_body():
 
 
 # --------------------------------------------------------------------------- import weight
-
-
-def test_import_and_reads_writes_import_no_heavy_modules():
-    code = (
-        "import sys, jupyter_percent_agent as j\n"
-        "nb = j.reads('---\\nagents: {}\\n---\\n# %%[^a]\\n[^a]: [markdown]\\n\\nhi\\n')\n"
-        "j.writes(nb)\n"
-        "heavy = [m for m in ('nbformat', 'jupytext', 'litellm', 'yaml') if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == ""
 
 
 # --------------------------------------------------------------------------- docs

@@ -8,16 +8,10 @@ answer 500 after 45 s, answering no one else meanwhile.
 
 from __future__ import annotations
 
-import json
-import os
-import resource
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from tornado.httpclient import HTTPClientError
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import FormatError, load_yaml
@@ -27,11 +21,6 @@ DATA = TEST_DATA / "format" / "yaml"
 BOMB = DATA / "alias_bomb.msg.md"
 BOMB_IN_AGENTS = DATA / "alias_bomb_agents.msg.md"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
-
-
-def _limit_memory() -> None:
-    # Before the fix, the bomb filled the machine's memory: a test that fails must not do that.
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
 
 # --------------------------------------------------------------------------- load_yaml
@@ -140,48 +129,12 @@ def test_a_notebook_nested_too_deeply_to_write_is_a_format_error() -> None:
 # --------------------------------------------------------------------------- tce chat
 
 
-@pytest.mark.parametrize("bomb", [BOMB, BOMB_IN_AGENTS], ids=["jupyter-entry", "agents"])
-def test_tce_chat_on_the_bomb_is_exit_3_on_one_line(tmp_path: Path, bomb: Path) -> None:
-    path = tmp_path / "bomb.msg.md"
-    path.write_bytes(bomb.read_bytes())
-    env = {**os.environ, "PERCENT_AGENT_API_BASE": "http://127.0.0.1:9/v1",
-           "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_WARM": "0"}
-    start = time.monotonic()
-    done = subprocess.run([*TCE, "chat", str(path), "-m", "hello"], env=env,
-                          capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory)
-    assert time.monotonic() - start < 30
-    assert done.returncode == 3, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith(f"tce: {path}:4: ")
-    assert "anchors and aliases are refused" in lines[0]
-    assert "Traceback" not in done.stderr
-    assert path.read_bytes() == bomb.read_bytes()
-
-
 # --------------------------------------------------------------------------- contents server
 
 
 @pytest.fixture
 def jp_server_config() -> dict:
     return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
-
-
-async def test_the_contents_server_answers_the_bomb_with_a_400_naming_the_line(
-    jp_fetch, jp_root_dir: Path
-) -> None:
-    # The jupyter: entry is the notebook's metadata, read on every open. (The front matter's
-    # other keys are not read to open a file: the kernel reads them, through load_yaml.)
-    (jp_root_dir / "bomb.msg.md").write_bytes(BOMB.read_bytes())
-    start = time.monotonic()
-    with pytest.raises(HTTPClientError) as info:
-        await jp_fetch("api", "contents", "bomb.msg.md", method="GET", request_timeout=20)
-    assert time.monotonic() - start < 10
-    assert info.value.code == 400
-    message = json.loads(info.value.response.body)["message"]
-    assert message.startswith("bomb.msg.md:4: ")  # the line tce names it with, too
-    assert "anchors and aliases are refused" in message
-    assert "Traceback" not in message
 
 
 def test_an_error_at_the_end_names_the_last_line_not_the_one_after() -> None:

@@ -11,8 +11,6 @@ import os
 import shutil
 import sqlite3
 import statistics
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from jupyter_percent_agent.cli import main
-from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder, WordLlamaEmbedder
+from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder
 from jupyter_percent_agent.ranking.text import STOPWORDS, terms
 from jupyter_percent_agent.tasks.index import (
     INDEX_NAME,
@@ -35,21 +33,12 @@ from jupyter_percent_agent.tasks.index import (
     why_untrusted,
 )
 from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
-from jupyter_percent_agent.testing.openai_server import Reply
 from jupyter_percent_agent.trust.secret import purpose_key
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "index"
 SOP = DATA / "sop"
 QUERIES = json.loads((DATA / "queries.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def sop(tmp_path: Path) -> Path:
-    """A writable copy of the 52-document SOP folder."""
-    folder = tmp_path / "sop"
-    shutil.copytree(SOP, folder)
-    return folder
 
 
 def write_doc(folder: Path, task_id: str, description: str, *, task_type: str = "execute",
@@ -291,19 +280,6 @@ def test_every_search_command_sees_edited_documents(sop: Path) -> None:
     assert code == 0 and out.split()[1] == "garden/water_plants"
 
 
-def test_commands_indexing_one_folder_at_once_neither_fail_nor_rebuild(sop: Path) -> None:
-    code = "from jupyter_percent_agent.cli import main; main()"
-    procs = [subprocess.Popen([sys.executable, "-c", code, "sop", "index", str(sop)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
-    results = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0, 0], results
-    assert not any(err for _, err in results), results
-    assert sum("52 added" in out for out, _ in results) >= 1
-    with Index.open(sop, embedder=None) as ix:
-        assert len(ix.task_ids()) == 52
-
-
 def test_a_document_that_breaks_leaves_the_index_and_is_named(sop: Path) -> None:
     with Index.open(sop, embedder=None) as ix:
         (sop / "blog" / "generate_images.md").write_text("---\ntask_id: [\n---\n")
@@ -313,108 +289,7 @@ def test_a_document_that_breaks_leaves_the_index_and_is_named(sop: Path) -> None
         assert "blog/generate_images" not in ix.task_ids()
 
 
-def test_vectors_of_two_models_are_never_mixed(sop: Path, openai_server) -> None:
-    remote = LiteLLMEmbedder("openai/embed-test", api_base=openai_server.url, api_key="sk-x")
-    with Index.open(sop, embedder=WordLlamaEmbedder()):
-        pass
-    with Index.open(sop, embedder=remote) as ix:
-        assert len(openai_server.embedding_requests) == 1  # the 52 documents, one batch
-        assert ix.search("currency", 3)
-        assert openai_server.embedding_requests[-1].body["input"] == ["currency"]
-    with Index.open(sop, embedder=CountingEmbedder()) as ix:
-        assert ix.embedder.texts == []  # wordllama's vectors were kept, not recomputed
-    conn = sqlite3.connect(sop / INDEX_NAME)
-    models = dict(conn.execute("SELECT model, count(*) FROM vectors GROUP BY model"))
-    sizes = dict(conn.execute("SELECT model, length(vec) FROM vectors GROUP BY model"))
-    conn.close()
-    assert models == {"wordllama/l2_supercat_256": 52,
-                      f"litellm/openai/embed-test@{openai_server.url}": 52}
-    assert sizes["wordllama/l2_supercat_256"] == 256 * 4
-    assert sizes[f"litellm/openai/embed-test@{openai_server.url}"] == 64 * 4
-
-
 # -- embedding models -----------------------------------------------------------------------
-
-def test_a_configured_litellm_model_embeds_through_its_endpoint(sop: Path, openai_server,
-                                                                monkeypatch) -> None:
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_MODEL", "openai/text-embedding-local")
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_API_BASE", openai_server.url)
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_API_KEY", "sk-embed")
-    monkeypatch.setenv("PERCENT_AGENT_API_KEY", "sk-chat-only")
-    code, out, err = tce("sop", "search", "bank statement ledger", "--sop", str(sop),
-                         "-k", "1")
-    assert code == 0, err
-    assert out.split()[1] == "finance/reconcile_bank_statement"
-    requests = openai_server.embedding_requests
-    assert requests and requests[0].body["model"] == "text-embedding-local"
-    assert {r.headers.get("Authorization") for r in requests} == {"Bearer sk-embed"}
-
-
-def test_the_chat_key_never_goes_to_a_separate_embedding_endpoint(sop: Path, openai_server,
-                                                                  monkeypatch) -> None:
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_MODEL", "openai/text-embedding-local")
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_API_BASE", openai_server.url)
-    monkeypatch.delenv("PERCENT_AGENT_EMBED_API_KEY", raising=False)
-    monkeypatch.setenv("PERCENT_AGENT_API_BASE", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("PERCENT_AGENT_API_KEY", "sk-chat-secret")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
-    assert tce("sop", "index", str(sop))[0] == 0
-    sent = {r.headers.get("Authorization") for r in openai_server.embedding_requests}
-    # neither the chat endpoint's key nor the provider's key from the environment
-    assert sent == {"Bearer no-key"}
-
-
-def test_a_failing_embedding_model_falls_back_to_words_with_one_warning(
-        sop: Path, openai_server, monkeypatch) -> None:
-    openai_server.embedding_reply = Reply.http_error(500, "model unavailable")
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_MODEL", "openai/broken-embedder")
-    monkeypatch.setenv("PERCENT_AGENT_EMBED_API_BASE", openai_server.url)
-    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
-    code, out, err = tce("sop", "search", "reconcile the bank statement", "--sop",
-                         str(sop), "-k", "1")
-    assert code == 0
-    assert out.split()[1] == "finance/reconcile_bank_statement"
-    lines = err.splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("tce: warning: embedding model failed, ranking by terms only:")
-    assert "model unavailable" in lines[0] or "500" in lines[0]
-
-
-def test_the_search_command_works_offline_with_the_network_off(sop: Path) -> None:
-    guard = (
-        "import socket, sys\n"
-        "def refuse(*a, **k):\n"
-        "    sys.stderr.write('NETWORK ATTEMPT\\n'); raise OSError('network is off')\n"
-        "socket.socket.connect = refuse; socket.getaddrinfo = refuse\n"
-        "socket.create_connection = refuse\n"
-        "from jupyter_percent_agent.cli import main\n"
-        "main()\n"
-    )
-    cmd = [sys.executable, "-c", guard, "sop", "search", "预订机票和住的地方",
-           "--sop", str(sop), "-k", "1", "--json"]
-    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0:
-        cmd = ["unshare", "-rn", *cmd]  # no network interface but loopback, down
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_EMBED")}
-    env["HOME"] = str(sop.parent)  # no cache of any download either
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert "NETWORK ATTEMPT" not in proc.stderr and "warning" not in proc.stderr
-    assert json.loads(proc.stdout)[0]["task_id"] == "travel/book_flight_hotel"
-    with sqlite3.connect(sop / INDEX_NAME) as conn:
-        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 52
-
-
-def test_the_search_command_imports_neither_litellm_nor_nbformat_nor_jupytext(
-        sop: Path) -> None:
-    code = "from jupyter_percent_agent.cli import main; main()"
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code, "sop", "search", "invoice",
-         "--sop", str(sop)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    imported = {line.split("|")[-1].strip().split(".")[0]
-                for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "numpy" in imported  # the vector side did run
-    assert not imported & {"litellm", "nbformat", "jupytext", "wordllama"}
 
 
 # -- the file is untrusted ------------------------------------------------------------------

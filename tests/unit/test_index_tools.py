@@ -4,29 +4,18 @@ registry) and 38 messages, ranked like the SOP index."""
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 
-from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder
 from jupyter_percent_agent.ranking.tools import (
     DEFAULT_TOOL_LIMIT,
-    ToolSelectionWarning,
     rank_tools,
     select_tools,
 )
-from jupyter_percent_agent.testing.openai_server import Reply
-from jupyter_percent_agent.tools import Registry
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "index"
 MESSAGES = json.loads((DATA / "tool_messages.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def tools() -> dict[str, str]:
-    registry = Registry.load(DATA / "toolbox", entry_points=False)
-    return {name: tool.doc.text for name, tool in registry.items()}
 
 
 def test_the_toolbox_has_40_documented_tools(tools: dict[str, str]) -> None:
@@ -70,16 +59,6 @@ def test_a_message_without_text_keeps_the_used_tools_and_the_first_others(tools)
     assert offered == [n for n in tools if n in {"get_news", *list(tools)[:2]}]
     with pytest.raises(ValueError):
         select_tools(tools, "x", limit=0)
-
-
-def test_a_failing_embedding_model_ranks_tools_by_words(tools, openai_server) -> None:
-    openai_server.embedding_reply = Reply.http_error(500, "down")
-    broken = LiteLLMEmbedder("openai/e", api_base=openai_server.url, api_key="k")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        offered = select_tools(tools, "convert 250 euros to yen", embedder=broken)
-    assert "convert_currency" in offered
-    assert [w.category for w in caught] == [ToolSelectionWarning]
 
 
 def test_chinese_messages_find_tools_documented_in_chinese(tools) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -166,20 +164,6 @@ def test_show_of_a_document_that_does_not_parse_says_why() -> None:
     assert r.exit_code == 3, r.output
     assert r.stderr.startswith("tce: bad/broken_yaml.md:4: front matter: is not valid YAML")
     assert "no document" not in r.output
-
-
-@pytest.mark.parametrize("command", [["check"], ["list"], ["show", "blog/generate_blog"]])
-def test_sop_commands_do_not_import_heavy_modules(command: list[str]) -> None:
-    args = ["tce", "sop", *command, *(["--sop", str(BLOG / "sop")] if command[0] == "show"
-                                       else [str(BLOG / "sop")])]
-    code = ("import sys\nsys.argv = " + repr(args) + "\n"
-            "from jupyter_percent_agent.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy = sorted(m for m in ('litellm', 'nbformat', 'jupytext', 'openai') "
-            "if m in sys.modules)\nprint('HEAVY', heavy)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    assert "HEAVY []" in p.stdout
 
 
 # -- the pure parts ------------------------------------------------------------------------
