@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.paths import TEST_DATA
 
@@ -34,10 +35,6 @@ def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[st
     for k, v in values.items():
         monkeypatch.setenv(k, v)
     return values
-
-
-def tce(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 def cells(path: Path) -> list[dict]:

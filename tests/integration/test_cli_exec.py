@@ -18,6 +18,7 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.paths import TEST_DATA
 
@@ -42,10 +43,6 @@ def folder(tmp_path: Path) -> Path:
     return work
 
 
-def tce(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TCE, *args], env=env, capture_output=True, text=True, timeout=TIMEOUT)
-
-
 def cells(path: Path) -> list[dict]:
     return hist.conversation_cells(fmt.read(path))
 
@@ -64,7 +61,7 @@ def test_exec_runs_code_in_a_kernel_and_sends_outputs_with_the_question(
     trusted(folder)
     path = folder / "nums.msg.md"
     openai_server.script("The mean is 4 because the numbers sum to 16.")
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 0, done.stderr
     load, show, question = cells(path)
     # stdout, stderr, state kept from the first cell (data), and the PNG as it was shown
@@ -88,7 +85,7 @@ def test_exec_runs_code_in_a_kernel_and_sends_outputs_with_the_question(
     assert "sum to 16" in fmt.output_text(question["outputs"][-1])
     # and the saved file reads back the same; a second exec runs nothing again
     before = path.read_bytes()
-    again = tce("exec", str(path), env=env)
+    again = run_tce("exec", str(path), env=env)
     assert again.returncode == 0, again.stderr
     assert "nothing to run" in again.stderr
     assert path.read_bytes() == before and len(openai_server.chat_requests) == 1
@@ -123,7 +120,7 @@ def test_a_plain_python_cell_still_runs_in_the_sandbox_when_untrusted(
 ) -> None:
     path = tmp_path / "s.msg.md"
     path.write_text("# %% Sum[^c1]\n[^c1]: [code]\n\n```python\nprint(sum([1, 2, 3]))\n```\n")
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 0, done.stderr
     assert texts(cells(path)[0], "stream", "stdout") == "6\n"
 
@@ -139,14 +136,14 @@ def test_exec_leaves_code_a_reply_proposed_until_the_user_names_it(
         "# %% Two[^b]\n[^b]: [code] proposed=true\n\n```python\nprint(n + 1)\n```\n"
     )
     for args in ((), ("--all",)):
-        done = tce("exec", str(path), *args, env=env)
+        done = run_tce("exec", str(path), *args, env=env)
         assert done.returncode == 0, done.stderr
         assert "not run: cell 2, code a reply proposed" in done.stderr and "--cell" in done.stderr
         one, two = cells(path)
         assert one["execution_count"] is not None
         assert not two["outputs"] and fmt.cell_attrs(two) == {"proposed": True}
     # the user read it: --proposed runs it (and --cell N, below), and the mark goes
-    done = tce("exec", str(path), "--all", "--proposed", env=env)
+    done = run_tce("exec", str(path), "--all", "--proposed", env=env)
     assert done.returncode == 0, done.stderr
     two = cells(path)[1]
     assert texts(two, "stream") == "2\n" and "proposed" not in fmt.cell_attrs(two)
@@ -162,7 +159,7 @@ def test_exec_on_a_read_only_file_runs_no_cell_and_says_so_in_one_line(
                     "open('ran.txt', 'w').write('x')\n```\n")
     before = path.read_bytes()
     path.chmod(0o444)
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 2, done.stderr
     (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("tce:")]
     assert line == f"tce: {path}: the file is read-only: nothing written (chmod u+w to allow it)"
@@ -179,20 +176,20 @@ def test_exec_all_and_cell_run_again_and_replace_outputs(
         "# %% One[^a]\n[^a]: [code]\n\n```python\nn = 1\n```\n\n"
         "# %% Two[^b]\n[^b]: [code]\n\n```python\nprint(n + 1)\n```\n"
     )
-    assert tce("exec", str(path), env=env).returncode == 0
+    assert run_tce("exec", str(path), env=env).returncode == 0
     _one, two = cells(path)
     assert texts(two, "stream") == "2\n"
     # --cell 2 alone: a fresh kernel has no n, the error is saved in the file
-    done = tce("exec", str(path), "--cell", "2", env=env)
+    done = run_tce("exec", str(path), "--cell", "2", env=env)
     assert done.returncode == 4 and "NameError" in done.stderr
     two = cells(path)[1]
     assert [fmt.output_kind(o) for o in two["outputs"]] == ["error"]
     assert "\x1b" not in path.read_text()  # ANSI colours stripped in the file
     # --all runs both again in one kernel: the error is replaced by the output
-    assert tce("exec", str(path), "--all", env=env).returncode == 0
+    assert run_tce("exec", str(path), "--all", env=env).returncode == 0
     two = cells(path)[1]
     assert texts(two, "stream") == "2\n" and two["execution_count"] == 2
-    bad = tce("exec", str(path), "--cell", "9", env=env)
+    bad = run_tce("exec", str(path), "--cell", "9", env=env)
     assert bad.returncode == 2 and "has 2 cells" in bad.stderr
 
 
@@ -203,7 +200,7 @@ def test_missing_kernelspec_is_one_line_naming_it(
     path = tmp_path / "c.msg.md"
     path.write_text("# %% Old[^a]\n[^a]: [code]\n\n```cobol\nDISPLAY 'HI'.\n```\n")
     before = path.read_bytes()
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 4
     (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("tce:")]
     assert "'cobol'" in line and "kernelspec" in line
@@ -249,7 +246,7 @@ def test_a_vision_agent_gets_the_plot_as_an_image_part(
     front = "---\nagents:\n  seer:\n    models: [test-model]\n    vision: true\n---\n\n"
     path.write_text(front + path.read_text())
     openai_server.script("A red rectangle.")
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 0, done.stderr
     (request,) = openai_server.chat_requests
     parts = [p for m in request.messages if isinstance(m["content"], list) for p in m["content"]]
@@ -263,12 +260,12 @@ def test_an_untrusted_cells_own_mistake_is_its_error_not_a_refusal(
 ) -> None:
     path = tmp_path / "typo.msg.md"
     path.write_text("# %% Typo[^c1]\n[^c1]: [code]\n\n```python\nprint(totl)\n```\n")
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 4, done.stderr
     assert "NameError" in done.stderr and "tce trust" not in done.stderr
     assert "NameError" in texts(cells(path)[0], "stream", "stderr")
     path.write_text("# %% Read[^c1]\n[^c1]: [code]\n\n```python\nprint(open('x').read())\n```\n")
-    refused = tce("exec", str(path), env=env)
+    refused = run_tce("exec", str(path), env=env)
     assert refused.returncode == 6 and f"tce trust {tmp_path}" in refused.stderr
 
 
@@ -284,7 +281,7 @@ def test_exec_runs_a_script_message_file_and_it_stays_a_runnable_script(
     path = tmp_path / "analysis.msg.py"
     shutil.copy(TEST_DATA / "clients" / "analysis.msg.py", path)
     openai_server.script("Three numbers.")
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 0, done.stderr
     load, question = cells(path)
     assert load["execution_count"] == 1 and texts(load, "stream", "stdout") == "loaded 3\n"
@@ -313,7 +310,7 @@ def test_exec_runs_a_task_cell_as_the_agent_kernel_does(
         '# %% Title it[^t1]\n[^t1]: [task] task_id="t/title" sop="sop"\n\n{"topic": "rain"}\n\n'
         "# %% And?[^q1]\n[^q1]: [markdown]\n\nIs it good?\n")
     local_model.script("Songs of Rain", "Yes.")
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 0, done.stderr
     assert "[1/2] cell 1 (task)" in done.stderr
     task, question = cells(path)
@@ -322,7 +319,7 @@ def test_exec_runs_a_task_cell_as_the_agent_kernel_does(
     assert "Songs of Rain" in fmt.output_text(task["outputs"][-1])
     assert (tmp_path / attrs[-1]["transcript"]).is_file()
     assert fmt.output_text(question["outputs"][-1]) == "Yes."
-    done = tce("exec", str(path), env=env)  # it has run: not again
+    done = run_tce("exec", str(path), env=env)  # it has run: not again
     assert done.returncode == 0 and len(local_model.chat_requests) == 2
 
 
@@ -359,7 +356,7 @@ def test_an_interrupted_task_cell_run_again_continues_its_transcript(
     assert fmt.output_attrs(cell["outputs"][-1])["task_status"] == "interrupted"
     local_model.reset()
     local_model.script("second")
-    done = tce("exec", str(path), "--cell", "1", env=env)
+    done = run_tce("exec", str(path), "--cell", "1", env=env)
     assert done.returncode == 0, done.stderr
     (cell,) = cells(path)
     assert "continuing runs/" in texts(cell, "stream")
@@ -385,12 +382,12 @@ def test_a_task_cell_that_fails_or_is_refused_exits_as_tce_run_does(
         "---\ntask_id: ask\ntask_type: execute\n---\n\n## parameters.prompt\nAsk.\n")
     path = tmp_path / "t.msg.md"
     path.write_text('# %% Loud[^t1]\n[^t1]: [task] task_id="loud" sop="sop"\n\n{}\n')
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 6, done.stderr
     assert "tce trust" in done.stderr
     path.write_text('# %% Ask[^t1]\n[^t1]: [task] task_id="ask" sop="sop"\n\n{}\n')
     local_model.script(Reply.http_error(500))
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 1, done.stderr
 
 
@@ -403,6 +400,6 @@ def test_a_task_cell_whose_sop_points_out_of_the_folder_exits_6_as_every_refusal
     (tmp_path / "in").mkdir()
     path = tmp_path / "in" / "t.msg.md"
     path.write_text('# %% Out[^t1]\n[^t1]: [task] task_id="loud" sop="../x"\n\n{}\n')
-    done = tce("exec", str(path), env=env)
+    done = run_tce("exec", str(path), env=env)
     assert done.returncode == 6, done.stderr
     assert "[task] sop" in done.stderr

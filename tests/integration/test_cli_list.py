@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.unit.test_cli_list import DATA, tce
+from jupyter_percent_agent.testing.environment import tce
+from tests.unit.test_cli_list import DATA
 
 
 def test_list_agents(tmp_path: Path) -> None:

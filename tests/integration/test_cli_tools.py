@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.unit.test_cli_tools import BROKEN, TCE, TOOLBOX
+from jupyter_percent_agent.testing.environment import run_tce
+from tests.unit.test_cli_tools import BROKEN, TOOLBOX
 
-
-def run_tce(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run(
-        [str(TCE), *args], capture_output=True, text=True, timeout=120, env=env, check=False
-    )
+TCE = Path(sys.executable).parent / "tce"
 
 
 @pytest.mark.skipif(not TCE.exists(), reason="tce is not installed beside this interpreter")
 def test_real_tce_streams_chunks_and_prints_json() -> None:
-    proc = run_tce("tools", "call", "countdown", "--args", '{"start": 2}', "--toolbox", TOOLBOX)
+    proc = run_tce("tools", "call", "countdown", "--args", '{"start": 2}', "--toolbox", TOOLBOX,
+                   env=os.environ)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "2...\n1...\n"
     assert json.loads(proc.stdout) == {"data": "liftoff", "instruction": None}
@@ -28,7 +26,7 @@ def test_real_tce_streams_chunks_and_prints_json() -> None:
 
 @pytest.mark.skipif(not TCE.exists(), reason="tce is not installed beside this interpreter")
 def test_real_tce_reports_a_broken_module_in_one_line() -> None:
-    proc = run_tce("tools", "list", "--toolbox", BROKEN, "-m", "import_error")
+    proc = run_tce("tools", "list", "--toolbox", BROKEN, "-m", "import_error", env=os.environ)
     assert proc.returncode == 4
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder, WordLlamaEmbedder
 from jupyter_percent_agent.tasks.index import INDEX_NAME, Index
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import Reply
-from tests.unit.test_index import CountingEmbedder, tce
+from tests.unit.test_index import CountingEmbedder
 
 
 def test_commands_indexing_one_folder_at_once_neither_fail_nor_rebuild(sop: Path) -> None:
@@ -72,7 +73,7 @@ def test_the_chat_key_never_goes_to_a_separate_embedding_endpoint(sop: Path, ope
     monkeypatch.setenv("PERCENT_AGENT_API_BASE", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("PERCENT_AGENT_API_KEY", "sk-chat-secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-placeholder")
-    assert tce("sop", "index", str(sop))[0] == 0
+    assert tce("sop", "index", str(sop)).exit_code == 0
     sent = {r.headers.get("Authorization") for r in openai_server.embedding_requests}
     # neither the chat endpoint's key nor the provider's key from the environment
     assert sent == {"Bearer no-key"}

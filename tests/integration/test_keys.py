@@ -19,8 +19,9 @@ from jupyter_percent_agent.runtime import helper as warm
 from jupyter_percent_agent.runtime import models
 from jupyter_percent_agent.runtime.agents import environment_agent
 from jupyter_percent_agent.runtime.models import CallSpec
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
-from tests.unit.test_keys import MSGS, SECRET, TCE, tce
+from tests.unit.test_keys import MSGS, SECRET, TCE
 
 
 @pytest.mark.parametrize(("args", "says"), [(["keys", "set", "openai"], "stored the key"),

@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import mcptools
-from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.paths import TEST_DATA
 
@@ -33,10 +32,6 @@ HEADER = (
     "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [clock]\n"
     "    system_prompt: You tell the time.\n---\n"
 )
-
-
-def tce(*args: str, input: str | None = None) -> object:
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 @pytest.fixture

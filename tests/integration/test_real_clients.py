@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.testing.environment import model_env
+from jupyter_percent_agent.testing.environment import model_env, run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.paths import TEST_DATA
 
@@ -55,14 +55,6 @@ def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[st
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
     return {**os.environ, **values}
-
-
-def tce(
-    *args: str, env: dict[str, str], cwd: Path | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TCE, *args], env=env, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=180
-    )
 
 
 # -- 8. sensitive values are masked ----------------------------------------------------------
@@ -109,13 +101,13 @@ def test_a_key_a_trusted_tool_returns_is_masked_in_the_file_the_request_and_the_
     store: bool,
 ) -> None:
     if store:
-        p = tce("keys", "set", "openai", env=env, stdin=value + "\n")
+        p = run_tce("keys", "set", "openai", env=env, input=value + "\n")
         assert p.returncode == 0, p.stderr
         env = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
     else:
         env = {**env, name: value}
     openai_server.script(_tool_step(call), _answer("Here it is."))
-    p = tce("chat", str(vault_file), "-m", "Fetch my secret, please.", env=env)
+    p = run_tce("chat", str(vault_file), "-m", "Fetch my secret, please.", env=env)
     assert p.returncode == 0, p.stderr
     masked = f"[masked {name}]"
     # the tool did return the value: its result, masked, reached the model
@@ -128,7 +120,7 @@ def test_a_key_a_trusted_tool_returns_is_masked_in_the_file_the_request_and_the_
     assert masked in p.stderr  # the tool step shown on the terminal, masked
     # and the next turn sends the history (read from the file) still masked
     openai_server.script("Fine.")
-    p = tce("chat", str(vault_file), "-m", "Thanks.", env=env)
+    p = run_tce("chat", str(vault_file), "-m", "Thanks.", env=env)
     assert p.returncode == 0, p.stderr
     assert value not in str(openai_server.chat_requests[-1].messages)
 
@@ -142,7 +134,7 @@ def test_a_key_streamed_in_pieces_never_reaches_the_terminal(
 
     key = "sk-streamed-9a8b7c6d5e4f"
     openai_server.script(Reply(f"Your key is {key}, keep it safe.", chunk_size=3))
-    p = tce("chat", str(tmp_path / "s"), "-m", "my key?", env={**env, "MY_API_KEY": key})
+    p = run_tce("chat", str(tmp_path / "s"), "-m", "my key?", env={**env, "MY_API_KEY": key})
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "Your key is [masked MY_API_KEY], keep it safe."
     assert key[:6] not in p.stdout + p.stderr
@@ -319,7 +311,7 @@ def test_a_command_that_fails_its_validation_leaves_the_file_byte_identical(
     (tmp_path / "other.msg.md").write_text(fmt.writes(fmt.reads(CONVERSATION)))
     agent = [a for a in args if not a.startswith(("-", "[")) and "/" not in a]
     options = [a for a in args if a not in agent]
-    p = tce("chat", str(path), *agent, "-m", "a new message", *options, env=env, cwd=tmp_path)
+    p = run_tce("chat", str(path), *agent, "-m", "a new message", *options, env=env, cwd=tmp_path)
     assert p.returncode != 0
     assert says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert path.read_bytes() == CONVERSATION.encode()
@@ -350,12 +342,12 @@ def test_tce_never_writes_into_a_file_it_cannot_read_as_markdown(
 ) -> None:
     path = tmp_path / name
     path.write_text(content)
-    p = tce("chat", str(path), "-m", "hello", *(["--force"] if force else []), env=env)
+    p = run_tce("chat", str(path), "-m", "hello", *(["--force"] if force else []), env=env)
     assert p.returncode != 0
     (line,) = p.stderr.strip().splitlines()
     assert says in line and name in line
     for args in (["set-default", str(path), "default"], ["list", str(path)]):
-        p = tce(*args, env=env)
+        p = run_tce(*args, env=env)
         assert p.returncode == 3 and p.stderr.strip().splitlines() == [line], p.stderr
     assert path.read_text() == content
     assert not openai_server.chat_requests
@@ -366,11 +358,11 @@ def test_force_adds_a_discussion_to_a_plain_markdown_file_only_with_the_message(
 ) -> None:
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n\nSome text.\n")
-    p = tce("chat", str(path), "-m", "hello", "--force", "-i", "[4]", env=env)
+    p = run_tce("chat", str(path), "-m", "hello", "--force", "-i", "[4]", env=env)
     assert p.returncode == 2 and "selects no cell" in p.stderr
     assert path.read_text() == "# Notes\n\nSome text.\n"  # no Discussion added before the check
     openai_server.script("Hi there.")
-    p = tce("chat", str(path), "-m", "hello", "--force", env=env)
+    p = run_tce("chat", str(path), "-m", "hello", "--force", env=env)
     assert p.returncode == 0, p.stderr
     text = path.read_text()
     assert "## Discussion" in text and "Some text." in text and "Hi there." in text
@@ -397,7 +389,7 @@ def blog(tmp_path: Path, trusted) -> Path:
 def test_a_task_id_with_a_typo_is_refused_with_did_you_mean_and_nothing_runs(
     blog: Path, env: dict[str, str], openai_server: OpenAIServer, typo: str, meant: str
 ) -> None:
-    p = tce("run", typo, "--sop", str(blog / "sop"), "--context", "{}", env=env, cwd=blog)
+    p = run_tce("run", typo, "--sop", str(blog / "sop"), "--context", "{}", env=env, cwd=blog)
     assert p.returncode == 2, p.stderr
     (line,) = p.stderr.strip().splitlines()
     assert f"no task {typo!r}" in line and f"did you mean {meant}" in line
@@ -415,7 +407,7 @@ def test_a_request_in_words_with_no_plan_to_pick_is_one_usage_line(
     sop.mkdir()
     (sop / "draft.md").write_text(
         "---\ntask_id: draft\ntask_type: execute\n---\n\n## parameters.prompt\nDraft.\n")
-    p = tce("run", "write a blog", "--sop", str(sop), env=env, cwd=tmp_path)
+    p = run_tce("run", "write a blog", "--sop", str(sop), env=env, cwd=tmp_path)
     assert p.returncode == 2, p.stderr
     (line,) = p.stderr.strip().splitlines()
     assert line == ("tce: no task 'write a blog' in " + str(sop) + ", and no plan in it for "
@@ -429,11 +421,11 @@ def test_an_agent_name_with_a_typo_is_refused_with_did_you_mean(
     path = tmp_path / "a.msg.md"
     path.write_text("---\nagents:\n  writer:\n    models: [test-model]\n---\n")
     before = path.read_bytes()
-    p = tce("chat", str(path), "wrtier", "-m", "hello", env=env)
+    p = run_tce("chat", str(path), "wrtier", "-m", "hello", env=env)
     assert p.returncode == 5
     assert "unknown agent 'wrtier' (did you mean writer?)" in p.stderr
     assert path.read_bytes() == before and not openai_server.chat_requests
-    p = tce("set-default", str(path), "wrtier", env=env)
+    p = run_tce("set-default", str(path), "wrtier", env=env)
     assert p.returncode == 5 and "did you mean writer?" in p.stderr
     assert path.read_bytes() == before
 
@@ -507,7 +499,7 @@ def _start_helper(env: dict[str, str]) -> Path:
 
 
 def _status(env: dict[str, str]) -> list[dict]:
-    p = tce("helper", "status", "--json", env=env)
+    p = run_tce("helper", "status", "--json", env=env)
     assert p.returncode == 0, p.stderr
     return [json.loads(line) for line in p.stdout.splitlines()]
 
@@ -553,9 +545,9 @@ def test_warm_helpers_are_capped_listed_stopped_and_exit_when_idle(
         shown = _status(envs[0])
         assert sorted(h["pid"] for h in shown) == sorted(pids[1:])
         assert all(h["rss"] and h["rss"] > 0 and not h["active"] for h in shown)
-        text = tce("helper", "status", env=envs[0]).stdout
+        text = run_tce("helper", "status", env=envs[0]).stdout
         assert "2 of at most 2" in text and str(pids[1]) in text
-        p = tce("helper", "stop", env=envs[0])
+        p = run_tce("helper", "stop", env=envs[0])
         assert p.returncode == 0 and "stopped 2 warm helpers" in p.stdout
         assert all(_gone(pid) for pid in pids[1:])
         assert _status(envs[0]) == []
@@ -587,7 +579,7 @@ def test_a_malformed_file_is_the_same_one_line_in_tce_jupytext_and_the_contents_
 
     path = tmp_path / "bad.msg.md"
     path.write_text(MALFORMED)
-    p = tce("list", "bad.msg.md", env=env, cwd=tmp_path)
+    p = run_tce("list", "bad.msg.md", env=env, cwd=tmp_path)
     assert p.returncode == 3
     (line,) = p.stderr.strip().splitlines()
     assert line.startswith("tce: bad.msg.md:2: ")
@@ -668,7 +660,7 @@ def test_a_killed_batch_resumes_where_it_stopped_and_does_no_input_twice(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # from another folder, by a relative path
-    p = tce("run", "--resume", os.path.relpath(log, elsewhere), env=env, cwd=elsewhere)
+    p = run_tce("run", "--resume", os.path.relpath(log, elsewhere), env=env, cwd=elsewhere)
     assert p.returncode == 0, p.stderr
     assert "1 inputs done, 2 to go (1 from their transcripts)" in p.stderr
     lines = [json.loads(x) for x in results.read_text().splitlines()]
@@ -677,7 +669,7 @@ def test_a_killed_batch_resumes_where_it_stopped_and_does_no_input_twice(
     assert asked.count("alpha") == 1 and asked.count("gamma") == 1
     assert asked.count("beta") == 2  # the step the kill cut short, and only it, again
     # resuming again does nothing more
-    p = tce("run", "--resume", str(log), env=env, cwd=elsewhere)
+    p = run_tce("run", "--resume", str(log), env=env, cwd=elsewhere)
     assert p.returncode == 0, p.stderr
     assert len(results.read_text().splitlines()) == 3 and len(asked) == 4
 
@@ -690,7 +682,7 @@ def test_resume_takes_the_paths_a_shell_gives(
     asked: list[str] = []
     openai_server.responder = _title_model(set(), asked)
     for topic in ("one", "two"):
-        p = tce(
+        p = run_tce(
             "run",
             "t/make",
             "--sop",
@@ -713,14 +705,14 @@ def test_resume_takes_the_paths_a_shell_gives(
         [str(runs[0]).removesuffix(".msg.md"), str(runs[1])],  # no extension
     ]
     for form in forms:
-        p = tce("run", "--resume", *form, "--json", env=env, cwd=other)
+        p = run_tce("run", "--resume", *form, "--json", env=env, cwd=other)
         assert p.returncode == 0, (form, p.stderr)
         assert sorted(json.loads(x)["context"]["title"] for x in p.stdout.splitlines()) == [
             "T-one",
             "T-two",
         ], form
     assert len(asked) == 2  # ended runs are reported, never run again
-    p = tce("run", "--resume", "runs/nothing-here.msg.md", env=env, cwd=tmp_path)
+    p = run_tce("run", "--resume", "runs/nothing-here.msg.md", env=env, cwd=tmp_path)
     assert p.returncode == 2 and "no such transcript" in p.stderr
 
 
@@ -773,12 +765,12 @@ def test_a_malformed_stream_is_named_as_such_and_a_cut_one_as_a_lost_connection(
 
     env = {**env, "PERCENT_AGENT_DIRECT": direct}
     openai_server.script(Reply.garbage())
-    p = tce("chat", str(tmp_path / "g"), "-m", "hi", env=env)
+    p = run_tce("chat", str(tmp_path / "g"), "-m", "hi", env=env)
     assert p.returncode == 1
     assert "sent a reply chunk that is not JSON" in p.stderr
     assert "connection was lost" not in p.stderr
     openai_server.script(Reply("one two three four", chunk_size=4, disconnect_after=2))
-    p = tce("chat", str(tmp_path / "g"), "-m", "again", env=env)
+    p = run_tce("chat", str(tmp_path / "g"), "-m", "again", env=env)
     assert p.returncode == 1
     assert "broke off mid-reply (the connection was lost)" in p.stderr
 
@@ -872,7 +864,7 @@ def test_nbclient_runs_each_cell_by_its_kind_and_saves_what_tce_exec_saves(
         openai_server.reset()
         openai_server.script(*REPLIES)
         if name == "tce":
-            done = tce("exec", str(folder / "x.msg.md"), env=env)
+            done = run_tce("exec", str(folder / "x.msg.md"), env=env)
             assert done.returncode == 0, done.stderr
             expected = (folder / "x.msg.md").read_text(encoding="utf-8")
         else:
@@ -971,7 +963,7 @@ def test_jupytext_execute_on_a_script_message_file_saves_what_tce_exec_saves(
         trusted(folder)
         openai_server.script("Three.")
         if name == "tce":
-            done = tce("exec", str(folder / "analysis.msg.py"), env=env)
+            done = run_tce("exec", str(folder / "analysis.msg.py"), env=env)
             assert done.returncode == 0, done.stderr
         else:
             _run([str(BIN / "jupytext"), "--execute", "analysis.msg.py"], folder, env)

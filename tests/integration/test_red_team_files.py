@@ -25,6 +25,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import RunOptions, run_turn
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 
@@ -42,10 +43,6 @@ def clone(tmp_path: Path) -> Path:
     (folder / ".git" / "hooks").mkdir(parents=True)
     (folder / "toolbox").mkdir()
     return folder
-
-
-def tce(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def authorization(server: OpenAIServer) -> list[str | None]:
@@ -200,8 +197,6 @@ async def test_pairing_with_a_script_beside_the_file_stays_allowed(
     code, _ = await save_paired(jp_fetch, "notes/x.msg.md", ".msg.md,py:percent")
     assert code == 200
     assert "# %%" in (folder / "x.py").read_text()
-
-
 
 
 @pytest.mark.parametrize(("prefix", "written"), [("../outside//", "outside/x.py"),

@@ -49,10 +49,7 @@ def test_the_import_prompt_shows_the_environment_a_server_starts_with(
 
 
 def run_tce_with_input(config: Path, env: dict[str, str], answers: str) -> str:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "tce"), "mcp", "import", str(config)],
-        input=answers, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    done = run_tce("mcp", "import", str(config), env=env, input=answers)
     assert done.returncode == 0, done.stderr
     return done.stdout + done.stderr
 

@@ -250,9 +250,6 @@ def test_a_trusted_folder_s_python_jupytext_configuration_runs_in_the_command(
 
 # -- tce and its warm helper ---------------------------------------------------------------
 
-def tce(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return run_tce(*args, cwd=cwd, env=env, timeout=TIMEOUT)
-
 
 def helper_pids(marker: str) -> list[int]:
     """Pids of live warm helper processes whose command line names ``marker``."""
@@ -285,7 +282,7 @@ def test_tce_chat_and_its_warm_helper_in_a_cloned_folder_run_none_of_it(
                     PERCENT_AGENT_WARM_IDLE="60", XDG_RUNTIME_DIR=str(runtime),
                     PERCENT_AGENT_DIRECT="0")
     try:
-        first = tce("chat", "chat.msg.md", "-m", "Say hello.", cwd=hostile_folder.path, env=env)
+        first = run_tce("chat", "chat.msg.md", "-m", "Say hello.", cwd=hostile_folder.path, env=env)
         assert first.returncode == 0, first.stderr
         deadline = time.monotonic() + 3 * TIMEOUT  # the helper it started imports litellm
         while not list(runtime.glob("percent-agent/*.sock")) and time.monotonic() < deadline:
@@ -294,9 +291,9 @@ def test_tce_chat_and_its_warm_helper_in_a_cloned_folder_run_none_of_it(
         assert list(runtime.glob("percent-agent/*.sock")), hostile_folder.ran()
         (pid,) = helper_pids(str(runtime))
         assert cmdline(pid)[1:3] == ["-P", "-m"]
-        second = tce("chat", "chat.msg.md", "-m", "Again.", cwd=hostile_folder.path, env=env)
+        second = run_tce("chat", "chat.msg.md", "-m", "Again.", cwd=hostile_folder.path, env=env)
         assert second.returncode == 0, second.stderr
-        refused = tce("chat", "tools.msg.md", "-m", "A note.", cwd=hostile_folder.path, env=env)
+        refused = run_tce("chat", "tools.msg.md", "-m", "A note.", cwd=hostile_folder.path, env=env)
         assert refused.returncode == 6 and "to allow it: tce trust" in refused.stderr
     finally:
         for pid in helper_pids(str(runtime)):
@@ -309,7 +306,7 @@ def test_tce_chat_and_its_warm_helper_in_a_cloned_folder_run_none_of_it(
 def test_tce_run_in_a_cloned_folder_runs_none_of_it(
         hostile_folder, openai_server: OpenAIServer, user_config_dir: Path) -> None:
     openai_server.script("a draft")
-    done = tce("run", "w/draft", "--sop", "sop", "--context", '{"topic": "spring"}', "--json",
+    done = run_tce("run", "w/draft", "--sop", "sop", "--context", '{"topic": "spring"}', "--json",
                cwd=hostile_folder.path, env=model_env(openai_server, user_config_dir))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["context"]["draft"] == "a draft"
@@ -377,7 +374,7 @@ def test_dask_workers_started_as_documented_in_a_cloned_folder_run_none_of_it(
     address = dask_cluster(cwd=hostile_folder.path, workers=1)
     inputs = hostile_folder.path / "topics.jsonl"
     inputs.write_text('{"topic": "spring"}\n')
-    done = tce("run", "w/draft", "--sop", "sop", "--inputs", "topics.jsonl", "--cluster",
+    done = run_tce("run", "w/draft", "--sop", "sop", "--inputs", "topics.jsonl", "--cluster",
                address, "--json", cwd=hostile_folder.path, env=dict(os.environ))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "succeeded"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "sop" / "review"
 BIN = Path(sys.executable).parent
-TIMEOUT = 60
 SECRET = "the private plan of the user"
 
 
@@ -43,17 +41,11 @@ def private_doc(tmp_path: Path) -> Path:
     return doc
 
 
-def tce(
-    *args: str, cwd: Path, server: OpenAIServer, config: Path
-) -> subprocess.CompletedProcess[str]:
-    return run_tce(*args, cwd=cwd, env=model_env(server, config), timeout=TIMEOUT)
-
-
 def test_a_sop_document_linking_out_of_the_folder_is_never_read(
     clone: Path, private_doc: Path, openai_server: OpenAIServer, user_config_dir: Path
 ) -> None:
     (clone / "sop" / "w" / "leak.md").symlink_to(private_doc)
-    done = tce(
+    done = run_tce(
         "run",
         "w/leak",
         "--sop",
@@ -61,13 +53,14 @@ def test_a_sop_document_linking_out_of_the_folder_is_never_read(
         "--context",
         "{}",
         cwd=clone,
-        server=openai_server,
-        config=user_config_dir,
+        env=model_env(openai_server,
+        user_config_dir),
     )
     assert SECRET not in " ".join(str(r.body) for r in openai_server.requests)
     assert SECRET not in done.stdout + done.stderr
     assert done.returncode != 0
-    checked = tce("sop", "check", "sop", cwd=clone, server=openai_server, config=user_config_dir)
+    checked = run_tce("sop", "check", "sop", cwd=clone,
+                      env=model_env(openai_server, user_config_dir))
     assert "w/leak.md" in checked.stdout + checked.stderr
     assert "link" in checked.stdout + checked.stderr
 
@@ -83,7 +76,8 @@ def test_a_fifo_or_a_device_in_a_sop_folder_never_hangs_or_fills_memory(
     os.mkfifo(clone / "sop" / where)
     zero = clone / "sop" / "w" / "zero.md"
     zero.symlink_to("/dev/zero")
-    checked = tce("sop", "check", "sop", cwd=clone, server=openai_server, config=user_config_dir)
+    checked = run_tce("sop", "check", "sop", cwd=clone,
+                      env=model_env(openai_server, user_config_dir))
     shown = checked.stdout + checked.stderr
     assert checked.returncode != 0
     assert "zero.md" in shown and Path(where).name in shown, shown
@@ -98,7 +92,7 @@ def test_the_sop_index_never_reads_a_document_linking_out_of_the_folder(
         )
     )
     (clone / "sop" / "w" / "leak.md").symlink_to(private_doc)
-    found = tce(
+    found = run_tce(
         "sop",
         "search",
         "private plan",
@@ -106,8 +100,8 @@ def test_the_sop_index_never_reads_a_document_linking_out_of_the_folder(
         "sop",
         "--json",
         cwd=clone,
-        server=openai_server,
-        config=user_config_dir,
+        env=model_env(openai_server,
+        user_config_dir),
     )
     assert found.returncode == 0, found.stderr
     assert SECRET not in found.stdout + found.stderr
@@ -124,7 +118,7 @@ def test_a_sop_index_file_linking_out_of_the_folder_is_replaced_not_written_thro
     mine = tmp_path / "home" / "work"
     shutil.copytree(DATA / "sop", mine / "sop")
     with OpenAIServer() as server:
-        built = tce("sop", "index", "sop", cwd=mine, server=server, config=user_config_dir)
+        built = run_tce("sop", "index", "sop", cwd=mine, env=model_env(server, user_config_dir))
         assert built.returncode == 0, built.stderr
         index = mine / "sop" / ".sop-index.sqlite"
         before = index.read_bytes()
@@ -133,7 +127,7 @@ def test_a_sop_index_file_linking_out_of_the_folder_is_replaced_not_written_thro
             "## parameters.prompt\nTea.\n"
         )
         (clone / "sop" / ".sop-index.sqlite").symlink_to(index)
-        found = tce("sop", "search", "tea", cwd=clone, server=server, config=user_config_dir)
+        found = run_tce("sop", "search", "tea", cwd=clone, env=model_env(server, user_config_dir))
     assert found.returncode == 0, found.stderr
     assert "w/tea" in found.stdout
     assert index.read_bytes() == before

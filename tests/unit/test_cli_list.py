@@ -8,17 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.testing.environment import tce
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "runtime"
-
-
-def tce(*args: str):
-    return CliRunner().invoke(main, list(args))
 
 
 def test_list_cells(tmp_path: Path) -> None:

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.testing.environment import tce
 from tests.paths import TEST_DATA
 
 TOOLBOX = str(TEST_DATA / "toolbox")
 BROKEN = str(Path(TOOLBOX) / "broken")
-TCE = Path(sys.executable).parent / "tce"
-
-
-def tce(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_list_prints_every_tool_with_its_description() -> None:

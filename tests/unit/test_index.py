@@ -15,9 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder
 from jupyter_percent_agent.ranking.text import STOPWORDS, terms
 from jupyter_percent_agent.tasks.index import (
@@ -33,6 +31,7 @@ from jupyter_percent_agent.tasks.index import (
     why_untrusted,
 )
 from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.trust.secret import purpose_key
 from tests.paths import TEST_DATA
 
@@ -60,13 +59,6 @@ class CountingEmbedder(WordLlamaEmbedder):
     def embed(self, texts):  # type: ignore[no-untyped-def]
         self.texts.extend(texts)
         return super().embed(texts)
-
-
-def tce(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner(env=env).invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 # -- the test set ---------------------------------------------------------------------------
@@ -274,7 +266,7 @@ def test_update_reembeds_only_the_documents_that_changed(sop: Path) -> None:
 
 
 def test_every_search_command_sees_edited_documents(sop: Path) -> None:
-    assert tce("sop", "index", str(sop))[0] == 0
+    assert tce("sop", "index", str(sop)).exit_code == 0
     write_doc(sop, "garden/water_plants", "Water the tomato plants in the greenhouse")
     code, out, _ = tce("sop", "search", "tomatoes greenhouse", "--sop", str(sop), "-k", "1")
     assert code == 0 and out.split()[1] == "garden/water_plants"

@@ -15,14 +15,11 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.litellm_setup import import_litellm
 from jupyter_percent_agent.runtime import routing
 from jupyter_percent_agent.runtime.agents import environment_agent
+from jupyter_percent_agent.testing.environment import tce
 
 SECRET = "sk-stored-openai-0123456789"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 MSGS = [{"role": "user", "content": "hi"}]
-
-
-def tce(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 def test_keys_set_stores_a_private_file_and_list_names_only_the_source(

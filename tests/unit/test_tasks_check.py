@@ -9,21 +9,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.tasks import load_sop, paths, templates
 from jupyter_percent_agent.tasks.documents import parse_document
 from jupyter_percent_agent.tasks.safe_yaml import YamlError, load_yaml
+from jupyter_percent_agent.testing.environment import tce
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "sop"
 BLOG = DATA / "seed_blog"
 BAD = DATA / "bad" / "sop"
-
-
-def tce(*args: str):
-    return CliRunner().invoke(main, list(args))
 
 
 # -- tce sop check -------------------------------------------------------------------------

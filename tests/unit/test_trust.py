@@ -19,11 +19,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import RunOptions, run_turn
-
-
-def tce(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
+from jupyter_percent_agent.testing.environment import tce
 
 # -- finding 1: a file steals the user's API keys --------------------------------------------
 
@@ -64,6 +60,7 @@ def test_the_percent_agent_key_goes_only_with_the_users_own_api_base(
 
 MARKER_TOOL = '''
 import pathlib
+from jupyter_percent_agent.testing.environment import tce
 pathlib.Path({marker!r}).write_text("imported")
 
 
