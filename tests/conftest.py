@@ -69,22 +69,6 @@ def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.fixture
-def local_model(openai_server, monkeypatch: pytest.MonkeyPatch):
-    """The local model server as the environment's model (``test-model``, no retries, no
-    waiting between them, no warm helper, a call that hangs fails in 10 s, no key of ours),
-    for this process and the processes it starts (``dict(os.environ)``): set ``.responder``
-    or call ``.script`` to script it."""
-    for name, value in {"PERCENT_AGENT_API_BASE": openai_server.url,
-                        "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_RETRIES": "0",
-                        "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
-                        "PERCENT_AGENT_TIMEOUT": "10",
-                        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
-    return openai_server
-
-
-@pytest.fixture
 def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The user's keys in the environment (name -> value, returned), no endpoint of the
     user's (``PERCENT_AGENT_API_BASE``, ``OPENAI_API_BASE``), no model of theirs, no retries,
@@ -103,6 +87,19 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
                  "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return secrets
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    """A cloned folder, untrusted (``tmp_path/clone``): a git folder (``.git/hooks``), an empty
+    ``toolbox/`` of its own and the review workflow's SOP folder (``sop/``)."""
+    import shutil
+
+    folder = tmp_path / "clone"
+    (folder / ".git" / "hooks").mkdir(parents=True)
+    (folder / "toolbox").mkdir()
+    shutil.copytree(DATA / "sop" / "review" / "sop", folder / "sop")
+    return folder
 
 
 @pytest.fixture

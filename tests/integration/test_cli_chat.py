@@ -27,16 +27,6 @@ from tests.paths import TEST_DATA
 DATA = TEST_DATA / "runtime"
 
 
-@pytest.fixture
-def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    values = {"PERCENT_AGENT_API_BASE": openai_server.url, "PERCENT_AGENT_MODEL": "test-model",
-              "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
-              "PERCENT_AGENT_TIMEOUT": "5", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    for k, v in values.items():
-        monkeypatch.setenv(k, v)
-    return values
-
-
 def cells(path: Path) -> list[dict]:
     return hist.conversation_cells(fmt.read(path))
 

@@ -5,7 +5,6 @@ client against the local test server for the messages after the code cells."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -25,12 +24,6 @@ from tests.paths import TEST_DATA
 DATA = TEST_DATA / "code"
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 TIMEOUT = 180
-
-
-@pytest.fixture
-def env(local_model: OpenAIServer) -> dict[str, str]:
-    """The environment of the tce processes: the local model server's (``local_model``)."""
-    return dict(os.environ)
 
 
 @pytest.fixture

@@ -24,11 +24,6 @@ EXTENSION = {"jupyter_percent_agent.contents": True}
 
 
 @pytest.fixture
-def jp_server_config() -> dict:
-    return {"ServerApp": {"jpserver_extensions": EXTENSION}}
-
-
-@pytest.fixture
 def malformed_text() -> tuple[str, int]:
     """A message file whose metadata line (line 3) has an unterminated string."""
     return '## %% Hello[^a]\n\n[^a]: [markdown] agent="oops\n\nBody\n', 3
@@ -258,7 +253,6 @@ async def test_a_message_notebook_comes_with_the_language_info_its_kernel_report
     assert model["content"]["metadata"]["language_info"] == LANGUAGE_INFO
     await put_model(jp_fetch, "notes.md", model)
     assert "language_info" not in (jp_root_dir / "notes.md").read_text(encoding="utf-8")
-
 
 
 # --- the kernel a message file opens on --------------------------------------------------------

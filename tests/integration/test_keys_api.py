@@ -16,11 +16,6 @@ from jupyter_percent_agent import trust
 SECRET = "sk-from-the-dialog-0123456789"
 
 
-@pytest.fixture
-def jp_server_config() -> dict:
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
-
-
 @pytest.fixture(autouse=True)
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):

@@ -40,23 +40,6 @@ DATA = TEST_DATA
 TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 
 
-@pytest.fixture
-def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The local model server as the environment's model; what a ``tce`` subprocess gets."""
-    values = {
-        "PERCENT_AGENT_API_BASE": openai_server.url,
-        "PERCENT_AGENT_MODEL": "test-model",
-        "PERCENT_AGENT_BACKOFF": "0",
-        "PERCENT_AGENT_WARM": "0",
-        "PERCENT_AGENT_RETRIES": "0",
-        "PERCENT_AGENT_TIMEOUT": "10",
-    }
-    for k, v in values.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
-    return {**os.environ, **values}
-
-
 # -- 8. sensitive values are masked ----------------------------------------------------------
 
 VAULT_HEADER = "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [vault]\n---\n"

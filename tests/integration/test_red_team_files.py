@@ -36,15 +36,6 @@ def attacker() -> Iterator[OpenAIServer]:
         yield server
 
 
-@pytest.fixture
-def clone(tmp_path: Path) -> Path:
-    """A cloned folder: untrusted, with a git folder and a toolbox of its own."""
-    folder = tmp_path / "clone"
-    (folder / ".git" / "hooks").mkdir(parents=True)
-    (folder / "toolbox").mkdir()
-    return folder
-
-
 def authorization(server: OpenAIServer) -> list[str | None]:
     return [r.headers.get("Authorization") or r.headers.get("x-api-key")
             for r in server.requests]
@@ -116,10 +107,6 @@ def test_the_path_rule_names_the_path_and_the_rule(clone: Path) -> None:
 
 
 # -- pairings: what JupyterLab's save writes (the real contents manager, over HTTP) --------
-
-@pytest.fixture
-def jp_server_config() -> dict:
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
 
 
 def paired_file(formats: str) -> str:

@@ -25,15 +25,11 @@ DATA = TEST_DATA / "sop" / "review"
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture
-def clone(tmp_path: Path) -> Path:
-    """A cloned folder with the review workflow's SOP folder and two inputs."""
-    folder = tmp_path / "clone"
-    shutil.copytree(DATA / "sop", folder / "sop")
-    (folder / "topics.jsonl").write_text('{"topic": "tea"}\n{"topic": "rain"}\n')
-    (folder / "runs").mkdir()
-    return folder
-
+@pytest.fixture(autouse=True)
+def batch_inputs(clone: Path) -> None:
+    """The clone (its SOP folder: the review workflow) with two inputs and a runs/ folder."""
+    (clone / "topics.jsonl").write_text('{"topic": "tea"}\n{"topic": "rain"}\n')
+    (clone / "runs").mkdir()
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:

@@ -178,10 +178,9 @@ def jp_root_dir(hostile_folder) -> Path:
 
 
 @pytest.fixture
-def jp_server_config() -> dict:
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}},
-            "ContentsManager": {"allow_hidden": True}}
-
+def jp_argv() -> list[str]:
+    """Hidden files allowed, as in the server test above (a common setting)."""
+    return ["--ContentsManager.allow_hidden=True"]
 
 @pytest.fixture
 def server_warnings(jp_serverapp) -> Iterator[list[str]]:

@@ -23,13 +23,6 @@ SECRET = "the private plan of the user"
 
 
 @pytest.fixture
-def clone(tmp_path: Path) -> Path:
-    folder = tmp_path / "clone"
-    shutil.copytree(DATA / "sop", folder / "sop")
-    return folder
-
-
-@pytest.fixture
 def private_doc(tmp_path: Path) -> Path:
     """A task document of the user's, outside the clone."""
     doc = tmp_path / "home" / "notes" / "leak.md"

@@ -14,9 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from jupyter_percent_agent.testing.environment import model_env, tce_on_terminal
+from jupyter_percent_agent.testing.environment import tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 BIN = Path(sys.executable).parent
@@ -36,11 +34,6 @@ def in_terminal(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     code, shown, _ = tce_on_terminal(*args, cwd=cwd, env=env, stdin_terminal=False,
                                      timeout=TIMEOUT)
     return code, shown
-
-
-@pytest.fixture
-def env(openai_server: OpenAIServer, user_config_dir: Path) -> dict[str, str]:
-    return model_env(openai_server, user_config_dir)
 
 
 def test_a_models_reply_reaches_the_terminal_without_its_control_sequences(

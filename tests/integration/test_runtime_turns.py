@@ -30,14 +30,6 @@ HEADER = ("---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weathe
 
 
 @pytest.fixture
-def env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in {"PERCENT_AGENT_API_BASE": openai_server.url,
-                 "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_BACKOFF": "0",
-                 "PERCENT_AGENT_WARM": "0", "PERCENT_AGENT_TIMEOUT": "10"}.items():
-        monkeypatch.setenv(k, v)
-
-
-@pytest.fixture
 def tool_file(tmp_path: Path, trusted) -> Path:
     trusted(tmp_path)
     (tmp_path / "toolbox").mkdir()

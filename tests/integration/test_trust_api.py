@@ -12,11 +12,6 @@ from tornado.httpclient import HTTPClientError
 from jupyter_percent_agent import trust
 
 
-@pytest.fixture
-def jp_server_config() -> dict:
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
-
-
 async def test_a_notebook_folder_is_untrusted_until_the_user_trusts_it(
         jp_fetch, jp_root_dir: Path) -> None:
     (jp_root_dir / "clone" / "toolbox").mkdir(parents=True)

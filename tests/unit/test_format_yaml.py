@@ -132,11 +132,6 @@ def test_a_notebook_nested_too_deeply_to_write_is_a_format_error() -> None:
 # --------------------------------------------------------------------------- contents server
 
 
-@pytest.fixture
-def jp_server_config() -> dict:
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_percent_agent.contents": True}}}
-
-
 def test_an_error_at_the_end_names_the_last_line_not_the_one_after() -> None:
     # libyaml reports a flow left open at the end of a text with no final newline one line on
     with pytest.raises(FormatError) as info:
