@@ -309,12 +309,38 @@ def test_the_metadata_rule_finds_each_way_of_writing_it(tmp_path: Path) -> None:
     assert sorted(_metadata_writes(pkg)) == [f"{PACKAGE}.runtime:{n}" for n in (1, 2, 3, 4)]
 
 
-# The format core's reader and writer: one grammar each, kept whole.
-LONG_ALLOWED = {f"{PACKAGE}.format.notebook", f"{PACKAGE}.format.parse", f"{PACKAGE}.format.emit"}
+# -- modules small enough to read whole -------------------------------------------------------
+
+LINE_LIMIT = 500
+# A module at the limit or over it needs a reason here; each entry names a module that exists
+# and is at the limit, so the list never outlives its reasons.
+LONG_ALLOWED = {
+    f"{PACKAGE}.format.notebook": "the notebook mapping: one table of what each [type] means in "
+                                  "nbformat terms, read by the reader and the writer alike",
+    f"{PACKAGE}.jupytext_format": "every change made to jupytext's module state, in one place so "
+                                  "that what is patched can be read, and undone, together",
+}
 
 
-def test_no_module_is_over_500_lines_but_the_format_reader_and_writer() -> None:
-    long = {m: n for m, (path, _) in _modules(ROOT).items()
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
-            and m not in LONG_ALLOWED}
+def _line_counts(root: Path) -> dict[str, int]:
+    return {m: len(path.read_text(encoding="utf-8").splitlines())
+            for m, (path, _) in _modules(root).items()}
+
+
+def test_no_module_is_at_the_line_limit_without_a_reason() -> None:
+    long = {m: n for m, n in _line_counts(ROOT).items()
+            if n >= LINE_LIMIT and m not in LONG_ALLOWED}
     assert long == {}
+
+
+def test_every_module_allowed_to_be_long_exists_and_is_long() -> None:
+    counts = _line_counts(ROOT)
+    stale = {m: counts.get(m, "no such module") for m in LONG_ALLOWED
+             if counts.get(m, 0) < LINE_LIMIT}
+    assert stale == {}
+
+
+def test_every_part_the_layers_name_exists() -> None:
+    parts = {_part(m) for m in _modules(ROOT)} - {"", "__init__"}
+    named = set().union(*LAYERS)
+    assert sorted(named - parts) == []
