@@ -40,7 +40,8 @@ TIERS = ("unit", "integration")
 def pytest_sessionstart(session: pytest.Session) -> None:
     """A test module outside the two tiers would run in neither ``make test-fast`` nor the
     tiers of ``make test``: say so instead of leaving it out."""
-    stray = sorted(p.name for p in TESTS.glob("test_*.py"))
+    stray = sorted(str(p.relative_to(TESTS)) for p in TESTS.rglob("test_*.py")
+                   if p.relative_to(TESTS).parts[0] not in (*TIERS, "data"))
     if stray:
         raise pytest.UsageError(
             f"tests/{stray[0]}: a test module belongs in tests/unit (it starts no process, "
