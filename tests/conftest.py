@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_percent_agent.format import NS
+from jupyter_percent_agent.testing import environment
 from tests.paths import SHARED, TEST_DATA
 
 # pytest-jupyter registers no plugin by itself.
@@ -334,18 +335,10 @@ def hostile_folder(tmp_path: Path) -> HostileFolder:
     return HostileFolder(tmp_path)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def free_port() -> Callable[[], int]:
     """``free_port()``: a TCP port on 127.0.0.1 nobody listens on (yet)."""
-    return _free_port
+    return environment.free_port
 
 
 @pytest.fixture
@@ -364,7 +357,7 @@ def dask_cluster() -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(cwd: Path | None = None, workers: int = 2) -> str:
-        port = _free_port()
+        port = environment.free_port()
         address = f"tcp://127.0.0.1:{port}"
         env = {**os.environ, "PERCENT_AGENT_BACKOFF": "0"}
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -402,7 +395,7 @@ class JupyterServer:
         import subprocess
         import sys
 
-        self.port = _free_port()
+        self.port = environment.free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.runtime = home / "runtime"
         self.log = home / "server.log"

@@ -22,6 +22,15 @@ from pathlib import Path
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on (yet)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str, str]:
     """This process's environment, ``PERCENT_AGENT_*`` removed, pointed at ``server`` with
     ``config_dir`` as the user config dir; ``extra`` added last (it may override)."""

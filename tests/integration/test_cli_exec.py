@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.integration.test_cli_chat import cells
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "code"
@@ -34,10 +34,6 @@ def folder(tmp_path: Path) -> Path:
     shutil.copy(DATA / "done_when.msg.md", work / "nums.msg.md")
     shutil.copy(DATA / "red-2000x1000.png", work / "red-2000x1000.png")
     return work
-
-
-def cells(path: Path) -> list[dict]:
-    return hist.conversation_cells(fmt.read(path))
 
 
 def texts(cell: dict, kind: str, name: str | None = None) -> str:

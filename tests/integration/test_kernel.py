@@ -21,7 +21,7 @@ from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO, kernelspec_dir
+from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.paths import TEST_DATA
@@ -54,14 +54,6 @@ Saved text of the second question.
 """
 
 
-@pytest.fixture(scope="module")
-def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A kernels folder holding a copy of the project's kernelspec."""
-    kernels = tmp_path_factory.mktemp("jupyter") / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
-    return kernels
-
-
 KERNEL_CONFIG = Path(tempfile.mkdtemp(prefix="kernel-user-config-"))
 """The user config dir of the kernels these tests start (no folder trusted unless a test
 says so)."""
@@ -85,12 +77,6 @@ def start(spec_dir: Path, env: dict[str, str], **launch: Any) -> tuple[KernelMan
 def stop(km: KernelManager, kc: Any) -> None:
     kc.stop_channels()
     km.shutdown_kernel(now=True)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.integration.test_kernel import (
     collect,
@@ -28,19 +27,6 @@ PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAAB"
     "JRU5ErkJggg=="
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    kernels = tmp_path_factory.mktemp("jupyter") / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
-    return kernels
 
 
 @pytest.fixture(scope="module")

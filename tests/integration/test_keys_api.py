@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import stat
 
 import pytest
@@ -16,12 +15,7 @@ from jupyter_percent_agent import trust
 SECRET = "sk-from-the-dialog-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.endswith("_API_KEY") or name == "PERCENT_AGENT_MODEL":
-            monkeypatch.delenv(name)
-
+pytestmark = pytest.mark.usefixtures("no_keys")
 
 async def test_the_dialog_stores_a_key_and_a_default_model_in_the_users_config(
         jp_fetch, user_config_dir, caplog: pytest.LogCaptureFixture) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_percent_agent.testing.environment import free_port
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 from .labpage import PNG
@@ -60,12 +60,6 @@ class LabServer:
         """The end of the server's log, for failure messages."""
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _ready(url: str) -> bool:
@@ -160,7 +154,7 @@ def _lab(base: Path, lab_model: OpenAIServer, *, rtc: bool,
     local model server (``OPENAI_BASE_URL``), so a call needs a stored key."""
     root = base / "root"
     root.mkdir()
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")
            and not (first_run and k.endswith(("_API_KEY", "_API_BASE", "_BASE_URL")))}
     # Agent kernels started by this server answer through the local model server, at once.
