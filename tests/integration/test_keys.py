@@ -19,9 +19,9 @@ from jupyter_percent_agent.runtime import helper as warm
 from jupyter_percent_agent.runtime import models
 from jupyter_percent_agent.runtime.agents import environment_agent
 from jupyter_percent_agent.runtime.models import CallSpec
-from jupyter_percent_agent.testing.environment import tce
+from jupyter_percent_agent.testing.environment import run_tce, tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
-from tests.unit.test_keys import MSGS, SECRET, TCE
+from tests.unit.test_keys import MSGS, SECRET
 
 
 @pytest.mark.parametrize(("args", "says"), [(["keys", "set", "openai"], "stored the key"),
@@ -77,8 +77,7 @@ def test_first_run_keys_set_default_model_then_chat_sends_the_stored_key(
     notes.mkdir()
 
     def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*TCE, *args], env=env, input=input, capture_output=True,
-                              text=True, timeout=180, cwd=notes)
+        return run_tce(*args, env=env, input=input, cwd=notes)
 
     out = [run("keys", "set", "openai", input=SECRET + "\n"),
            run("models", "default", "gpt-4o-mini"),

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from jupyter_percent_agent.cli import main
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 TIED = "tied-to-team-a-only"
@@ -30,7 +29,7 @@ def gateway(keys, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
     with OpenAIServer() as server:
         server.default = "hello"
         allowed = server.url.removesuffix("/v1") + "/team-a/v1"
-        done = CliRunner().invoke(main, ["trust", "--endpoint", allowed, "--key-env", "TEAM_A_KEY"])
+        done = tce("trust", "--endpoint", allowed, "--key-env", "TEAM_A_KEY")
         assert done.exit_code == 0, done.output
         yield server
 
@@ -40,7 +39,7 @@ def chat(folder: Path, api_base: str):
     path = folder / "chat.msg.md"
     props = {"models": ["some-model"], "api_base": api_base}
     path.write_text(f"---\nagents:\n  a: {json.dumps(props)}\n---\n")
-    return CliRunner().invoke(main, ["chat", str(path), "-m", "hi"], catch_exceptions=False)
+    return tce("chat", str(path), "-m", "hi")
 
 
 def sent_the_key(server: OpenAIServer) -> list[str]:
@@ -95,7 +94,7 @@ def test_tce_models_never_follows_a_redirect_with_the_users_key(
         threading.Thread(target=home.serve_forever, daemon=True).start()
         try:
             monkeypatch.setenv("PERCENT_AGENT_API_BASE", f"http://127.0.0.1:{home.server_port}/v1")
-            result = CliRunner().invoke(main, ["models", "list"], catch_exceptions=False)
+            result = tce("models", "list")
         finally:
             home.shutdown()
             home.server_close()

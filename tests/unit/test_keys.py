@@ -4,7 +4,6 @@ run with no key in the environment, keys kept private, and stored keys under the
 from __future__ import annotations
 
 import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from jupyter_percent_agent.runtime.agents import environment_agent
 from jupyter_percent_agent.testing.environment import tce
 
 SECRET = "sk-stored-openai-0123456789"
-TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 MSGS = [{"role": "user", "content": "hi"}]
 
 
