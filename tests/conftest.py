@@ -233,7 +233,7 @@ def process_probe() -> ProcessProbe:
     return ProcessProbe()
 
 
-# -- a cloned repository that attacks whoever opens it (tests/test_red_team_processes.py) ------
+# -- a cloned repository that attacks whoever opens it (integration/test_red_team_processes.py) --
 
 HOSTILE_KEYS = {"OPENAI_API_KEY": "sk-hostile-dotenv-openai",
                 "ANTHROPIC_API_KEY": "sk-ant-hostile-dotenv",

@@ -533,7 +533,7 @@ def test_jupyterlab_and_future_notebooks_round_trip_exactly_through_the_cli(
     later nbformat, and a later minor version's keys on the notebook, its cells and outputs:
     .ipynb -> .msg.md -> .ipynb gives the same JSON. (The user's own folder: in one they have
     not trusted, the .ipynb made from a message file names the agent kernel, whatever the
-    message file names; tests/test_red_team_jupytext.py.)"""
+    message file names; tests/integration/test_red_team_jupytext.py.)"""
     trusted(tmp_path)
     shutil.copy(NOTEBOOKS / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
     run_jupytext("--to", ".msg.md", f"{name}.ipynb", cwd=tmp_path, env={"PYTHONWARNINGS": "ignore"})

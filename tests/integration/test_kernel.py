@@ -362,7 +362,7 @@ def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, not
     srv.script(Reply("This reply is far too slow " * 20, chunk_size=4, chunk_delay=0.5),
                "Still here.")
     # as JupyterLab sends it (a cell id): the reply streams in place (a client naming no cell,
-    # jupyter console, gets it whole: tests/test_real_clients.py)
+    # jupyter console, gets it whole: tests/integration/test_real_clients.py)
     msg = kc.session.msg("execute_request", {
         "code": "Tell me a long story", "silent": False, "store_history": True,
         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
