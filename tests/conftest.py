@@ -93,15 +93,20 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
-    """A cloned folder, untrusted (``tmp_path/clone``): a git folder (``.git/hooks``), an empty
-    ``toolbox/`` of its own and the review workflow's SOP folder (``sop/``)."""
-    import shutil
-
+    """A cloned folder, untrusted (``tmp_path/clone``), with a git folder (``.git/hooks``) and
+    an empty ``toolbox/`` of its own."""
     folder = tmp_path / "clone"
     (folder / ".git" / "hooks").mkdir(parents=True)
     (folder / "toolbox").mkdir()
-    shutil.copytree(DATA / "sop" / "review" / "sop", folder / "sop")
     return folder
+
+
+@pytest.fixture
+def review_sop(clone: Path) -> Path:
+    """The clone's SOP folder (``clone/sop``): the review workflow."""
+    import shutil
+
+    return Path(shutil.copytree(DATA / "sop" / "review" / "sop", clone / "sop"))
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(autouse=True)
-def batch_inputs(clone: Path) -> None:
-    """The clone (its SOP folder: the review workflow) with two inputs and a runs/ folder."""
+def batch_inputs(clone: Path, review_sop: Path) -> None:
+    """The clone with its SOP folder (the review workflow), two inputs and a runs/ folder."""
     (clone / "topics.jsonl").write_text('{"topic": "tea"}\n{"topic": "rain"}\n')
     (clone / "runs").mkdir()
 

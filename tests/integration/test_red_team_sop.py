@@ -22,6 +22,9 @@ BIN = Path(sys.executable).parent
 SECRET = "the private plan of the user"
 
 
+pytestmark = pytest.mark.usefixtures("review_sop")  # the clone ships the review workflow
+
+
 @pytest.fixture
 def private_doc(tmp_path: Path) -> Path:
     """A task document of the user's, outside the clone."""
@@ -62,7 +65,7 @@ def test_a_sop_document_linking_out_of_the_folder_is_never_read(
 def test_a_fifo_or_a_device_in_a_sop_folder_never_hangs_or_fills_memory(
     clone: Path, openai_server: OpenAIServer, user_config_dir: Path, where: str
 ) -> None:
-    (clone / "toolbox").mkdir()
+    (clone / "toolbox").mkdir(exist_ok=True)
     (clone / "sop" / "w" / "tool.md").write_text(
         "---\ntask_id: w/tool\ntask_type: execute\ntool:\n  tool_id: stuck\n---\n"
     )
