@@ -879,6 +879,9 @@ def test_a_cell_the_kernel_cannot_place_is_one_line_and_runs_nothing(
     with _agent_kernel(kernel_home, tmp_path) as kc:
         msg_id = kc.execute("What is two plus two?")
         reply = kc.get_shell_msg(timeout=60)
+        # wait_for_ready asks kernel_info once a second: a slow start leaves a reply behind
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=60)
         got = _iopub_until_idle(kc, msg_id)
     assert reply["content"]["status"] == "error"
     line = reply["content"]["evalue"]
