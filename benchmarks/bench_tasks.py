@@ -37,7 +37,7 @@ ROUNDS = 5
 
 
 def answer(body: dict[str, Any]) -> str:
-    """The workflow's model, answering at once (as tests/test_tasks_batch.py's)."""
+    """The workflow's model, answering at once (as tests/integration/test_tasks_batch.py's)."""
     user = str(body["messages"][-1]["content"])
     if user.startswith("DRAFT"):
         topic = user.split("about ", 1)[1].split(".", 1)[0]

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from jupyter_percent_agent.format import NS
+from jupyter_percent_agent.testing import environment
+from tests.paths import SHARED, TEST_DATA
 
 # pytest-jupyter registers no plugin by itself.
 pytest_plugins = [
@@ -19,9 +21,7 @@ pytest_plugins = [
     "jupyter_percent_agent.testing.pytest_plugin",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data"
-SHARED = Path(os.environ.get("PERCENT_AGENT_SHARED", ROOT.parent / "shared"))
+DATA = TEST_DATA
 
 # litellm must never reach for the network, in tests or anywhere else.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -34,6 +34,32 @@ os.environ.setdefault("PERCENT_AGENT_BACKOFF", "0")
 os.environ.setdefault("PERCENT_AGENT_WARM_MAX", "16")
 
 
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A test module outside the two tiers would run in neither ``make test-fast`` nor the
+    tiers of ``make test``: say so instead of leaving it out."""
+    stray = sorted(str(p.relative_to(TESTS)) for p in TESTS.rglob("test_*.py")
+                   if p.relative_to(TESTS).parts[0] not in (*TIERS, "data"))
+    if stray:
+        raise pytest.UsageError(
+            f"tests/{stray[0]}: a test module belongs in tests/unit (it starts no process, "
+            "server, kernel or browser and touches no network) or tests/integration")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test is marked with its tier from its folder (``unit``, ``integration``, and
+    ``browser`` as well for tests/integration/browser): no test carries its tier by hand."""
+    for item in items:
+        parts = item.path.relative_to(TESTS).parts
+        if parts[0] in TIERS:
+            item.add_marker(parts[0])
+        if parts[:2] == ("integration", "browser"):
+            item.add_marker("browser")
+
+
 @pytest.fixture(autouse=True)
 def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
                     monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -42,22 +68,6 @@ def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
     folder = tmp_path_factory.mktemp("user-config")
     monkeypatch.setenv("PERCENT_AGENT_CONFIG_DIR", str(folder))
     return folder
-
-
-@pytest.fixture
-def local_model(openai_server, monkeypatch: pytest.MonkeyPatch):
-    """The local model server as the environment's model (``test-model``, no retries, no
-    waiting between them, no warm helper, a call that hangs fails in 10 s, no key of ours),
-    for this process and the processes it starts (``dict(os.environ)``): set ``.responder``
-    or call ``.script`` to script it."""
-    for name, value in {"PERCENT_AGENT_API_BASE": openai_server.url,
-                        "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_RETRIES": "0",
-                        "PERCENT_AGENT_BACKOFF": "0", "PERCENT_AGENT_WARM": "0",
-                        "PERCENT_AGENT_TIMEOUT": "10",
-                        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("PERCENT_AGENT_API_KEY", raising=False)
-    return openai_server
 
 
 @pytest.fixture
@@ -79,6 +89,24 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
                  "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return secrets
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    """A cloned folder, untrusted (``tmp_path/clone``), with a git folder (``.git/hooks``) and
+    an empty ``toolbox/`` of its own."""
+    folder = tmp_path / "clone"
+    (folder / ".git" / "hooks").mkdir(parents=True)
+    (folder / "toolbox").mkdir()
+    return folder
+
+
+@pytest.fixture
+def review_sop(clone: Path) -> Path:
+    """The clone's SOP folder (``clone/sop``): the review workflow."""
+    import shutil
+
+    return Path(shutil.copytree(DATA / "sop" / "review" / "sop", clone / "sop"))
 
 
 @pytest.fixture
@@ -210,7 +238,7 @@ def process_probe() -> ProcessProbe:
     return ProcessProbe()
 
 
-# -- a cloned repository that attacks whoever opens it (tests/test_red_team_processes.py) ------
+# -- a cloned repository that attacks whoever opens it (integration/test_red_team_processes.py) --
 
 HOSTILE_KEYS = {"OPENAI_API_KEY": "sk-hostile-dotenv-openai",
                 "ANTHROPIC_API_KEY": "sk-ant-hostile-dotenv",
@@ -312,18 +340,10 @@ def hostile_folder(tmp_path: Path) -> HostileFolder:
     return HostileFolder(tmp_path)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def free_port() -> Callable[[], int]:
     """``free_port()``: a TCP port on 127.0.0.1 nobody listens on (yet)."""
-    return _free_port
+    return environment.free_port
 
 
 @pytest.fixture
@@ -342,7 +362,7 @@ def dask_cluster() -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(cwd: Path | None = None, workers: int = 2) -> str:
-        port = _free_port()
+        port = environment.free_port()
         address = f"tcp://127.0.0.1:{port}"
         env = {**os.environ, "PERCENT_AGENT_BACKOFF": "0"}
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -380,7 +400,7 @@ class JupyterServer:
         import subprocess
         import sys
 
-        self.port = _free_port()
+        self.port = environment.free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.runtime = home / "runtime"
         self.log = home / "server.log"
@@ -491,3 +511,46 @@ def git() -> Callable[..., None]:
                        env={**os.environ, **identity})
 
     return run
+
+
+# -- fixtures of the modules whose tests are split between tests/unit and tests/integration ----
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """An empty folder, ``shared`` (tests/*/test_format_files.py)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    return shared
+
+
+@pytest.fixture
+def sop(tmp_path: Path) -> Path:
+    """A writable copy of the 52-document SOP folder (tests/*/test_index.py)."""
+    import shutil
+
+    folder = tmp_path / "sop"
+    shutil.copytree(DATA / "index" / "sop", folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, str]:
+    """The 40 tools of tests/data/index/toolbox by name: their documentation
+    (tests/*/test_index_tools.py)."""
+    from jupyter_percent_agent.tools import Registry
+
+    registry = Registry.load(DATA / "index" / "toolbox", entry_points=False)
+    return {name: tool.doc.text for name, tool in registry.items()}
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run: no ``*_API_KEY`` and no ``PERCENT_AGENT_*`` variable but the test's own
+    config directory; no retries, no waiting, no warm helper (tests/*/test_keys.py)."""
+    for name in list(os.environ):
+        if name.endswith(("_API_KEY", "_API_BASE", "_BASE_URL")) or (
+                name.startswith("PERCENT_AGENT_") and name != "PERCENT_AGENT_CONFIG_DIR"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PERCENT_AGENT_WARM", "0")
+    monkeypatch.setenv("PERCENT_AGENT_RETRIES", "0")
+    monkeypatch.setenv("PERCENT_AGENT_BACKOFF", "0")

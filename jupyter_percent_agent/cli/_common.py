@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
-from jupyter_percent_agent.errors import EXIT_OK, Kind, PercentAgentError, exit_code, report
+from jupyter_percent_agent.errors import (
+    EXIT_OK,
+    TABLE,
+    Kind,
+    PercentAgentError,
+    exit_code,
+    report,
+)
+from jupyter_percent_agent.outcome import RunStatus
 
 # The exit codes are those of the package's one table (jupyter_percent_agent.errors.TABLE).
 EXIT_MODEL = exit_code(Kind.MODEL)              # 1: every model (and retry) failed
@@ -24,9 +32,38 @@ EXIT_AGENT = exit_code(Kind.AGENT)              # 5: unknown agent, or a definit
 EXIT_TRUST = exit_code(Kind.REFUSED)            # 6: refused: only a trusted folder may have it
 EXIT_INTERRUPTED = exit_code(Kind.INTERRUPTED)  # 130: Ctrl-C, what was complete is kept
 
-__all__ = ["EXIT_AGENT", "EXIT_FAILED", "EXIT_FILE", "EXIT_INTERRUPTED", "EXIT_MODEL",
-           "EXIT_OK", "EXIT_TOOLS", "EXIT_TRUST", "EXIT_USAGE", "ask", "fail", "fail_for",
-           "failed_run_exit", "read_or_fail", "resolve_item"]
+__all__ = [
+    "EXIT_AGENT",
+    "EXIT_FAILED",
+    "EXIT_FILE",
+    "EXIT_FOR",
+    "EXIT_INTERRUPTED",
+    "EXIT_MODEL",
+    "EXIT_OK",
+    "EXIT_TOOLS",
+    "EXIT_TRUST",
+    "EXIT_USAGE",
+    "ask",
+    "fail",
+    "fail_for",
+    "failed_run_exit",
+    "read_or_fail",
+    "resolve_item",
+    "run_exit_code",
+]
+
+# How a task run's status ends the command.
+EXIT_FOR: dict[RunStatus, int] = {RunStatus.OK: EXIT_OK, RunStatus.ERROR: EXIT_FAILED,
+                                  RunStatus.INTERRUPTED: EXIT_INTERRUPTED}
+
+
+def run_exit_code(result: Any) -> int:
+    """How one task run ends the command: its status's code, but a run a trust rule refused
+    exits as every refusal does (6), so a script tells "trust the folder" from "failed"."""
+    error_type = (result.error or {}).get("error_type")
+    if result.status is RunStatus.ERROR and error_type == TABLE[Kind.REFUSED].error_type:
+        return EXIT_TRUST
+    return EXIT_FOR[result.status]
 
 
 def failed_run_exit(agent: str | None) -> int:

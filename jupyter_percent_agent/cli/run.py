@@ -17,25 +17,21 @@ from typing import Any
 import click
 
 from jupyter_percent_agent.cli._common import (
-    EXIT_FAILED,
+    EXIT_FOR,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_TRUST,
     EXIT_USAGE,
     ask,
     fail,
     fail_for,
+    run_exit_code,
 )
-from jupyter_percent_agent.errors import TABLE, Kind, PercentAgentError
+from jupyter_percent_agent.errors import PercentAgentError
 from jupyter_percent_agent.outcome import RUN_WORDS, RunStatus, read_status
 
 EPILOG = ("Exit codes: 0 succeeded, 1 the workflow failed (the transcript says where and why), "
           "2 usage, 3 problems in the SOP folder (nothing ran), 6 refused by trust, "
           "130 interrupted (resume with --resume). See docs/tasks.md.")
-
-# How a run's status ends the command (the codes are the kind table's).
-EXIT_FOR: dict[RunStatus, int] = {RunStatus.OK: EXIT_OK, RunStatus.ERROR: EXIT_FAILED,
-                                  RunStatus.INTERRUPTED: EXIT_INTERRUPTED}
 
 
 @click.command("run", epilog=EPILOG)
@@ -257,15 +253,6 @@ def _report(result: Any, as_json: bool) -> int:
                        f"{err.get('error_type')}: {err.get('message')} (transcript: "
                        f"{result.transcript})", err=True)
     return run_exit_code(result)
-
-
-def run_exit_code(result: Any) -> int:
-    """How one run ends the command: its status's code, but a run a trust rule refused exits
-    as every refusal does (6), so a script tells "trust the folder" from "the workflow failed"."""
-    error_type = (result.error or {}).get("error_type")
-    if result.status is RunStatus.ERROR and error_type == TABLE[Kind.REFUSED].error_type:
-        return EXIT_TRUST
-    return EXIT_FOR[result.status]
 
 
 def _say_interrupted(transcript: Path | None) -> None:

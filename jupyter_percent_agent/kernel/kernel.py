@@ -238,8 +238,7 @@ class _Display:
 
 def for_clients(content: dict[str, Any]) -> dict[str, Any]:
     """What leaves the kernel: a ``text/plain`` beside rich types (``jupyter console`` and
-    ``jupyter run`` show only that; the saved file does not keep it), every sensitive value
-    masked (``masking``)."""
+    ``jupyter run`` show only that; the file does not keep it), every secret masked."""
     from jupyter_percent_agent import format as fmt
     from jupyter_percent_agent.masking import mask_data
 

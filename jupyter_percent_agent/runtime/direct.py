@@ -8,8 +8,8 @@ a tenth of a second to import) and reads the server-sent events back. Everything
 call stays where it is: where it goes and with which key (``models.call_route``), retries,
 fallbacks and failures in words (``models.complete`` and ``models.explain``). The failures
 raised here carry the names litellm gives the same failures, so that a file records the same
-``[error]`` whichever path made the call (``tests/test_runtime_direct.py`` sends the same
-conversations and faults through both).
+``[error]`` whichever path made the call (``tests/integration/test_runtime_direct.py`` sends
+the same conversations and faults through both).
 """
 
 from __future__ import annotations

@@ -291,8 +291,7 @@ class Runner:
         return cell, self._write_outputs(doc, value), outcome.seconds
 
     async def _run_cell(self, cell: dict[str, Any], run: Any) -> None:
-        """Run a step's cell through the runtime; its outputs land in the cell, also when
-        the call is cancelled or raises."""
+        """Run a step's cell through the runtime; outputs land in it even if it fails."""
         try:
             await adapter.run_step(self.turn_nb, cell, run, base_dir=self.sop.base_dir,
                                    model=self.model)

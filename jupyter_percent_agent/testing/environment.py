@@ -1,8 +1,12 @@
-"""The environment of a process a test starts against the local model server.
+"""How tests run ``tce``, and the environment of a process a test starts.
+
+One way each: :func:`tce` in this process through click's runner (most CLI tests),
+:func:`run_tce` as a real process (a test about the process: its imports, its exit, its
+environment), :func:`tce_on_terminal` on a real pseudo-terminal.
 
 A kernel, ``tce`` or ``jupyter`` started by a test gets this process's environment without the
 user's own ``PERCENT_AGENT_*`` settings, the local server as its only model, no retries, no
-back-off, no warm helper and litellm's bundled cost map (never the network).
+back-off, no warm helper and litellm's bundled cost map (never the network) (:func:`model_env`).
 """
 
 from __future__ import annotations
@@ -11,10 +15,20 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on (yet)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str, str]:
@@ -37,15 +51,49 @@ def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str,
     return env
 
 
+@dataclass(frozen=True)
+class TceResult:
+    """What ``tce`` did in this process: its exit code, what it wrote to stdout and to stderr,
+    and ``output``, both as a terminal shows them. Unpacks as ``code, out, err``."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: str
+
+    def __iter__(self) -> Iterator[int | str]:
+        return iter((self.exit_code, self.stdout, self.stderr))
+
+
+def tce(
+    *args: str, input: str | None = None, env: Mapping[str, str | None] | None = None
+) -> TceResult:
+    """``tce ARGS`` in this process, through click's runner: ``input`` as its stdin, ``env``
+    set (``None`` values unset) while it runs. An exception ``tce`` does not turn into an exit
+    code is raised here, with its traceback, not kept in the result."""
+    from click.testing import CliRunner
+
+    from jupyter_percent_agent.cli import main
+
+    result = CliRunner(env=env).invoke(main, list(args), input=input, catch_exceptions=False)
+    return TceResult(result.exit_code, result.stdout, result.stderr, result.output)
+
+
 def run_tce(
-    *args: str, cwd: Path, env: Mapping[str, str], timeout: float = 120
+    *args: str,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    input: str | None = None,
+    timeout: float = 180,
 ) -> subprocess.CompletedProcess[str]:
     """``tce ARGS`` as the user runs it: the ``tce`` script of this interpreter, in ``cwd``,
-    with ``env``; its output captured as text."""
+    with ``env`` (all of it: nothing of this process's is added) and ``input`` as its stdin;
+    its output captured as text."""
     return subprocess.run(
         [str(Path(sys.executable).parent / "tce"), *args],
         cwd=cwd,
         env=dict(env),
+        input=input,
         capture_output=True,
         text=True,
         timeout=timeout,

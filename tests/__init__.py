@@ -1,0 +1,1 @@
+"""The test suite: tests/unit (no process, server, kernel or network) and tests/integration."""

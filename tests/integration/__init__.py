@@ -1,0 +1,1 @@
+"""Tests that start processes, servers, kernels or browsers (browser/: real Chromium)."""
