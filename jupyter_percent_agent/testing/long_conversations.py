@@ -1,0 +1,125 @@
+"""Long labelled conversations, generated deterministically, for history relevance.
+
+Each conversation is a message file of ``messages`` messages with their replies: everyday
+threads of work (filler drawn from a few topics, with the words those topics share), and a few
+early *fact* cells that hold a name, a number or a code, each said once. Its final question
+needs two or three of those facts, asked partly by the exact code or name and partly in other
+words; the labels are the fact cells' ids. ``tests/`` and ``benchmarks/bench_history.py``
+share it, so the test and the benchmark measure the same thing.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+TOPICS = {
+    "deploy": ("the deploy pipeline", ["build", "container", "rollout", "staging", "canary",
+                                       "release", "health check", "server", "config"]),
+    "data": ("the sales report", ["query", "table", "database", "column", "join", "invoice",
+                                  "customer", "monthly totals", "dashboard"]),
+    "travel": ("the team offsite", ["hotel", "train", "booking", "agenda", "budget", "room",
+                                    "dinner", "venue", "schedule"]),
+    "bug": ("a flaky test", ["timeout", "retry", "stack trace", "fixture", "assertion",
+                             "log line", "port", "socket", "thread"]),
+    "writing": ("the quarterly newsletter", ["draft", "headline", "paragraph", "tone",
+                                             "review", "deadline", "section", "image", "edit"]),
+}
+
+FACTS = [
+    ("The staging database runs on host {host} and listens on port {port}.",
+     "Noted: staging database at {host}, port {port}.",
+     "which port does the staging database listen on"),
+    ("For the Acme account, use invoice code {code} on every bill.",
+     "Understood, Acme invoices carry code {code}.",
+     "what invoice code do Acme's bills carry"),
+    ("My colleague {person} owns the payment service; ask her before changing it.",
+     "Got it: {person} owns the payment service.",
+     "who owns the payment service"),
+    ("The offsite budget was approved at {amount} euros in total.",
+     "Good news: an approved budget of {amount} euros.",
+     "how much was approved for the offsite"),
+    ("The feature flag for the new checkout is called {flag}.",
+     "I'll remember the checkout flag name {flag}.",
+     "what the checkout feature flag is called"),
+    ("Our vendor contract number is {contract}; it renews in March.",
+     "Contract {contract}, renewing in March: noted.",
+     "the vendor contract number"),
+]
+
+PEOPLE = ["Ines Okafor", "Marta Lindqvist", "Priya Raman", "Sofia Brandt", "Leila Haddad"]
+
+
+@dataclass(frozen=True)
+class LabelledConversation:
+    """A message file's text, its final question, and the ids of the cells it needs."""
+
+    name: str
+    text: str
+    question: str
+    needed: tuple[str, ...]
+    messages: int
+
+
+def _sentence(rng: random.Random, topic: str) -> str:
+    subject, words = TOPICS[topic]
+    a, b = rng.sample(words, 2)
+    forms = [f"About {subject}: the {a} still needs work before the {b} is ready.",
+             f"Can you check the {a} for {subject}? The {b} looked wrong yesterday.",
+             f"I updated the {a}; the {b} for {subject} is next.",
+             f"What would you change in the {a} of {subject}, given the {b}?",
+             f"The {a} and the {b} of {subject} are both on my list today."]
+    return rng.choice(forms)
+
+
+def _reply(rng: random.Random, topic: str, length: int) -> str:
+    subject, words = TOPICS[topic]
+    parts = []
+    for _ in range(length):
+        a, b = rng.sample(words, 2)
+        parts.append(rng.choice([
+            f"I would look at the {a} first, since the {b} depends on it.",
+            f"For {subject}, keep the {a} small and review the {b} after.",
+            f"The {a} is fine; the {b} could be simpler.",
+            f"Try changing the {a} and run it again, then compare the {b}.",
+        ]))
+    return " ".join(parts)
+
+
+def _cell(cid: str, title: str, text: str, reply: str) -> str:
+    return (f"## %% {title}[^{cid}]\n\n[^{cid}]: [markdown]\n\n{text}\n\n"
+            f"### %%% Reply[^{cid}.1]\n\n[^{cid}.1]: [assistant] agent=\"default\"\n\n"
+            f"{reply}\n\n")
+
+
+def conversation(seed: int, messages: int = 100, *, needed: int = 3,
+                 auto: bool = True) -> LabelledConversation:
+    """A conversation of ``messages`` earlier messages (each with a reply) whose final
+    question needs ``needed`` fact cells, all in its first fifth."""
+    rng = random.Random(seed)
+    values = {"host": f"db-stg-{rng.randint(2, 9)}.internal", "port": str(rng.randint(5400, 5499)),
+              "code": f"INV-{rng.randint(10000, 99999)}", "person": rng.choice(PEOPLE),
+              "amount": f"{rng.randint(12, 48)},{rng.randint(100, 999)}",
+              "flag": f"checkout_v{rng.randint(2, 7)}_{rng.choice(['blue', 'fast', 'lite'])}",
+              "contract": f"VC-{rng.randint(1000, 9999)}-{rng.choice('ABCDEFGH')}"}
+    facts = rng.sample(FACTS, needed)
+    early = sorted(rng.sample(range(2, max(needed + 2, messages // 5)), needed))
+    body, needed_ids = [], []
+    topics = list(TOPICS)
+    for n in range(1, messages + 1):
+        cid = f"m{n}"
+        if n in early:
+            said, reply, _ = facts[early.index(n)]
+            body.append(_cell(cid, "Note", said.format(**values), reply.format(**values)))
+            needed_ids.append(cid)
+            continue
+        topic = rng.choice(topics)
+        text = " ".join(_sentence(rng, topic) for _ in range(rng.randint(1, 3)))
+        body.append(_cell(cid, TOPICS[topic][0].capitalize(), text,
+                          _reply(rng, topic, rng.randint(3, 8))))
+    asks = [f[2] for f in facts]
+    question = ("Before I send the summary, remind me " + ", ".join(asks[:-1]) + " and "
+                + asks[-1] + "?")
+    front = "---\nhistory: auto\n---\n\n" if auto else ""
+    return LabelledConversation(f"long-{seed}", front + "".join(body), question, tuple(needed_ids),
+                        messages)
