@@ -223,3 +223,42 @@ def test_history_model_chooses_in_one_call_and_the_local_scorer_stands_when_it_f
     assert r.exit_code == 0, r.output
     assert "history_model test-small failed" in r.stderr
     assert set(conv.needed) <= set(reply_attrs(path, 102)["history_auto"])
+
+
+def test_the_default_budget_is_half_what_the_window_leaves_and_history_budget_overrides(
+        tmp_path: Path) -> None:
+    from jupyter_percent_agent.runtime.agents import Agent
+    from jupyter_percent_agent.runtime.relevance import (
+        HISTORY_SHARE,
+        UNKNOWN_WINDOW,
+        history_budget,
+        model_window,
+    )
+
+    h = _history(tmp_path, _cell("a1", "x") + _cell("a2", "y"), "q")
+    fixed = auto_history.estimate_tokens("q")
+    assert model_window("gpt-4o-mini") == 128_000  # litellm's map, its entry alone read
+    assert history_budget(Agent("a", models=["gpt-4o-mini"]), h)[0] == \
+        int(HISTORY_SHARE * (128_000 - fixed))
+    assert history_budget(Agent("a", models=["unknown-model"], context_window=10_000,
+                                max_output_tokens=2_000), h)[0] == \
+        int(HISTORY_SHARE * (8_000 - fixed))
+    assert history_budget(Agent("a", models=["unknown-model"]), h)[0] == \
+        int(HISTORY_SHARE * (UNKNOWN_WINDOW - fixed))
+    assert history_budget(Agent("a", history_budget=3_000), h) == (3_000, "history_budget")
+
+
+def test_combine_arrays_ranks_as_combine_does() -> None:
+    import numpy as np
+
+    from jupyter_percent_agent.ranking.fusion import combine, combine_arrays
+
+    lexical = {0: 3.0, 2: 1.0, 3: 0.5}
+    vector = {i: v for i, v in enumerate([0.1, 0.7, 0.3, 0.2, 0.9])}
+    expected = dict(combine(lexical, vector, 0.5))
+    lex = np.array([lexical.get(i, np.nan) for i in range(5)])
+    got = combine_arrays(lex, np.array([vector[i] for i in range(5)]), 0.5)
+    assert np.allclose(got, [expected[i] for i in range(5)])
+    words_only = combine_arrays(lex, None, 0.5)
+    assert np.allclose(words_only[[0, 2, 3]], [dict(combine(lexical, {}))[i] for i in (0, 2, 3)])
+    assert np.isnan(words_only[[1, 4]]).all()

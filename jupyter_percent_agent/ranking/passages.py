@@ -1,7 +1,8 @@
 """Ranking the passages of a conversation against a new message (history relevance).
 
 The same ranking as the SOP index and tool selection: BM25 over the passages' terms
-(:mod:`.text`) fused with embedding similarity (:mod:`.fusion`), with a larger lexical weight:
+(:mod:`.text`'s terms; computed here, see :func:`lexical_scores`) fused with embedding
+similarity (:mod:`.fusion`), with a larger lexical weight:
 in a conversation, an exact name, number or code in the new message is the strongest evidence
 of which earlier cell it needs (``benchmarks/bench_history.py`` sweeps the weight).
 
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from .embed import Embedder
-from .fusion import combine
-from .text import TERMS_TABLE, bm25_scores, columns
+from .fusion import combine_arrays
+from .text import query_terms, terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,9 +36,18 @@ _MEMORY_ROWS = 50_000
 K = TypeVar("K", bound=Hashable)
 
 
+_keys: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+
 def text_key(model_id: str, text: str) -> str:
-    """The cache key of ``text``'s vector under ``model_id``."""
-    return hashlib.sha256(f"{model_id}\0{text}".encode()).hexdigest()[:32]
+    """The cache key of ``text``'s vector under ``model_id`` (remembered in this process)."""
+    key = _keys.get((model_id, text))
+    if key is None:
+        key = hashlib.sha256(f"{model_id}\0{text}".encode()).hexdigest()[:32]
+        _keys[(model_id, text)] = key
+        if len(_keys) > _MEMORY_ROWS:
+            _keys.popitem(last=False)
+    return key
 
 
 class VectorCache:
@@ -49,7 +59,7 @@ class VectorCache:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
-        self._memory: OrderedDict[str, bytes] = OrderedDict()
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._opened = False
@@ -84,18 +94,19 @@ class VectorCache:
             if todo:
                 fresh = embedder.embed(list(todo.values()))
                 self.embedded += len(todo)
-                rows = {k: np.asarray(v, dtype=np.float32).tobytes()
+                rows = {k: np.asarray(v, dtype=np.float32)
                         for k, v in zip(todo, fresh, strict=True)}
                 self._memory.update(rows)
-                self._store(rows)
-            for k in keys:
-                self._memory.move_to_end(k)
-            while len(self._memory) > _MEMORY_ROWS:
+                self._store({k: v.tobytes() for k, v in rows.items()})
+            found = np.stack([self._memory[k] for k in keys]) if keys \
+                else np.zeros((0, 0), dtype=np.float32)
+            while len(self._memory) > _MEMORY_ROWS:  # the oldest in, first out
                 self._memory.popitem(last=False)
-            return np.stack([np.frombuffer(self._memory[k], dtype=np.float32) for k in keys]) \
-                if keys else np.zeros((0, 0), dtype=np.float32)
+            return found
 
     def _load(self, keys: list[str]) -> None:
+        import numpy as np
+
         conn = self._db()
         if conn is None:
             return
@@ -105,7 +116,7 @@ class VectorCache:
                 marks = ",".join("?" * len(chunk))
                 for key, blob in conn.execute(
                         f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
-                    self._memory[key] = bytes(blob)
+                    self._memory[key] = np.frombuffer(bytes(blob), dtype=np.float32)
         except sqlite3.Error:
             pass
 
@@ -121,56 +132,75 @@ class VectorCache:
             pass
 
 
-_terms: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
-_terms_lock = threading.Lock()
+BM25_K1, BM25_B = 1.2, 0.75
+
+_counts: OrderedDict[str, tuple[dict[str, int], int]] = OrderedDict()
+_counts_lock = threading.Lock()
 
 
-def _columns(text: str) -> tuple[str, str, str]:
-    with _terms_lock:
-        found = _terms.get(text)
+def term_counts(text: str) -> tuple[dict[str, int], int]:
+    """A text's terms (``text.terms``: words, Chinese bigrams and characters) with their
+    counts, and how many it has; kept by text in this process."""
+    with _counts_lock:
+        found = _counts.get(text)
         if found is not None:
-            _terms.move_to_end(text)
             return found
-    found = columns("", text)
-    with _terms_lock:
-        _terms[text] = found
-        while len(_terms) > _MEMORY_ROWS:
-            _terms.popitem(last=False)
+    words, chars = terms(text)
+    counts: dict[str, int] = {}
+    for term in words + chars:
+        counts[term] = counts.get(term, 0) + 1
+    found = (counts, len(words) + len(chars))
+    with _counts_lock:
+        _counts[text] = found
+        while len(_counts) > _MEMORY_ROWS:
+            _counts.popitem(last=False)
     return found
 
 
-def lexical_scores(passages: Mapping[K, str], query: str) -> dict[K, float]:
-    """BM25 of the passages that share a term with ``query`` (higher is better)."""
-    keys = list(passages)
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute(TERMS_TABLE)
-        conn.executemany("INSERT INTO terms(rowid, head, body, chars) VALUES (?, ?, ?, ?)",
-                         [(i, *_columns(passages[k])) for i, k in enumerate(keys)])
-        return {keys[i]: score for i, score in bm25_scores(conn, query).items()}
-    finally:
-        conn.close()
+def lexical_array(texts: Sequence[str], query: str) -> np.ndarray:
+    """BM25 of each text for ``query`` (NaN for a text sharing no term with it), computed
+    here rather than in an FTS5 table: a conversation is ranked at every message, and building
+    the table for 1,000 cells cost more than ranking them (terms are not stemmed here)."""
+    import numpy as np
+
+    wanted = query_terms(query) if query.strip() else []
+    n = len(texts)
+    if not wanted or not n:
+        return np.full(n, np.nan)
+    counted = [term_counts(t) for t in texts]
+    tf = np.array([[counts.get(term, 0) for term in wanted] for counts, _ in counted],
+                  dtype=np.float64).reshape(n, len(wanted))
+    lengths = np.array([length for _, length in counted], dtype=np.float64)
+    df = (tf > 0).sum(axis=0)
+    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths / max(lengths.mean(), 1.0))
+    scores = (idf * tf * (BM25_K1 + 1) / (tf + norm[:, None])).sum(axis=1)
+    return np.where(scores > 0, scores, np.nan)
 
 
 def rank_passages(passages: Mapping[K, str], query: str, *, embedder: Embedder | None,
                   cache: VectorCache | None = None,
                   lexical_weight: float = HISTORY_LEXICAL_WEIGHT) -> dict[K, float]:
-    """Every passage's fused score for ``query`` (standard deviations above the average
-    passage). ``embedder`` None ranks by words only; a passage no ranking reaches scores
-    below all the others. ``EmbeddingError`` when the embedder fails (the caller decides)."""
+    """Every passage's fused score for ``query`` (``fusion.combine_arrays``: standard
+    deviations above the average passage). ``embedder`` None ranks by words only; a passage
+    no ranking reaches scores below all the others. ``EmbeddingError`` when the embedder
+    fails (the caller decides)."""
+    import numpy as np
+
     if not passages:
         return {}
-    lexical = lexical_scores(passages, query) if query.strip() else {}
-    vector: dict[K, float] = {}
+    keys = list(passages)
+    texts = [passages[k] for k in keys]
+    lexical = lexical_array(texts, query)
+    vector = None
     if embedder is not None and query.strip():
         cache = cache or VectorCache()
-        keys = list(passages)
-        matrix = cache.vectors(embedder, [passages[k] for k in keys])
-        q = cache.vectors(embedder, [query])[0]
-        vector = dict(zip(keys, (matrix @ q).tolist(), strict=True))
-    fused = dict(combine(lexical, vector, lexical_weight))
-    floor = min(fused.values(), default=0.0) - 1.0
-    return {k: fused.get(k, floor) for k in passages}
+        matrix = cache.vectors(embedder, texts)
+        vector = matrix @ cache.vectors(embedder, [query])[0]
+    fused = combine_arrays(lexical, vector, lexical_weight)
+    reached = np.isfinite(fused)
+    floor = float(fused[reached].min()) - 1.0 if reached.any() else 0.0
+    return dict(zip(keys, np.where(reached, fused, floor).tolist(), strict=True))
 
 
 _shared_caches: dict[Path, VectorCache] = {}
@@ -181,7 +211,7 @@ def user_cache() -> VectorCache:
     from jupyter_percent_agent.trust import cache_dir
 
     path = cache_dir() / CACHE_NAME
-    with _terms_lock:
+    with _counts_lock:
         if path not in _shared_caches:
             _shared_caches[path] = VectorCache(path)
         return _shared_caches[path]

@@ -14,9 +14,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.runtime import auto_history
@@ -37,22 +35,26 @@ SCORE_CHARS = 400
 Scores = dict[tuple[str, str], float]
 
 
-@cache
-def _model_map() -> dict[str, Any]:
+def model_window(model: str) -> int | None:
+    """The model's input window by litellm's model map (``max_input_tokens``), if it knows.
+    Only the model's own entry is decoded: parsing the whole map costs more than choosing
+    the history."""
     from jupyter_percent_agent.litellm_setup import packaged_model_map
 
     try:
-        table = json.loads(packaged_model_map())
-    except (OSError, ValueError):
-        return {}
-    return table if isinstance(table, dict) else {}
-
-
-def model_window(model: str) -> int | None:
-    """The model's input window by litellm's model map (``max_input_tokens``), if it knows."""
-    table = _model_map()
-    for name in (model, model.split("/", 1)[-1]):
-        entry = table.get(name)
+        text = packaged_model_map()
+    except OSError:
+        return None
+    decoder = json.JSONDecoder()
+    for name in dict.fromkeys((model, model.split("/", 1)[-1])):
+        at = text.find(json.dumps(name) + ":")
+        if at < 0:
+            continue
+        start = text.find("{", at)
+        try:
+            entry, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
         if isinstance(entry, dict):
             value = entry.get("max_input_tokens") or entry.get("max_tokens")
             if isinstance(value, int) and value > 0:

@@ -2,9 +2,10 @@
 
 Each conversation is a message file of ``messages`` messages with their replies: everyday
 threads of work (filler drawn from a few topics, with the words those topics share), and a few
-early *fact* cells that hold a name, a number or a code, each said once. Its final question
-needs two or three of those facts, asked partly by the exact code or name and partly in other
-words; the labels are the fact cells' ids. ``tests/`` and ``benchmarks/bench_history.py``
+early *fact* cells that hold a name, a number or a code, each said once, and later cells that
+share a fact's words but not the fact (distractors). Its final question needs two or three of
+those facts, each asked by its exact value or in other words (half and half); the labels are
+the fact cells' ids. ``tests/`` and ``benchmarks/bench_history.py``
 share it, so the test and the benchmark measure the same thing.
 """
 
@@ -27,24 +28,44 @@ TOPICS = {
 }
 
 FACTS = [
+    # (said, its reply, asked in other words, asked by its exact value, distractors: later
+    # cells that share the fact's words but not the fact)
     ("The staging database runs on host {host} and listens on port {port}.",
      "Noted: staging database at {host}, port {port}.",
-     "which port does the staging database listen on"),
+     "which port does the staging database listen on", "what runs on {host}",
+     ["The production database moved to a bigger host last night.",
+      "Which port should the new cache listen on? Not decided yet.",
+      "The staging deploy was slow again; the database was fine."]),
     ("For the Acme account, use invoice code {code} on every bill.",
      "Understood, Acme invoices carry code {code}.",
-     "what invoice code do Acme's bills carry"),
+     "what invoice code do Acme's bills carry", "which account uses {code}",
+     ["Acme asked about their invoice dates again; nothing changes for now.",
+      "The invoice template needs a new logo before the next bill.",
+      "Every bill this month was late because of the code freeze."]),
     ("My colleague {person} owns the payment service; ask her before changing it.",
      "Got it: {person} owns the payment service.",
-     "who owns the payment service"),
+     "who owns the payment service", "what {person} owns",
+     ["The payment service had a slow rollout today.",
+      "Ask before changing the shared config, the owners asked for that.",
+      "My colleague from sales wants the dashboard by Friday."]),
     ("The offsite budget was approved at {amount} euros in total.",
      "Good news: an approved budget of {amount} euros.",
-     "how much was approved for the offsite"),
+     "how much was approved for the offsite", "what the {amount} euros were for",
+     ["The offsite agenda is not approved yet; budget talks next week.",
+      "The hotel total was higher than we thought.",
+      "Marketing asked for more budget for the newsletter."]),
     ("The feature flag for the new checkout is called {flag}.",
      "I'll remember the checkout flag name {flag}.",
-     "what the checkout feature flag is called"),
+     "what the checkout feature flag is called", "what {flag} turns on",
+     ["We removed an old feature flag from the search page.",
+      "The new checkout page needs a review of its copy.",
+      "Feature flags should be named after the team, someone said."]),
     ("Our vendor contract number is {contract}; it renews in March.",
      "Contract {contract}, renewing in March: noted.",
-     "the vendor contract number"),
+     "the vendor contract number", "when {contract} renews",
+     ["The vendor sent a new price list; the contract stays as is.",
+      "March is busy: three releases and the offsite.",
+      "Legal wants every contract in the shared folder."]),
 ]
 
 PEOPLE = ["Ines Okafor", "Marta Lindqvist", "Priya Raman", "Sofia Brandt", "Leila Haddad"]
@@ -104,20 +125,24 @@ def conversation(seed: int, messages: int = 100, *, needed: int = 3,
               "contract": f"VC-{rng.randint(1000, 9999)}-{rng.choice('ABCDEFGH')}"}
     facts = rng.sample(FACTS, needed)
     early = sorted(rng.sample(range(2, max(needed + 2, messages // 5)), needed))
+    distract = {n: rng.choice(fact[4]) for fact in facts
+                for n in rng.sample(range(early[-1] + 1, messages + 1), 3)}
     body, needed_ids = [], []
     topics = list(TOPICS)
     for n in range(1, messages + 1):
         cid = f"m{n}"
         if n in early:
-            said, reply, _ = facts[early.index(n)]
+            said, reply = facts[early.index(n)][:2]
             body.append(_cell(cid, "Note", said.format(**values), reply.format(**values)))
             needed_ids.append(cid)
             continue
         topic = rng.choice(topics)
         text = " ".join(_sentence(rng, topic) for _ in range(rng.randint(1, 3)))
+        if n in distract:
+            text = distract[n] + " " + text
         body.append(_cell(cid, TOPICS[topic][0].capitalize(), text,
                           _reply(rng, topic, rng.randint(3, 8))))
-    asks = [f[2] for f in facts]
+    asks = [(f[3] if rng.random() < 0.5 else f[2]).format(**values) for f in facts]
     question = ("Before I send the summary, remind me " + ", ".join(asks[:-1]) + " and "
                 + asks[-1] + "?")
     front = "---\nhistory: auto\n---\n\n" if auto else ""
