@@ -262,3 +262,19 @@ def test_combine_arrays_ranks_as_combine_does() -> None:
     words_only = combine_arrays(lex, None, 0.5)
     assert np.allclose(words_only[[0, 2, 3]], [dict(combine(lexical, {}))[i] for i in (0, 2, 3)])
     assert np.isnan(words_only[[1, 4]]).all()
+
+
+def test_pinned_cells_over_the_budget_are_sent_with_one_line_naming_the_setting(
+        tmp_path: Path, local_model) -> None:
+    body = "".join(_cell(f"p{i}", f"pinned fact {i}. " + FILLER, history="include")
+                   for i in range(5)) + "".join(_cell(f"a{i}", FILLER, "ok") for i in range(5))
+    path = tmp_path / "pins.msg.md"
+    path.write_text("---\nhistory: auto\nagents:\n  small:\n    models: [test-model]\n"
+                    "    history_budget: 100\n---\n\n" + body)
+    local_model.script("ok")
+    r = tce("chat", str(path), "-m", "anything")
+    assert r.exit_code == 0, r.output
+    (line,) = [ln for ln in r.stderr.splitlines() if "history budget" in ln]
+    assert "raise history_budget" in line
+    sent = sent_text(local_model.requests[-1])
+    assert all(f"pinned fact {i}." in sent for i in range(5))
