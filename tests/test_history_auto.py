@@ -278,3 +278,12 @@ def test_pinned_cells_over_the_budget_are_sent_with_one_line_naming_the_setting(
     assert "raise history_budget" in line
     sent = sent_text(local_model.requests[-1])
     assert all(f"pinned fact {i}." in sent for i in range(5))
+
+
+def test_the_vector_cache_is_the_users_alone(tmp_path: Path) -> None:
+    from jupyter_percent_agent.ranking.embed import WordLlamaEmbedder
+
+    cache = VectorCache(tmp_path / "cache" / "v.sqlite")
+    cache.vectors(WordLlamaEmbedder(), ["a private cell"])
+    assert (tmp_path / "cache" / "v.sqlite").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "cache").stat().st_mode & 0o777 == 0o700

@@ -14,6 +14,7 @@ new cell embeds one cell (and the message). Terms are kept by text in this proce
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -73,7 +74,9 @@ class VectorCache:
             return None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            conn = sqlite3.connect(self.path, check_same_thread=False)
+            # vectors of the user's conversations: readable by the user alone
+            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=2.0)
             conn.execute("CREATE TABLE IF NOT EXISTS vectors "
                          "(key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
             self._conn = conn
