@@ -67,6 +67,7 @@ def user_config_dir(tmp_path_factory: pytest.TempPathFactory,
     endpoint allowed), inherited by the processes it starts: the real user's is never read."""
     folder = tmp_path_factory.mktemp("user-config")
     monkeypatch.setenv("PERCENT_AGENT_CONFIG_DIR", str(folder))
+    monkeypatch.setenv("PERCENT_AGENT_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
     return folder
 
 

@@ -82,15 +82,21 @@ EPILOG = ("Exit codes: 0 done, 1 the model call failed (recorded as [error]), 2 
 @click.option("--title", help="A title for the message heading.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object, do not stream.")
 @click.option("--force", is_flag=True, help="Add a Discussion section to a plain .md file.")
+@click.option("--explain", is_flag=True,
+              help="Print which earlier cells the message would send, with their relevance "
+                   "scores under history: auto; send and write nothing.")
 def chat(item: str, agent: str | None, message: str, include: tuple[str, ...],
          exclude: tuple[str, ...], save: bool, model: str | None, title: str | None,
-         as_json: bool, force: bool) -> None:
+         as_json: bool, force: bool, explain: bool) -> None:
     """Append MESSAGE to ITEM (a .msg.md file, the extension optional; FOLDER/ makes a new
     file), stream AGENT's reply to the terminal, and save it into the file."""
     if message == "-":
         message = sys.stdin.read()
     if not message.strip():
         fail("the message is empty", EXIT_USAGE)
+    if explain:
+        sys.exit(explain_history(resolve_item(item), message, agent=agent, model=model,
+                                 include=include, exclude=exclude, as_json=as_json))
     try:
         path = target_path(item, message)
     except OSError as exc:  # FILE/ names no folder; a folder that cannot be made
@@ -102,6 +108,51 @@ def chat(item: str, agent: str | None, message: str, include: tuple[str, ...],
         click.echo("\n[interrupted]", err=True)
         code = EXIT_INTERRUPTED
     sys.exit(code)
+
+
+def explain_history(path: Path, message: str, *, agent: str | None = None,
+                    model: str | None = None, include: tuple[str, ...] = (),
+                    exclude: tuple[str, ...] = (), as_json: bool = False) -> int:
+    """Print, per earlier cell of ``path``, whether sending ``message`` would send it and,
+    for ``history: auto`` cells, its score (``tce chat --explain``, ``tce list --history``)."""
+    from jupyter_percent_agent.cli._common import read_or_fail
+    from jupyter_percent_agent.runtime import history as hist
+    from jupyter_percent_agent.runtime.agents import bound_agent, resolve_agent
+    from jupyter_percent_agent.runtime.context import (
+        check_selected,
+        selections,
+    )
+    from jupyter_percent_agent.runtime.context import (
+        explain_history as explain_rows,
+    )
+    from jupyter_percent_agent.runtime.transport import command_transport
+
+    nb = read_or_fail(path)
+    try:
+        hist.check_history_values(nb)
+        chosen = selections(nb, include, exclude)
+        check_selected(chosen, len(hist.conversation_cells(nb)) + 1)
+        the_agent, _ = bound_agent(resolve_agent(nb, None, cli_agent=agent, model=model),
+                                   path.parent)
+        rows, budget = asyncio.run(explain_rows(nb, message, the_agent, chosen,
+                                                base_dir=path.parent,
+                                                transport=command_transport()))
+    except (PercentAgentError, OSError) as exc:
+        fail_for(exc, path=path)
+    if as_json:
+        click.echo(json.dumps({"budget": budget, "cells": [
+            {"index": r.index, "id": r.cell, "why": r.why, "tokens": r.tokens,
+             "score": r.score, "sent": r.sent} for r in rows]}, ensure_ascii=False))
+        return EXIT_OK
+    sent = sum(r.tokens for r in rows if r.sent)
+    click.echo(f"history: {sum(r.sent for r in rows)} of {len(rows)} cells, about {sent:,} "
+               "tokens" + (f" (budget {budget:,})" if budget is not None else ""))
+    click.echo(f"{'CELL':<10} {'INDEX':>5} {'WHY':<6} {'TOKENS':>7} {'SCORE':>6}  SENT")
+    for r in rows:
+        score = f"{r.score:6.2f}" if r.score is not None else f"{'-':>6}"
+        click.echo(f"{r.cell:<10} {r.index:>5} {r.why:<6} {r.tokens:>7} {score}  "
+                   f"{'sent' if r.sent else '-'}")
+    return EXIT_OK
 
 
 def run_chat(path: Path, message: str, *, agent: str | None = None,

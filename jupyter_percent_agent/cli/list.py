@@ -52,6 +52,7 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     from jupyter_percent_agent.runtime import history as hist
 
     rows = []
+    default = hist.default_mode(nb)  # the front matter's history: (auto or include)
     config = None  # the user's config, read once, for the first cell that sets a budget
     for i, cell in enumerate(hist.conversation_cells(nb), start=1):
         kind = fmt.cell_kind(cell)
@@ -74,7 +75,8 @@ def cell_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         title = hist.cell_title(cell) or _first_line(fmt.message_text(cell))
         row = {"index": i, "id": fmt.cell_id(cell), "type": kind, "title": title,
                "agent": agent or "", "outputs": len(outputs),
-               "history": hist.history_mode(meta.get("history"), kind, fmt.cell_id(cell))}
+               "history": hist.history_mode(meta.get("history"), kind, fmt.cell_id(cell),
+                                            default=default)}
         if kind in CELL_BUDGETS:  # most cells set no budget
             if config is None:
                 from jupyter_percent_agent import trust
@@ -197,11 +199,17 @@ def agent_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @click.command("list")
 @click.argument("item")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
-def list_(item: str, as_json: bool) -> None:
+@click.option("--history", "message", metavar="MESSAGE",
+              help="Show which cells sending MESSAGE would send (as tce chat --explain).")
+def list_(item: str, as_json: bool, message: str | None) -> None:
     """List the cells of ITEM (index, type, title, agent, history), or its agents with
     ITEM/agent."""
     item, agents = _split_agent_item(item)
     path = resolve_item(item)
+    if message is not None:
+        from jupyter_percent_agent.cli.chat import explain_history
+
+        sys.exit(explain_history(path, message, as_json=as_json))
     nb = read_or_fail(path)
     if agents:
         try:

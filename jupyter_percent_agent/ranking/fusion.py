@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LEXICAL_WEIGHT = 0.2  # w above; the sweep in benchmarks/bench_index.py shows its range
 
@@ -56,3 +59,37 @@ def combine(lexical: Mapping[T, float], vector: Mapping[T, float],
     fused = {key: (1 - w) * z_vec.get(key, 0.0) + w * z_lex.get(key, z_lex_missing)
              for key in keys}
     return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def combine_arrays(lexical: np.ndarray | None, vector: np.ndarray | None,
+                   lexical_weight: float = LEXICAL_WEIGHT) -> np.ndarray:
+    """``combine`` over arrays indexed by item, for thousands of items ranked at once (a long
+    conversation): ``lexical`` holds BM25 with NaN for the items sharing no term with the
+    query, ``vector`` the cosine similarities (None: no ranking). The fused score of every
+    item, by the same rule as ``combine``; an item neither ranking reaches (no vectors and no
+    term shared) scores NaN."""
+    import numpy as np
+
+    def z(values: np.ndarray) -> np.ndarray:
+        if values.size < 2:
+            return np.zeros_like(values)
+        sd = values.std()
+        return np.zeros_like(values) if sd <= 1e-12 else (values - values.mean()) / sd
+
+    has_lex = lexical is not None and bool(np.isfinite(lexical).any())
+    has_vec = vector is not None and vector.size > 0
+    n = len(lexical) if lexical is not None else (len(vector) if vector is not None else 0)
+    if not has_lex and not has_vec:
+        return np.full(n, np.nan)
+    w = lexical_weight if has_lex and has_vec else (1.0 if has_lex else 0.0)
+    z_lex = np.zeros(n)
+    if has_lex:
+        assert lexical is not None
+        matched = np.isfinite(lexical)
+        z_lex = np.full(n, 0.0)
+        z_lex[matched] = z(lexical[matched].astype(np.float64))
+        z_lex[~matched] = z_lex[matched].min()
+        if not has_vec:
+            return np.where(matched, z_lex, np.nan)
+    z_vec = z(np.asarray(vector, dtype=np.float64)) if has_vec else np.zeros(n)
+    return (1 - w) * z_vec + w * z_lex

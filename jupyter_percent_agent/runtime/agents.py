@@ -53,6 +53,9 @@ class Agent:
     max_steps: int | None = None  # None: the user's limit (bound_agent)
     tool_limit: int | None = None  # tools offered per message, when it has more (default 12)
     vision: bool | None = None  # takes image parts (None: as litellm's model map says)
+    history_budget: int | None = None  # tokens of history (None: a share of the window)
+    history_keep_last: int = 2  # the last messages always sent under history: auto
+    history_model: str | None = None  # scores history: auto cells (None: the user's, or local)
     source: str = "environment"  # "preset", "cell", "environment"
 
     @property
@@ -99,9 +102,17 @@ def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
     tools = kw.get("tools")
     if isinstance(tools, str):
         kw["tools"] = [tools]
-    for key in ("context_window", "max_output_tokens", "max_steps", "tool_limit"):
+    for key in ("context_window", "max_output_tokens", "max_steps", "tool_limit",
+                "history_budget", "history_keep_last"):
         if key in kw and kw[key] is not None and not isinstance(kw[key], int):
             raise AgentError(f"agent {name!r}: {key} must be an integer, not {kw[key]!r}")
+    if kw.get("history_keep_last") is None:
+        kw.pop("history_keep_last", None)
+    elif kw["history_keep_last"] < 0:
+        raise AgentError(f"agent {name!r}: history_keep_last must be 0 or more")
+    if kw.get("history_model") is not None and not (
+            isinstance(kw["history_model"], str) and kw["history_model"].strip()):
+        raise AgentError(f"agent {name!r}: history_model must be a model name")
     if system_prompt:
         kw["system_prompt"] = system_prompt
     if kw.get("system_prompt") is None:

@@ -16,8 +16,10 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime import auto_history
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.events import OnEvent, ignore
 from jupyter_percent_agent.runtime.ranges import Selection, SelectionError, parse_selection
 from jupyter_percent_agent.runtime.transport import Transport
 
@@ -132,23 +134,87 @@ def budget(agent: Agent) -> int | None:
     return max(256, agent.context_window - (agent.max_output_tokens or 0))
 
 
-def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections, *,
-                 base_dir: Path, system_prompt: str, transport: Transport,
-                 current_text: str | None = None,
-                 summaries: Mapping[str, str] | None = None,
-                 included: Sequence[hist.Included] | None = None) -> hist.History:
-    """The history for the cell at 1-based ``index``, fitted to the agent's window
-    (``included``: the other files' cells, when the plan has read them already)."""
+def assemble(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections, *,
+             base_dir: Path, system_prompt: str, current_text: str | None = None,
+             summaries: Mapping[str, str] | None = None,
+             included: Sequence[hist.Included] | None = None) -> hist.History:
+    """Every cell the history may hold for the cell at 1-based ``index``, before the auto
+    cells are chosen and before the fit to the window."""
     cells = hist.conversation_cells(nb)
     exclude_here = {i for s in chosen.exclude if s.path is None for i in s.indices(len(cells))}
     include_here = {i for s in chosen.include if s.path is None for i in s.indices(len(cells))}
-    history = hist.build_history(cells, index, system_prompt=system_prompt,
-                                 current_text=current_text,
-                                 included=list(included) if included is not None
-                                 else load_included(chosen, base_dir),
-                                 exclude=exclude_here, include=include_here,
-                                 summaries=summaries, document=hist.preamble_text(nb))
+    return hist.build_history(cells, index, system_prompt=system_prompt,
+                              current_text=current_text,
+                              included=list(included) if included is not None
+                              else load_included(chosen, base_dir),
+                              exclude=exclude_here, include=include_here,
+                              summaries=summaries, document=hist.preamble_text(nb),
+                              default=hist.default_mode(nb),
+                              keep_last=agent.history_keep_last)
+
+
+async def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections, *,
+                       base_dir: Path, system_prompt: str, transport: Transport,
+                       current_text: str | None = None,
+                       summaries: Mapping[str, str] | None = None,
+                       included: Sequence[hist.Included] | None = None,
+                       on_event: OnEvent = ignore) -> hist.History:
+    """The history for the cell at 1-based ``index``: its auto cells chosen
+    (``relevance.choose``), then fitted to the agent's window (``included``: the other
+    files' cells, when the plan has read them already)."""
+    from jupyter_percent_agent.runtime.relevance import choose
+
+    history = assemble(nb, index, agent, chosen, base_dir=base_dir, system_prompt=system_prompt,
+                       current_text=current_text, summaries=summaries, included=included)
+    if history.auto:
+        history = await choose(history, agent, transport=transport, folder=base_dir,
+                               on_event=on_event)
     limit = budget(agent)
     if limit is None:
         return history
     return hist.fit(history, limit, TokenCounter(transport, agent.models[0]))
+
+
+@dataclass(frozen=True)
+class ExplainRow:
+    """One earlier cell as the history would hold it for a message."""
+
+    index: int
+    cell: str
+    why: str  # "auto", "pinned" (include, summary, -i), "last" (the last turns)
+    tokens: int
+    score: float | None
+    sent: bool
+
+
+async def explain_history(nb: Mapping[str, Any], message: str, agent: Agent,
+                          chosen: Selections, *, base_dir: Path, transport: Transport
+                          ) -> tuple[list[ExplainRow], int | None]:
+    """What sending ``message`` as the next cell would send: a row per earlier cell, and the
+    history budget when the file has auto cells. Nothing is sent but a ``history_model``'s
+    scoring call; nothing is written."""
+    from jupyter_percent_agent.runtime.relevance import choose, history_budget
+
+    cells = hist.conversation_cells(nb)
+    index = len(cells) + 1
+    history = assemble(nb, index, agent, chosen, base_dir=base_dir,
+                       system_prompt=agent.system_prompt, current_text=message)
+    limit = None
+    if history.auto:
+        limit = history_budget(agent, history)[0]
+        history = await choose(history, agent, transport=transport, folder=base_dir)
+    sizes = auto_history.group_tokens(history)
+    decided = {c.group: c for c in history.candidates}
+    last = hist.last_turns_start(cells, index, agent.history_keep_last) if history.auto \
+        else index
+    auto = set(history.auto)
+    rows = []
+    for group, i in history.indices.items():
+        c = decided.get(group)
+        if group in auto:
+            rows.append(ExplainRow(i, group, "auto", c.tokens if c else sizes.get(group, 0),
+                                   c.score if c else None, c.sent if c else True))
+        else:
+            rows.append(ExplainRow(i, group, "last" if i >= last else "pinned",
+                                   sizes.get(group, 0), None, True))
+    return rows, limit

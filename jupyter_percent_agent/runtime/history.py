@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jupyter_percent_agent import format as fmt
@@ -40,6 +40,19 @@ class Turn:
         return {"role": self.role, "content": self.content}
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """An auto cell as selection saw it: its score, size, and whether it is sent (and whether
+    its reply was left out as large and irrelevant on its own)."""
+
+    group: str
+    index: int
+    tokens: int
+    score: float
+    sent: bool
+    reply_left_out: bool = False
+
+
 @dataclass
 class History:
     """The turns to send, and the groups (cell ids) dropped to fit the context window."""
@@ -47,6 +60,20 @@ class History:
     turns: list[Turn]
     dropped: list[str] = field(default_factory=list)
     tokens: int | None = None
+    auto: list[str] = field(default_factory=list)
+    """Groups of ``history="auto"`` cells: sent only when relevant (``select``)."""
+    indices: dict[str, int] = field(default_factory=dict)
+    """Each earlier cell's group -> its 1-based index (as ``tce list`` numbers it)."""
+    candidates: list[Candidate] = field(default_factory=list)
+    """What ``select`` decided for each auto cell, best first (empty: no selection made)."""
+    warning: str | None = None
+    """One line for the user about the history (the always-sent cells exceed the budget)."""
+
+    @property
+    def auto_sent(self) -> list[str]:
+        """The auto cells that selection chose, in file order."""
+        sent = {c.group for c in self.candidates if c.sent}
+        return [g for g in self.auto if g in sent]
 
     def _joined(self) -> list[tuple[dict[str, str], tuple[tuple[str, str], ...]]]:
         out: list[tuple[dict[str, str], tuple[tuple[str, str], ...]]] = []
@@ -87,13 +114,19 @@ class HistoryValueError(PercentAgentError, ValueError):
     error_kind = Kind.BAD_FILE
 
 
-def history_mode(value: Any, kind: str, cell: str | None = None) -> str:
-    """``"include"``, ``"exclude"`` or ``"summary"`` for a cell's ``history`` attribute;
+SENT_BY_DEFAULT = ("message", "code", "tool_call", "toolchain", "async")
+"""Cell kinds sent without a ``history`` attribute (the file's default mode applies to them)."""
+AUTO = "auto"
+
+
+def history_mode(value: Any, kind: str, cell: str | None = None, *,
+                 default: str = "include") -> str:
+    """``"include"``, ``"exclude"``, ``"summary"`` or ``"auto"`` for a cell's ``history``
+    attribute (``default``: the file's ``history:``, for a cell that sets none);
     ``HistoryValueError`` (naming ``cell``) for a value that is none of them: a misspelt
     ``exclude`` must not send the cell."""
     if value is None or value == "":
-        return "include" if kind in ("message", "code", "tool_call", "toolchain", "async") \
-            else "exclude"
+        return default if kind in SENT_BY_DEFAULT else "exclude"
     if isinstance(value, bool):
         return "include" if value else "exclude"
     text = str(value).strip().lower()
@@ -101,15 +134,32 @@ def history_mode(value: Any, kind: str, cell: str | None = None) -> str:
         return "exclude"
     if text == "summary":
         return "summary"
-    if text in ("include", "1", "true", "yes"):
+    if text == AUTO:
+        return AUTO
+    if text in ("include", "1", "true", "yes", "pin", "pinned"):
         return "include"
     raise HistoryValueError((f"cell {cell}: " if cell else "") + f"history={value!r} is not one "
-                            "of include, exclude, summary, none (or true/false, yes/no, 1/0)")
+                            "of include, exclude, summary, auto, none (or true/false, yes/no, "
+                            "1/0, pinned)")
+
+
+def default_mode(nb: Mapping[str, Any]) -> str:
+    """The mode of cells that set no ``history``: the front matter's ``history:`` (``auto``
+    or ``include``), else ``include``; ``HistoryValueError`` for any other value."""
+    value = fmt.front_matter(nb).get("history")
+    if value is None:
+        return "include"
+    mode = history_mode(value, "message", "front matter")
+    if mode not in ("include", AUTO):
+        raise HistoryValueError(f"front matter: history: {value!r} must be auto or include "
+                                "(the default of cells that set no history=)")
+    return mode
 
 
 def check_history_values(nb: Mapping[str, Any]) -> None:
     """Raise ``HistoryValueError`` for the first cell (or output) whose ``history`` is no
     value: checked before a turn writes anything."""
+    default_mode(nb)
     for cell in conversation_cells(nb):
         value = (cell.get("metadata") or {}).get("history")
         if value is not None:
@@ -274,10 +324,26 @@ def earlier_cells(cells: Sequence[Mapping[str, Any]], index: int, *,
             _earlier(cells, index, exclude=exclude, include=include)]
 
 
+def last_turns_start(cells: Sequence[Mapping[str, Any]], index: int, keep_last: int) -> int:
+    """The 1-based index from which the earlier cells are always sent: that of the
+    ``keep_last``-th message before ``index`` (with everything after it: replies are outputs
+    of their message, code and tool cells follow it). ``index`` when ``keep_last`` is 0."""
+    if keep_last <= 0:
+        return index
+    seen = 0
+    for i in range(index - 1, 0, -1):
+        if fmt.cell_kind(cells[i - 1]) in ("message", "async"):
+            seen += 1
+            if seen == keep_last:
+                return i
+    return 1
+
+
 def _earlier(cells: Sequence[Mapping[str, Any]], index: int, *, exclude: Iterable[int] = (),
-             include: Iterable[int] = ()
+             include: Iterable[int] = (), default: str = "include", keep_last: int = 0
              ) -> list[tuple[int, Mapping[str, Any], str, str, dict[str, Any] | None]]:
     exclude, include = set(exclude), set(include)
+    last = last_turns_start(cells, index, keep_last)
     chosen = []
     for i, cell in enumerate(cells[: index - 1], start=1):
         if i in exclude:
@@ -288,9 +354,10 @@ def _earlier(cells: Sequence[Mapping[str, Any]], index: int, *, exclude: Iterabl
         attrs = None if kind == "message" else fmt.cell_attrs(cell)
         value = (cell.get("metadata") or {}).get("history") if attrs is None \
             else attrs.get("history")
-        mode = history_mode(value, kind)
-        if i in include and mode == "exclude":
-            mode = "include"
+        mode = history_mode(value, kind, default=default)
+        if (i in include and mode == "exclude") or (mode == AUTO and (i in include
+                                                                       or i >= last)):
+            mode = "include"  # -i, and the last turns, always go
         if mode != "exclude":
             chosen.append((i, cell, mode, kind, attrs))
     return chosen
@@ -300,16 +367,21 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
                   current_text: str | None = None, included: Sequence[Included] = (),
                   exclude: Iterable[int] = (), include: Iterable[int] = (),
                   summaries: Mapping[str, str] | None = None,
-                  document: str | None = None) -> History:
+                  document: str | None = None, default: str = "include",
+                  keep_last: int = 0) -> History:
     """The turns for the cell at 1-based ``index`` of ``cells``.
 
     ``summaries`` maps cell ids to summaries made in this run (stored ones are read from the
     cells); a ``summary`` cell with neither is sent whole. ``document`` is the text of a plain
     ``.md`` whose Discussion this is: sent first, as what is being discussed.
     ``current_text`` overrides the current cell's text (the kernel sends the live source).
+    ``default``: the mode of cells that set no ``history`` (``default_mode``); ``auto`` cells
+    are listed in ``History.auto``, except those of the last ``keep_last`` turns (sent always).
     """
     summaries = summaries or {}
     turns: list[Turn] = []
+    auto: list[str] = []
+    indices: dict[str, int] = {}
     if system_prompt.strip():
         turns.append(Turn("system", system_prompt, SYSTEM))
     if document and document.strip():
@@ -317,17 +389,24 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
                           DOCUMENT))
     for inc in included:
         turns.extend(cell_turns(inc.cell, inc.label))
-    for i, cell, mode, kind, attrs in _earlier(cells, index, exclude=exclude, include=include):
+    for i, cell, mode, kind, attrs in _earlier(cells, index, exclude=exclude, include=include,
+                                               default=default, keep_last=keep_last):
         cid = fmt.cell_id(cell)
         summary = None
         if mode == "summary":
             summary = summaries.get(cid) or stored_summary(cell)
-        turns.extend(cell_turns(cell, cid or str(i), summary=summary, kind=kind, attrs=attrs))
+        group = cid or str(i)
+        made = cell_turns(cell, group, summary=summary, kind=kind, attrs=attrs)
+        if made:
+            indices[group] = i
+            if mode == AUTO:
+                auto.append(group)
+        turns.extend(made)
     current = cells[index - 1] if 0 < index <= len(cells) else None
     text = current_text if current_text is not None else (
         fmt.message_text(current) if current is not None else "")
     turns.append(Turn("user", text, CURRENT))
-    return History(turns)
+    return History(turns, auto=auto, indices=indices)
 
 
 def fit(history: History, budget: int | None,
@@ -343,7 +422,7 @@ def fit(history: History, budget: int | None,
         return history
     cheap = sum(len(t.content.encode()) + 8 + IMAGE_TOKENS * len(t.images) for t in turns)
     if cheap <= budget:
-        return History(list(turns), [], None)
+        return replace(history, turns=list(turns), dropped=[], tokens=None)
     each = getattr(count, "each", None)  # a counter may count many messages in one go
     sizes = (list(each([t.message() for t in turns])) if each is not None
              else [count([t.message()]) for t in turns])
@@ -360,4 +439,6 @@ def fit(history: History, budget: int | None,
         total -= sum(s for t, s in zip(turns, sizes, strict=True) if t.group == group)
         dropped.append(group)
     gone = set(dropped)
-    return History([t for t in turns if t.group not in gone], dropped, total)
+    return replace(history, turns=[t for t in turns if t.group not in gone], dropped=dropped,
+                   tokens=total)
+

@@ -27,7 +27,7 @@ from jupyter_percent_agent.runtime.context import (
     plan_history,
     selections,
 )
-from jupyter_percent_agent.runtime.events import OnEvent, ignore
+from jupyter_percent_agent.runtime.events import OnEvent, Status, ignore
 from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.settings import check_environment
 from jupyter_percent_agent.runtime.transport import Transport, default_transport
@@ -188,18 +188,24 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     await transport.ready()
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))
-    history = plan_history(nb, decided.index, agent, decided.chosen, base_dir=options.folder,
-                           system_prompt=system_prompt_for(agent, toolset, offered),
-                           transport=transport, current_text=options.current_text,
-                           included=decided.included,
-                           summaries={k: v[0] for k, v in run.summaries.items()})
+    history = await plan_history(nb, decided.index, agent, decided.chosen,
+                                 base_dir=options.folder,
+                                 system_prompt=system_prompt_for(agent, toolset, offered),
+                                 transport=transport, current_text=options.current_text,
+                                 included=decided.included,
+                                 summaries={k: v[0] for k, v in run.summaries.items()},
+                                 on_event=run.tell)
     run.dropped_groups(history.dropped)
+    if history.warning:
+        run.tell(Status(history.warning))
     messages = history.messages
     if history.has_images:  # code cells' plots: image parts for a model that sees them
         from jupyter_percent_agent.runtime.code_history import sees_images
 
         messages = history.messages_for(vision=sees_images(agent.vision, agent.models[0]))
     extra: dict[str, Any] = {"dropped": history.dropped} if history.dropped else {}
+    if history.candidates:  # auto selection chose: which auto cells this request held
+        extra["history_auto"] = [g for g in history.auto_sent if g not in history.dropped]
     if offered is not None:
         extra["tools_offered"] = list(offered)
     if toolset is None:

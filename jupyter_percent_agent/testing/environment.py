@@ -33,11 +33,13 @@ def free_port() -> int:
 
 def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str, str]:
     """This process's environment, ``PERCENT_AGENT_*`` removed, pointed at ``server`` with
-    ``config_dir`` as the user config dir; ``extra`` added last (it may override)."""
+    ``config_dir`` as the user config dir (and its ``cache`` folder as the user cache dir);
+    ``extra`` added last (it may override)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}
     env.update(
         {
             "PERCENT_AGENT_CONFIG_DIR": str(config_dir),
+            "PERCENT_AGENT_CACHE_DIR": str(config_dir / "cache"),
             "PERCENT_AGENT_API_BASE": server.url,
             "PERCENT_AGENT_MODEL": "test-model",
             "PERCENT_AGENT_BACKOFF": "0",

@@ -8,6 +8,7 @@ itself: ``$PERCENT_AGENT_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/jupyter-percent-a
     tool_timeout = 30                     # ... and every other budget a file may set (limits.py)
     trusted = ["/home/me/work/notes"]     # folders whose toolbox/ and api_base are used
     default_model = "gpt-4o"              # when neither a file nor PERCENT_AGENT_MODEL names one
+    history_model = "gpt-4o-mini"         # scores history="auto" cells (else a local scorer)
 
     [[endpoints]]                         # model servers a file's api_base may name
     api_base = "http://gpu-box:8000/v1"
@@ -57,6 +58,19 @@ def config_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
     return base / "jupyter-percent-agent"
 
 
+def cache_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """The user's cache directory (it need not exist yet): what can be made again, kept out of
+    every project (history relevance's embeddings). ``$PERCENT_AGENT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/jupyter-percent-agent``, else ``~/.cache/jupyter-percent-agent``."""
+    env = os.environ if env is None else env
+    explicit = env.get("PERCENT_AGENT_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = env.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "jupyter-percent-agent"
+
+
 def config_path() -> Path:
     return config_dir() / CONFIG_NAME
 
@@ -79,6 +93,8 @@ class Config:
     """The user's own limits (``limits.LIMITS`` names them); those not set are the defaults."""
     default_model: str | None = None
     """The model used when neither a file nor ``PERCENT_AGENT_MODEL`` names one."""
+    history_model: str | None = None
+    """The small model that scores ``history: auto`` cells (None: the local scorer)."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -126,9 +142,13 @@ def _parse(raw: dict[str, Any], path: Path) -> Config:
     if default_model is not None and (not isinstance(default_model, str)
                                       or not default_model.strip()):
         raise ConfigError(f"{path}: default_model must be a model name", path=path)
+    history_model = raw.get("history_model")
+    if history_model is not None and (not isinstance(history_model, str)
+                                      or not history_model.strip()):
+        raise ConfigError(f"{path}: history_model must be a model name", path=path)
     return Config(trusted=tuple(Path(t) for t in trusted), endpoints=tuple(endpoints),
                   limits=limits, default_model=default_model.strip() if default_model else None,
-                  raw=raw)
+                  history_model=history_model.strip() if history_model else None, raw=raw)
 
 
 def save_config(config: Config, path: Path | None = None) -> Path:

@@ -14,6 +14,8 @@ export interface IFileAgents {
   names: string[];
   /** `default_agent` of the front matter, or the first preset: who answers by default. */
   defaultAgent: string | null;
+  /** The front matter's `history:` (`auto`), the mode of cells that set none. */
+  history?: HistoryMode;
 }
 
 /** The minimal view of a cell this module reads. */
@@ -38,13 +40,16 @@ export function frontMatterAgents(yaml: string): IFileAgents {
   const lines = yaml.split('\n');
   const names: string[] = [];
   let defaultAgent: string | null = null;
+  let history: HistoryMode = 'include';
   for (let i = 0; i < lines.length; i++) {
     const top = /^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*(?:#.*)?$/.exec(lines[i]);
     if (!top) {
       continue;
     }
     const [, key, rest] = top;
-    if (key === 'default_agent' && rest) {
+    if (key === 'history' && rest) {
+      history = historyMode(unquote(rest)) === 'auto' ? 'auto' : 'include';
+    } else if (key === 'default_agent' && rest) {
       defaultAgent = unquote(rest);
     } else if (key === 'agents') {
       if (rest.startsWith('{')) {
@@ -77,7 +82,7 @@ export function frontMatterAgents(yaml: string): IFileAgents {
       }
     }
   }
-  return { names, defaultAgent: defaultAgent ?? names[0] ?? null };
+  return { names, defaultAgent: defaultAgent ?? names[0] ?? null, history };
 }
 
 /** The top-level keys of a one-line flow mapping (`{a: {...}, b: {...}}`). */
@@ -115,6 +120,7 @@ function flowKeys(text: string): string[] {
 export function fileAgents(cells: Iterable<ICellView>): IFileAgents {
   const names: string[] = [];
   let defaultAgent: string | null = null;
+  let history: HistoryMode = 'include';
   let first = true;
   for (const cell of cells) {
     if (first && cell.type === 'raw') {
@@ -123,6 +129,7 @@ export function fileAgents(cells: Iterable<ICellView>): IFileAgents {
         const found = frontMatterAgents(match[1]);
         names.push(...found.names);
         defaultAgent = found.defaultAgent;
+        history = found.history ?? 'include';
       }
     }
     first = false;
@@ -130,15 +137,16 @@ export function fileAgents(cells: Iterable<ICellView>): IFileAgents {
       names.push(cell.metadata['name']);
     }
   }
-  return { names: Array.from(new Set(names)), defaultAgent };
+  return { names: Array.from(new Set(names)), defaultAgent, history };
 }
 
-export type HistoryMode = 'include' | 'exclude' | 'summary';
+export type HistoryMode = 'include' | 'auto' | 'exclude' | 'summary';
 
-/** A cell's `history` attribute as the runtime reads it (message cells: include by default). */
-export function historyMode(value: unknown): HistoryMode {
+/** A cell's `history` attribute as the runtime reads it (message cells: the file's
+ * `history:` by default, else include). */
+export function historyMode(value: unknown, fileDefault: HistoryMode = 'include'): HistoryMode {
   if (value === undefined || value === null || value === '') {
-    return 'include';
+    return fileDefault;
   }
   if (typeof value === 'boolean') {
     return value ? 'include' : 'exclude';
@@ -147,5 +155,5 @@ export function historyMode(value: unknown): HistoryMode {
   if (['none', 'exclude', '0', 'false', 'no'].includes(t)) {
     return 'exclude';
   }
-  return t === 'summary' ? 'summary' : 'include';
+  return t === 'summary' ? 'summary' : t === 'auto' ? 'auto' : 'include';
 }

@@ -14,9 +14,10 @@ import { fileAgents, historyMode, HistoryMode, ICellView, IFileAgents } from './
 
 const BAR_CLASS = 'jp-PercentAgent-cellBar';
 const EXCLUDED_CLASS = 'jp-PercentAgent-excluded';
-const MODES: HistoryMode[] = ['include', 'exclude', 'summary'];
+const MODES: HistoryMode[] = ['include', 'auto', 'exclude', 'summary'];
 const MODE_TITLES: { [K in HistoryMode]: string } = {
-  include: 'Sent to the agent with later messages (the default)',
+  include: 'Sent to the agent with later messages (pinned, when the file says history: auto)',
+  auto: 'Sent with a later message only when relevant to it (history: auto)',
   exclude: 'Never sent to the agent: the model does not see this message or its replies',
   summary: 'Sent as a short summary, made by the agent the first time it is needed'
 };
@@ -67,6 +68,7 @@ export class CellBar extends Widget {
   private readonly _modes = new Map<HistoryMode, HTMLButtonElement>();
   private readonly _summaryButton: HTMLButtonElement;
   private readonly _summary: HTMLDivElement;
+  private readonly _sent: HTMLSpanElement;
 
   constructor(panel: NotebookPanel, cell: Cell, type: string) {
     super();
@@ -111,6 +113,11 @@ export class CellBar extends Widget {
     }
     row.appendChild(modes);
 
+    this._sent = document.createElement('span');
+    this._sent.className = 'jp-PercentAgent-autoSent';
+    this._sent.hidden = true;
+    row.appendChild(this._sent);
+
     this._summaryButton = document.createElement('button');
     this._summaryButton.type = 'button';
     this._summaryButton.className = 'jp-PercentAgent-summaryToggle';
@@ -139,10 +146,11 @@ export class CellBar extends Widget {
     return this._cell.model;
   }
 
-  /** List the file's agents again (its front matter or an agent cell changed). */
+  /** List the file's agents again, and its default history mode (its front matter or an
+   * agent cell changed). */
   refreshAgents(): void {
     if (!this.isDisposed && this._model !== null) {
-      this._fillAgents();
+      this._update();
     }
   }
 
@@ -189,9 +197,25 @@ export class CellBar extends Widget {
     }
   }
 
+  /** Say whether the last run's request held this auto cell (`ids`: the reply's
+   * `history_auto`; null: no run chose). */
+  showSent(ids: Set<string> | null): void {
+    const auto =
+      historyMode(this._model.getMetadata('history'), agentsOf(this._panel).history) === 'auto';
+    const ns = this._model.getMetadata('percent_agent') as { id?: unknown } | undefined;
+    const id = typeof ns?.id === 'string' ? ns.id : this._model.id;
+    this._sent.hidden = ids === null || !auto;
+    const sent = ids !== null && ids.has(id);
+    this._sent.textContent = sent ? 'sent' : 'not sent';
+    this._sent.title = sent
+      ? 'The last request held this cell: it was relevant to that message'
+      : 'The last request left this cell out: pin it (include) to send it always';
+    this.node.dataset['sent'] = ids === null || !auto ? '' : String(sent);
+  }
+
   private _setHistory(mode: HistoryMode): void {
-    if (mode === 'include') {
-      // The default for a message: no attribute at all, as a fresh cell has.
+    if (mode === (agentsOf(this._panel).history ?? 'include')) {
+      // The file's default for a message: no attribute at all, as a fresh cell has.
       this._model.deleteMetadata('history');
     } else {
       this._model.setMetadata('history', mode);
@@ -208,7 +232,7 @@ export class CellBar extends Widget {
       return;
     }
     this._fillAgents();
-    const mode = historyMode(this._model.getMetadata('history'));
+    const mode = historyMode(this._model.getMetadata('history'), agentsOf(this._panel).history);
     for (const [m, button] of this._modes) {
       button.setAttribute('aria-pressed', String(m === mode));
       button.classList.toggle('jp-mod-active', m === mode);
@@ -227,6 +251,27 @@ export class CellBar extends Widget {
 }
 
 const decorated = new WeakMap<Cell, CellBar>();
+
+/** The `history_auto` ids of the newest reply that has them (null: no run chose). */
+function lastAutoSent(panel: NotebookPanel): Set<string> | null {
+  const cells = panel.model?.cells;
+  if (!cells) {
+    return null;
+  }
+  for (let i = cells.length - 1; i >= 0; i--) {
+    const cell = cells.get(i) as ICellModel & {
+      outputs?: { length: number; get(i: number): { metadata: { [k: string]: unknown } } };
+    };
+    const outputs = cell.outputs;
+    for (let j = (outputs?.length ?? 0) - 1; outputs && j >= 0; j--) {
+      const ids = outputs.get(j).metadata?.['history_auto'];
+      if (Array.isArray(ids)) {
+        return new Set(ids.map(String));
+      }
+    }
+  }
+  return null;
+}
 
 /** Give every message cell of `panel` its bar (cells added later too). */
 export function decorateCells(panel: NotebookPanel): void {
@@ -247,6 +292,13 @@ export function decorateCells(panel: NotebookPanel): void {
       (cell.layout as PanelLayout).insertWidget(1, bar);
       decorated.set(cell, bar);
     }
+    showSent();
+  };
+  const showSent = (): void => {
+    const ids = lastAutoSent(panel);
+    for (const cell of panel.content.widgets) {
+      decorated.get(cell)?.showSent(ids);
+    }
   };
   // An edit of the front matter (or of an agent cell) changes what every bar shows at a
   // glance, "default (NAME)" above all: once the typing pauses, the bars list them again.
@@ -259,6 +311,7 @@ export function decorateCells(panel: NotebookPanel): void {
       if (panel.isDisposed) {
         return;
       }
+      showSent(); // a run's reply arrived, or a cell was pinned or excluded
       const agents = JSON.stringify(agentsOf(panel));
       if (agents === shown) {
         return;

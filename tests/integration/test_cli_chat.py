@@ -319,7 +319,7 @@ def test_a_misspelt_history_value_is_one_line_not_a_cell_sent_to_the_model(
     assert r.exit_code == 3, r.output
     assert r.output.strip().splitlines() == [
         f"tce: {path}: cell a: history='exlcude' is not one of include, exclude, summary, "
-        "none (or true/false, yes/no, 1/0)"]
+        "auto, none (or true/false, yes/no, 1/0, pinned)"]
     assert path.read_text() == text and openai_server.chat_requests == []
     listed = CliRunner().invoke(main, ["list", str(path)])
     assert listed.exit_code == 3 and "history='exlcude'" in listed.output

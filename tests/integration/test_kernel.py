@@ -1112,3 +1112,32 @@ def test_a_notebook_that_is_not_json_is_one_line_naming_it(tmp_path: Path) -> No
     with pytest.raises(fmt.FormatError, match="not a notebook"):
         read_notebook(path)
 
+
+
+def test_history_auto_in_the_kernel_sends_the_early_cells_the_question_needs(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """JupyterLab runs a message of a 100-message history: auto file: the request is bounded,
+    holds the early cells the question needs, and the reply records them."""
+    from jupyter_percent_agent.runtime import history as hist
+    from jupyter_percent_agent.testing.long_conversations import conversation
+
+    _km, kc = kernel
+    conv = conversation(21, 100)
+    notebook.write_text(conv.text + f"## %% Question[^qz]\n\n[^qz]: [markdown]\n\n"
+                        f"{conv.question}\n")
+    cells = hist.conversation_cells(fmt.read(notebook))
+    srv.script("ok")
+    reply, iopub = execute(kc, conv.question, "qz")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    sent = "\n".join(str(m["content"]) for m in srv.last_messages)
+    whole = "\n".join(fmt.message_text(c) for c in cells[:100])
+    assert len(sent) < 0.6 * len(whole + "".join(
+        fmt.output_text(o) for c in cells[:100] for o in c["outputs"]))
+    for cid in conv.needed:
+        said = fmt.message_text(next(c for c in cells if fmt.cell_id(c) == cid))
+        assert said in sent
+    final = [m for m in outputs(iopub) if m["msg_type"] in ("display_data",
+                                                            "update_display_data")][-1]
+    attrs = fmt.output_attrs({"output_type": "display_data", "data": final["content"]["data"],
+                              "metadata": final["content"]["metadata"]})
+    assert set(conv.needed) <= set(attrs["history_auto"])

@@ -514,3 +514,48 @@ def test_a_new_chat_saved_after_a_run_is_a_clean_file(page, lab_server, model) -
     (reply,) = messages[0]["outputs"]
     assert fmt.output_text(reply) == "Day one: the Forbidden City."
     assert f"## %%%[^{fmt.cell_id(messages[0])}.1]" in text  # the reply's id follows
+
+
+def test_history_auto_shows_which_cells_a_run_sent_and_pins_or_excludes_in_one_click(
+    page, lab_server, model
+) -> None:
+    """A 100-message history: auto conversation: after a run each auto cell's bar says
+    whether the request held it; one click pins (include) or excludes a cell."""
+    from jupyter_percent_agent.testing.long_conversations import conversation
+
+    conv = conversation(13, 100)
+    path = lab_server.root / "auto.msg.md"
+    path.write_text(conv.text + f"## %% Question[^qz]\n\n[^qz]: [markdown]\n\n{conv.question}\n")
+    notebook = open_notebook(page, lab_server, "auto.msg.md")
+    wait_for_kernel(page)
+    nb = fmt.read(path)
+    text_of = {fmt.cell_id(c): fmt.message_text(c) for c in nb["cells"]}
+    needed = bar_of(notebook, text_of[conv.needed[0]])
+    expect(needed.locator("button[aria-pressed=true]")).to_have_text("auto")
+    expect(needed.locator(".jp-PercentAgent-autoSent")).to_be_hidden()  # no run yet
+    model.script("ok")
+    run_cell(page, cell_with(notebook, conv.question))
+    sent = "\n".join(str(m["content"]) for m in model.requests[-1].messages)
+    assert len(sent) < 0.6 * len(conv.text)  # bounded
+    for cid in conv.needed:
+        assert text_of[cid] in sent
+        bar = bar_of(notebook, text_of[cid])
+        expect(bar.locator(".jp-PercentAgent-autoSent")).to_have_text("sent")
+    left_out = notebook.locator(".jp-PercentAgent-cellBar[data-sent='false']")
+    expect(left_out.first).to_be_attached()
+    assert left_out.count() > 30
+    # one click: pin a cell the run left out, exclude one it sent
+    texts = list(text_of.values())
+    unsent = next(cid for cid, t in text_of.items() if cid.startswith("m") and t not in sent
+                  and texts.count(t) == 1)
+    pinned_bar = bar_of(notebook, text_of[unsent])
+    expect(pinned_bar.locator(".jp-PercentAgent-autoSent")).to_have_text("not sent")
+    pinned_bar.get_by_role("button", name="include").click()
+    expect(pinned_bar.locator("button[aria-pressed=true]")).to_have_text("include")
+    needed.get_by_role("button", name="exclude").click()
+    expect(needed.locator("button[aria-pressed=true]")).to_have_text("exclude")
+    save(page)
+    saved = fmt.read(path)
+    modes = {fmt.cell_id(c): (c.get("metadata") or {}).get("history") for c in saved["cells"]}
+    assert modes[conv.needed[0]] == "exclude" and modes[unsent] == "include"
+    assert list(modes.values()).count("include") == 1  # the one pinned; auto cells set none
