@@ -10,18 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.ranking.passages import VectorCache, rank_passages
 from jupyter_percent_agent.runtime import auto_history
 from jupyter_percent_agent.runtime import history as hist
+from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.long_conversations import conversation
-
-
-def tce(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def sent_text(request) -> str:
