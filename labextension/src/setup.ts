@@ -18,6 +18,7 @@ import { Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { isMessageNotebook } from './notebook';
+import { runCellModels } from './run';
 
 export const SETUP_COMMAND = 'percent-agent:setup-model';
 const ROUTE = 'percent-agent/keys';
@@ -151,13 +152,11 @@ function offerSetup(panel: NotebookPanel, cell: Cell, provider: string): void {
   button.title = `Store an API key for ${provider}, then run this cell again`;
   button.addEventListener('click', () => {
     void openSetup(provider).then(async saved => {
-      const notebook = panel.content;
-      if (!saved || panel.isDisposed || !notebook.widgets.includes(cell)) {
+      if (!saved || cell.isDisposed) {
         return;
       }
       dropButton(cell);
-      notebook.activeCellIndex = notebook.widgets.indexOf(cell);
-      await NotebookActions.run(notebook, panel.sessionContext);
+      await runCellModels(panel, [cell.model]);
     });
   });
   cell.node.appendChild(button);

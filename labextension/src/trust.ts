@@ -15,11 +15,12 @@
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { URLExt } from '@jupyterlab/coreutils';
-import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { NotebookPanel } from '@jupyterlab/notebook';
 import { KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { addExecuteHook } from './executehooks';
+import { runCellModels } from './run';
 
 /** Where the agent kernel puts its refusal in the execute reply's metadata. */
 export const TRUST_REFUSAL_KEY = 'percent_agent_untrusted_folder';
@@ -113,13 +114,12 @@ export function watchTrustRefusals(panel: NotebookPanel): void {
         return;
       }
       const cellId = request?.['cellId'];
+      // the refused cell, wherever it is once the user has answered
+      const refused = Array.from(panel.model?.cells ?? []).find(cell => cell.id === cellId);
       void offerTrust(refusal)
         .then(async trusted => {
-          const notebook = panel.content;
-          const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
-          if (trusted && !panel.isDisposed && index >= 0) {
-            notebook.activeCellIndex = index;
-            await NotebookActions.run(notebook, panel.sessionContext);
+          if (trusted && refused !== undefined) {
+            await runCellModels(panel, [refused]);
           }
         })
         .catch(reason => console.error('jupyter-percent-agent: trust', reason));
