@@ -27,7 +27,6 @@ import {
   NotebookPanel,
   NotebookWidgetFactory
 } from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Contents } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -46,7 +45,6 @@ import {
   KERNEL_NAME,
   untrustNotebook
 } from './notebook';
-import { agentMarkdownFactory, agentTextFactory } from './renderer';
 import { openSetup, SETUP_COMMAND, watchMissingKeys } from './setup';
 import { watchTrustRefusals } from './trust';
 import { highlightCodeCells } from './codecells';
@@ -134,7 +132,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     'Open agent conversations kept as Markdown message files (.msg.md) as notebooks',
   autoStart: true,
   // The notebook factory must exist before a file type can name it.
-  requires: [INotebookWidgetFactory, IRenderMimeRegistry, INotebookTracker],
+  requires: [INotebookWidgetFactory, INotebookTracker],
   optional: [
     ILauncher,
     IMainMenu,
@@ -146,7 +144,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
   activate: (
     app: JupyterFrontEnd,
     notebookFactory: NotebookWidgetFactory.IFactory,
-    rendermime: IRenderMimeRegistry,
     tracker: INotebookTracker,
     launcher: ILauncher | null,
     mainMenu: IMainMenu | null,
@@ -203,10 +200,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       },
       [NOTEBOOK_FACTORY]
     );
-
-    // Before any notebook clones the registry.
-    rendermime.addFactory(agentMarkdownFactory, agentMarkdownFactory.defaultRank);
-    rendermime.addFactory(agentTextFactory, agentTextFactory.defaultRank);
 
     // Message notebooks: untrusted cells, model renderers, the bar over each message.
     const usage = new UsageStatus();

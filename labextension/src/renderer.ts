@@ -2,12 +2,14 @@
  * Rendering of the outputs the format core writes for a message file: agent replies,
  * the agent's ATTP steps, tool calls and tool results. Their metadata says what they are
  * (see `outputKind`). Replies are `text/markdown` outputs and tool calls and results
- * `text/plain` ones, so two renderers take over those MIME types; each falls back to
- * JupyterLab's own rendering (Markdown, plain text) for every other output.
+ * `text/plain` ones. These renderers live only in the renderer registry of each message
+ * notebook (its own clone: `messageNotebookFactories`, added by `notebook.ts`), never in the
+ * application's, so other notebooks, Markdown cells and the Markdown viewer keep JupyterLab's
+ * renderers (and those of any other extension).
  *
- * Model output is never trusted: whatever the cell's trust flag says, an agent output is
- * rendered with `trusted: false` through JupyterLab's sanitizer and `untrusted.ts`. In a
- * message notebook, every Markdown and HTML output is (`messageNotebookFactories`).
+ * Model output is never trusted: whatever the cell's trust flag says, every Markdown and
+ * HTML output of a message notebook is rendered with `trusted: false` through JupyterLab's
+ * sanitizer and `untrusted.ts`.
  */
 
 import {
@@ -259,12 +261,10 @@ export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | nul
 let tokenCounter = 0;
 
 /**
- * The `text/markdown` renderer: agent outputs get their own look, any other Markdown
- * renders as JupyterLab renders it (untrusted and gated too in a message notebook).
+ * A message notebook's `text/markdown` renderer: agent outputs get their own look, any
+ * other Markdown renders as JupyterLab renders it, untrusted and with remote media held.
  */
 export class AgentMarkdown extends RenderedMarkdown {
-  /** Whether every output is model output (a message notebook's renderer). */
-  private readonly _allModel: boolean;
   /** Whether the user opened the thought of a step: kept while the step streams. */
   private _thoughtOpen = false;
   /** The newest model not rendered yet: a streaming reply's updates wait here, coalesced. */
@@ -274,16 +274,9 @@ export class AgentMarkdown extends RenderedMarkdown {
   /** Ends the pause between two renders at once: the final reply has come. */
   private _wake: (() => void) | null = null;
 
-  constructor(options: IRenderMime.IRendererOptions, allModel = false) {
-    super(
-      allModel
-        ? { ...options, sanitizer: modelSanitizer(options.sanitizer) }
-        : options
-    );
-    this._allModel = allModel;
-    if (allModel) {
-      armRemoteMedia(this.node);
-    }
+  constructor(options: IRenderMime.IRendererOptions) {
+    super({ ...options, sanitizer: modelSanitizer(options.sanitizer) });
+    armRemoteMedia(this.node);
   }
 
   /**
@@ -335,9 +328,6 @@ export class AgentMarkdown extends RenderedMarkdown {
     const agent = outputKind(model.metadata);
     markAgent(this, agent);
     if (agent === null) {
-      if (!this._allModel) {
-        return super.render(model);
-      }
       await super.render(untrusted(model));
       return loadHeldMedia(this.node, this.resolver);
     }
@@ -446,7 +436,7 @@ export class AgentMarkdown extends RenderedMarkdown {
 }
 
 /**
- * The `text/plain` renderer: tool calls and tool results (what the format core writes
+ * A message notebook's `text/plain` renderer: tool calls and tool results (what the format core writes
  * as `text/plain` with `percent_agent.type` "tool") get the same blocks as in
  * `AgentMarkdown`; any other plain text renders exactly as JupyterLab renders it.
  */
@@ -479,27 +469,6 @@ export class ModelHTML extends RenderedHTML {
 }
 
 /**
- * Replaces JupyterLab's `text/markdown` factory (same rank, same safety).
- */
-export const agentMarkdownFactory: IRenderMime.IRendererFactory = {
-  safe: true,
-  mimeTypes: [MARKDOWN_MIME],
-  defaultRank: 60,
-  createRenderer: options => new AgentMarkdown(options)
-};
-
-/**
- * Replaces JupyterLab's `text/plain` factory (same rank, same safety); streams
- * (`application/vnd.jupyter.stdout`, `...stderr`) keep JupyterLab's own.
- */
-export const agentTextFactory: IRenderMime.IRendererFactory = {
-  safe: true,
-  mimeTypes: [TEXT_MIME],
-  defaultRank: 120,
-  createRenderer: options => new AgentText(options)
-};
-
-/**
  * The factories a message notebook's own renderer registry gets: everything its Markdown
  * and HTML outputs say is model output (or a shared file's), so all of it is untrusted.
  */
@@ -508,7 +477,14 @@ export const messageNotebookFactories: IRenderMime.IRendererFactory[] = [
     safe: true,
     mimeTypes: [MARKDOWN_MIME],
     defaultRank: 60,
-    createRenderer: options => new AgentMarkdown(options, true)
+    createRenderer: options => new AgentMarkdown(options)
+  },
+  {
+    // streams (`application/vnd.jupyter.stdout`, `...stderr`) keep JupyterLab's own
+    safe: true,
+    mimeTypes: [TEXT_MIME],
+    defaultRank: 120,
+    createRenderer: options => new AgentText(options)
   },
   {
     safe: true,
