@@ -24,6 +24,7 @@ import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { isMessagePath } from './filetypes';
 import { messageNotebookFactories } from './renderer';
 import { modelSanitizer } from './untrusted';
 
@@ -39,7 +40,7 @@ function isMessageDocument(context: DocumentRegistry.IContext<INotebookModel>): 
   if (context.isDisposed) {
     return false;
   }
-  if (/\.md$|\.msg\.(py|r|jl|sh)$/i.test(context.path)) {
+  if (isMessagePath(context.path)) {
     return true;
   }
   if (context.sessionContext.session?.kernel?.name === KERNEL_NAME) {

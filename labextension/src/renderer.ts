@@ -25,6 +25,7 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
 import { el } from './dom';
 import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
+import { trans } from './translation';
 import { armRemoteMedia, loadHeldMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
 
@@ -160,7 +161,7 @@ async function renderToolCall(
 ): Promise<void> {
   const name = text(attrs['name'] ?? attrs['tool']) || 'tool';
   const details = el('details', 'jp-PercentAgent-toolCall');
-  details.appendChild(el('summary', '', `tool call: ${name}`));
+  details.appendChild(el('summary', '', trans().__('tool call: %1', name)));
   const body = el('div', 'jp-PercentAgent-toolCode');
   // A tool call is Python written by the model, or the call's own Markdown.
   const code = /^\s*(`{3,}|~{3,})/.test(source)
@@ -188,7 +189,7 @@ function renderToolResult(
   details.open = failed;
   const tool = text(attrs['tool'] ?? attrs['name']);
   const summary = [
-    `result${tool ? `: ${tool}` : ''}`,
+    tool ? trans().__('result: %1', tool) : trans().__('result'),
     status,
     duration(attrs['duration'])
   ]
@@ -230,19 +231,20 @@ function isStreamingReply(model: IRenderMime.IMimeModel): boolean {
 
 /** The line over a reply: agent, model, step, usage, and why it did not finish. */
 export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | null {
+  const t = trans();
   const cut =
     attrs['interrupted'] === true
-      ? 'stopped'
+      ? t.__('stopped')
       : attrs['incomplete'] === true
         ? isStreaming(attrs)
-          ? 'incomplete' // still streaming, or saved while it streamed
-          : 'incomplete: the connection was lost'
+          ? t.__('incomplete') // still streaming, or saved while it streamed
+          : t.__('incomplete: the connection was lost')
         : '';
   const usage: IUsage = usageOf(attrs);
   const parts = [
     text(attrs['agent']),
     text(attrs['model']),
-    attrs['reasoning'] ? 'step' : '',
+    attrs['reasoning'] ? t.__('step') : '',
     formatUsage(usage),
     usage.duration !== null ? `${usage.duration}s` : '',
     cut
@@ -253,7 +255,7 @@ export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | nul
   const header = el('div', 'jp-PercentAgent-replyHeader', parts.join(' · '));
   header.classList.toggle('jp-mod-cut', cut !== '');
   if (usage.tokensIn !== null || usage.tokensOut !== null) {
-    header.title = 'tokens sent → tokens received';
+    header.title = t.__('tokens sent → tokens received');
   }
   return header;
 }
@@ -365,7 +367,9 @@ export class AgentMarkdown extends RenderedMarkdown {
       }
       const error = text(attrs['attp_error']);
       if (error) {
-        body.appendChild(el('div', 'jp-PercentAgent-stepError', `Not valid ATTP: ${error}`));
+        body.appendChild(
+          el('div', 'jp-PercentAgent-stepError', trans().__('Not valid ATTP: %1', error))
+        );
       }
       return;
     }
@@ -398,7 +402,7 @@ export class AgentMarkdown extends RenderedMarkdown {
       thought.open = this._thoughtOpen;
       const firstLine = step.thought.trim().split('\n', 1)[0];
       const summary = el('summary', '');
-      summary.appendChild(el('span', 'jp-PercentAgent-thoughtLabel', 'Thought'));
+      summary.appendChild(el('span', 'jp-PercentAgent-thoughtLabel', trans().__('Thought')));
       summary.appendChild(el('span', 'jp-PercentAgent-thoughtPreview', firstLine));
       thought.appendChild(summary);
       const content = el('div', 'jp-PercentAgent-thoughtBody');

@@ -21,6 +21,7 @@ import { Widget } from '@lumino/widgets';
 
 import { addExecuteHook } from './executehooks';
 import { runCellModels } from './run';
+import { trans } from './translation';
 
 /** Where the agent kernel puts its refusal in the execute reply's metadata. */
 export const TRUST_REFUSAL_KEY = 'percent_agent_untrusted_folder';
@@ -84,17 +85,20 @@ export async function offerTrust(refusal: ITrustRefusal): Promise<boolean> {
   const what = document.createElement('p');
   what.textContent = refusal.refused;
   const means = document.createElement('p');
-  means.textContent =
-    `Trusting ${folder} lets the code in its toolbox/ run as you, with your keys, and ` +
-    'lets its files send conversations to the model servers they name. Trust only a ' +
-    'folder whose contents you would run yourself.';
+  const t = trans();
+  means.textContent = t.__(
+    'Trusting %1 lets the code in its toolbox/ run as you, with your keys, and lets its ' +
+      'files send conversations to the model servers they name. Trust only a folder ' +
+      'whose contents you would run yourself.',
+    folder
+  );
   body.append(what, means);
   const result = await showDialog({
-    title: 'Trust this folder?',
+    title: t.__('Trust this folder?'),
     body: new Widget({ node: body }),
     buttons: [
-      Dialog.cancelButton({ label: 'Not now' }),
-      Dialog.warnButton({ label: 'Trust folder' })
+      Dialog.cancelButton({ label: t.__('Not now') }),
+      Dialog.warnButton({ label: t.__('Trust folder') })
     ]
   });
   if (!result.button.accept) {
