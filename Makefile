@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 UV     := .uv/bin/uv
 
-.PHONY: setup test test-latest lock lint bench bench-peers clean
+.PHONY: setup test test-js test-latest lock lint bench bench-peers clean
 
 setup:  ## install everything: Debian Chromium, uv, then exactly uv.lock in .venv (package, front end, test extras)
 	bash scripts/setup.sh
@@ -12,6 +12,9 @@ setup:  ## install everything: Debian Chromium, uv, then exactly uv.lock in .ven
 test:   ## the whole test suite, browser tests included
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+test-js:  ## the labextension's unit tests (jest: the ATTP reader, the agents menu)
+	cd labextension && PATH=$(CURDIR)/$(BIN):$$PATH jlpm test
 
 test-latest:  ## the same suite on the newest packages pyproject.toml allows, in a fresh .venv-latest
 	bash scripts/test-latest.sh
