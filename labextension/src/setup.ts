@@ -11,14 +11,13 @@
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Cell } from '@jupyterlab/cells';
-import { URLExt } from '@jupyterlab/coreutils';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { isMessageNotebook } from './notebook';
 import { runCellModels } from './run';
+import { requestServer } from './server';
 import { trans } from './translation';
 
 export const SETUP_COMMAND = 'percent-agent:setup-model';
@@ -44,23 +43,11 @@ interface ISetup {
   default_model: string;
 }
 
-async function requestKeys(body?: ISetup): Promise<IKeysState> {
-  const settings = ServerConnection.makeSettings();
-  const url = URLExt.join(settings.baseUrl, ROUTE);
-  const init: RequestInit = body
-    ? { method: 'POST', body: JSON.stringify(body) }
-    : { method: 'GET' };
-  const response = await ServerConnection.makeRequest(url, init, settings);
-  if (!response.ok) {
-    let message = `${response.status}`;
-    try {
-      message = ((await response.json()) as { message?: string }).message ?? message;
-    } catch {
-      // not JSON: the status says enough
-    }
-    throw new Error(message);
-  }
-  return (await response.json()) as IKeysState;
+function requestKeys(body?: ISetup): Promise<IKeysState> {
+  return requestServer<IKeysState>(
+    ROUTE,
+    body ? { method: 'POST', body: JSON.stringify(body) } : { method: 'GET' }
+  );
 }
 
 /** The dialog's body: a provider, a password field for its key, the default model. */

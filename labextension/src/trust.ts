@@ -14,13 +14,13 @@
  */
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
-import { KernelMessage, ServerConnection } from '@jupyterlab/services';
+import { KernelMessage } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { addExecuteHook } from './executehooks';
 import { runCellModels } from './run';
+import { requestServer } from './server';
 import { trans } from './translation';
 
 /** Where the agent kernel puts its refusal in the execute reply's metadata. */
@@ -38,23 +38,10 @@ interface ITrustAnswer {
   trusted: boolean;
 }
 
-async function requestTrust(
-  folder: string,
-  method: 'GET' | 'POST'
-): Promise<ITrustAnswer> {
-  const settings = ServerConnection.makeSettings();
-  let url = URLExt.join(settings.baseUrl, ROUTE);
-  const init: RequestInit = { method };
-  if (method === 'GET') {
-    url += URLExt.objectToQueryString({ folder });
-  } else {
-    init.body = JSON.stringify({ folder });
-  }
-  const response = await ServerConnection.makeRequest(url, init, settings);
-  if (!response.ok) {
-    throw new Error(`${response.status} ${await response.text()}`);
-  }
-  return (await response.json()) as ITrustAnswer;
+function requestTrust(folder: string, method: 'GET' | 'POST'): Promise<ITrustAnswer> {
+  return method === 'GET'
+    ? requestServer<ITrustAnswer>(ROUTE, { method }, { folder })
+    : requestServer<ITrustAnswer>(ROUTE, { method, body: JSON.stringify({ folder }) });
 }
 
 /** The kernel's refusal in a failed execute reply, or `null` when it holds none. */
