@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 UV     := .uv/bin/uv
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: setup test test-fast test-latest lock lint bench bench-peers clean
+.PHONY: setup test test-fast test-js test-latest lock lint bench bench-peers clean
 
 setup:  ## install everything: Debian Chromium, uv, then exactly uv.lock in .venv (package, front end, test extras)
 	bash scripts/setup.sh
@@ -17,14 +17,18 @@ test-fast:  ## ruff on the whole tree, then tests/unit (no process, server or ne
 
 # The integration tier runs on two workers, a file to a worker (a module's fixtures, such as the
 # wheel the packaging tests build, are made once); the browser tests share one JupyterLab and
-# run alone after it. Every tier runs even when one fails; the target fails if any did.
+# run alone after it, then the labextension's jest tests. Every tier runs even when one fails; the target fails if any did.
 test:   ## the whole test suite, browser tests included
 	$(BIN)/ruff check .
 	status=0; \
 	$(PYTEST) tests/unit || status=1; \
 	$(PYTEST) -n 2 --dist loadfile tests/integration --ignore=tests/integration/browser || status=1; \
 	$(PYTEST) tests/integration/browser || status=1; \
+	$(MAKE) --no-print-directory test-js || status=1; \
 	exit $$status
+
+test-js:  ## the labextension's unit tests (jest: the ATTP reader, the agents menu)
+	cd labextension && PATH=$(CURDIR)/$(BIN):$$PATH jlpm test
 
 test-latest:  ## the same suite on the newest packages pyproject.toml allows, in a fresh .venv-latest
 	bash scripts/test-latest.sh

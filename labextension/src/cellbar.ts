@@ -8,19 +8,32 @@
 
 import { Cell, ICellModel } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { fileAgents, historyMode, HistoryMode, ICellView, IFileAgents } from './agents';
+import { trans } from './translation';
 
 const BAR_CLASS = 'jp-PercentAgent-cellBar';
 const EXCLUDED_CLASS = 'jp-PercentAgent-excluded';
 const MODES: HistoryMode[] = ['include', 'auto', 'exclude', 'summary'];
-const MODE_TITLES: { [K in HistoryMode]: string } = {
-  include: 'Sent to the agent with later messages (pinned, when the file says history: auto)',
-  auto: 'Sent with a later message only when relevant to it (history: auto)',
-  exclude: 'Never sent to the agent: the model does not see this message or its replies',
-  summary: 'Sent as a short summary, made by the agent the first time it is needed'
-};
+function modeTitle(mode: HistoryMode): string {
+  const t = trans();
+  switch (mode) {
+    case 'include':
+      return t.__(
+        'Sent to the agent with later messages (pinned, when the file says history: auto)'
+      );
+    case 'auto':
+      return t.__('Sent with a later message only when relevant to it (history: auto)');
+    case 'exclude':
+      return t.__(
+        'Never sent to the agent: the model does not see this message or its replies'
+      );
+    case 'summary':
+      return t.__('Sent as a short summary, made by the agent the first time it is needed');
+  }
+}
 
 /** Cell types (`percent_agent.type`) that are part of the conversation's history. */
 const IN_HISTORY = new Set(['', 'code', 'tool_call', 'toolchain', 'async']);
@@ -38,7 +51,43 @@ function cellType(model: ICellModel): string | null {
   return typeof ns?.type === 'string' ? ns.type : '';
 }
 
+/** The bar's select and buttons. */
+const CONTROL_CLASS = 'jp-PercentAgent-barControl';
+/** Lumino runs no shortcut for a keydown whose target (or an ancestor) has it. */
+const SUPPRESS_SHORTCUTS = 'data-lm-suppress-shortcuts';
+
+/**
+ * Keys pressed on a control of a bar are the control's: never the notebook's single-key
+ * shortcuts (`D D` on a focused button deleted cells in command mode, `Enter` opened the
+ * editor), while chords (Ctrl+S, ...) still reach JupyterLab. Lumino reads the attribute
+ * on the keydown's target itself (a notebook shortcut matches the focused control before
+ * any ancestor is looked at), in its listener on the document's capture phase; this sets
+ * it, per key, in a listener on the window's, which runs first.
+ */
+function markBarKey(event: KeyboardEvent): void {
+  const target = event.target;
+  if (!(target instanceof HTMLElement) || !target.classList.contains(CONTROL_CLASS)) {
+    return;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) {
+    target.removeAttribute(SUPPRESS_SHORTCUTS);
+  } else {
+    target.setAttribute(SUPPRESS_SHORTCUTS, 'true');
+  }
+}
+
+let barKeysWatched = false;
+
+function watchBarKeys(): void {
+  if (!barKeysWatched) {
+    barKeysWatched = true;
+    window.addEventListener('keydown', markBarKey, true);
+  }
+}
+
 const agentsCache = new WeakMap<NotebookPanel, IFileAgents>();
+/** Numbers the summaries, for their buttons' `aria-controls`. */
+let summaryCount = 0;
 
 /** The agents `panel`'s file defines; read again after any change to the notebook. */
 function agentsOf(panel: NotebookPanel): IFileAgents {
@@ -75,6 +124,10 @@ export class CellBar extends Widget {
     this._panel = panel;
     this._cell = cell;
     this.addClass(BAR_CLASS);
+    watchBarKeys();
+    this.node.setAttribute('role', 'toolbar');
+    const t = trans();
+    this.node.setAttribute('aria-label', t.__('Message: agent and history'));
     const row = document.createElement('div');
     row.className = 'jp-PercentAgent-cellBarRow';
     this.node.appendChild(row);
@@ -82,10 +135,11 @@ export class CellBar extends Widget {
     if (ASKS_AGENT.has(type)) {
       const label = document.createElement('label');
       label.className = 'jp-PercentAgent-agentPick';
-      label.appendChild(document.createTextNode('agent '));
+      label.appendChild(document.createTextNode(t.__('agent') + ' '));
       const select = document.createElement('select');
-      select.className = 'jp-PercentAgent-agentSelect';
-      select.title = 'The agent that answers this message';
+      select.className = `jp-PercentAgent-agentSelect ${CONTROL_CLASS}`;
+      select.title = t.__('The agent that answers this message');
+      select.setAttribute('aria-label', t.__('Agent'));
       // The file's agents may have changed since: list them afresh when the menu opens.
       select.addEventListener('mousedown', () => this._fillAgents());
       select.addEventListener('focus', () => this._fillAgents());
@@ -98,15 +152,15 @@ export class CellBar extends Widget {
     const modes = document.createElement('span');
     modes.className = 'jp-PercentAgent-history';
     modes.setAttribute('role', 'group');
-    modes.setAttribute('aria-label', 'history');
-    modes.appendChild(document.createTextNode('history '));
+    modes.setAttribute('aria-label', t.__('History'));
+    modes.appendChild(document.createTextNode(t.__('history') + ' '));
     for (const mode of MODES) {
       const button = document.createElement('button');
       button.type = 'button';
-      button.className = 'jp-PercentAgent-historyMode';
+      button.className = `jp-PercentAgent-historyMode ${CONTROL_CLASS}`;
       button.dataset['mode'] = mode;
       button.textContent = mode;
-      button.title = MODE_TITLES[mode];
+      button.title = modeTitle(mode);
       button.addEventListener('click', () => this._setHistory(mode));
       modes.appendChild(button);
       this._modes.set(mode, button);
@@ -120,15 +174,20 @@ export class CellBar extends Widget {
 
     this._summaryButton = document.createElement('button');
     this._summaryButton.type = 'button';
-    this._summaryButton.className = 'jp-PercentAgent-summaryToggle';
-    this._summaryButton.textContent = 'summary ▸';
-    this._summaryButton.title = 'Show the summary stored for this message';
+    this._summaryButton.className = `jp-PercentAgent-summaryToggle ${CONTROL_CLASS}`;
+    this._summaryButton.textContent = t.__('summary ▸');
+    this._summaryButton.title = t.__('Show the summary stored for this message');
+    this._summaryButton.setAttribute('aria-expanded', 'false');
     this._summaryButton.addEventListener('click', () => this._toggleSummary());
     row.appendChild(this._summaryButton);
 
     this._summary = document.createElement('div');
     this._summary.className = 'jp-PercentAgent-summary';
+    this._summary.id = `jp-PercentAgent-summary-${++summaryCount}`;
+    this._summary.setAttribute('role', 'region');
+    this._summary.setAttribute('aria-label', t.__('Stored summary'));
     this._summary.hidden = true;
+    this._summaryButton.setAttribute('aria-controls', this._summary.id);
     this.node.appendChild(this._summary);
 
     cell.model.metadataChanged.connect(this._update, this);
@@ -162,14 +221,15 @@ export class CellBar extends Widget {
     const { names, defaultAgent } = agentsOf(this._panel);
     const current = this._model.getMetadata('agent');
     const chosen = typeof current === 'string' ? current : '';
+    const t = trans();
     const options: [string, string][] = [
-      ['', defaultAgent ? `default (${defaultAgent})` : 'default']
+      ['', defaultAgent ? t.__('default (%1)', defaultAgent) : t.__('default')]
     ];
     for (const name of names) {
       options.push([name, name]);
     }
     if (chosen && !names.includes(chosen)) {
-      options.push([chosen, `${chosen} (not defined in this file)`]);
+      options.push([chosen, t.__('%1 (not defined in this file)', chosen)]);
     }
     const same =
       select.options.length === options.length &&
@@ -206,10 +266,11 @@ export class CellBar extends Widget {
     const id = typeof ns?.id === 'string' ? ns.id : this._model.id;
     this._sent.hidden = ids === null || !auto;
     const sent = ids !== null && ids.has(id);
-    this._sent.textContent = sent ? 'sent' : 'not sent';
+    const t = trans();
+    this._sent.textContent = sent ? t.__('sent') : t.__('not sent');
     this._sent.title = sent
-      ? 'The last request held this cell: it was relevant to that message'
-      : 'The last request left this cell out: pin it (include) to send it always';
+      ? t.__('The last request held this cell: it was relevant to that message')
+      : t.__('The last request left this cell out: pin it (include) to send it always');
     this.node.dataset['sent'] = ids === null || !auto ? '' : String(sent);
   }
 
@@ -223,8 +284,13 @@ export class CellBar extends Widget {
   }
 
   private _toggleSummary(): void {
-    this._summary.hidden = !this._summary.hidden;
-    this._summaryButton.textContent = this._summary.hidden ? 'summary ▸' : 'summary ▾';
+    this._showSummary(this._summary.hidden);
+  }
+
+  private _showSummary(shown: boolean): void {
+    this._summary.hidden = !shown;
+    this._summaryButton.textContent = shown ? trans().__('summary ▾') : trans().__('summary ▸');
+    this._summaryButton.setAttribute('aria-expanded', String(shown));
   }
 
   private _update(): void {
@@ -245,7 +311,7 @@ export class CellBar extends Widget {
     // A summary is model-written text: shown as text, never as HTML.
     this._summary.textContent = has ? (summary as string) : '';
     if (!has) {
-      this._summary.hidden = true;
+      this._showSummary(false);
     }
   }
 }
@@ -273,8 +339,10 @@ function lastAutoSent(panel: NotebookPanel): Set<string> | null {
   return null;
 }
 
-/** Give every message cell of `panel` its bar (cells added later too). */
-export function decorateCells(panel: NotebookPanel): void {
+/** Give every message cell of `panel` its bar (cells added later too); disposing the result
+ * takes the bars away and stops watching. */
+export function decorateCells(panel: NotebookPanel): IDisposable {
+  const bars = new Set<CellBar>();
   const run = (): void => {
     if (panel.isDisposed) {
       return;
@@ -288,9 +356,21 @@ export function decorateCells(panel: NotebookPanel): void {
         continue;
       }
       const bar = new CellBar(panel, cell, type);
-      // Above the input, below the cell's (empty) header.
-      (cell.layout as PanelLayout).insertWidget(1, bar);
       decorated.set(cell, bar);
+      bars.add(bar);
+      cell.disposed.connect(() => bar.dispose());
+      bar.disposed.connect(() => bars.delete(bar));
+      // Above the input, below the cell's (empty) header: once the cell has made its parts
+      // (a cell the notebook has not rendered yet, windowed out of view, has none).
+      void cell.ready.then(() => {
+        if (cell.isDisposed || bar.isDisposed) {
+          return;
+        }
+        const layout = cell.layout as PanelLayout;
+        const input = cell.inputArea?.parent ?? null;
+        const at = input === null ? -1 : layout.widgets.indexOf(input);
+        layout.insertWidget(at < 0 ? 1 : at, bar);
+      });
     }
     showSent();
   };
@@ -304,7 +384,7 @@ export function decorateCells(panel: NotebookPanel): void {
   // glance, "default (NAME)" above all: once the typing pauses, the bars list them again.
   let timer = 0;
   let shown = '';
-  panel.model?.contentChanged.connect(() => {
+  const contentChanged = (): void => {
     agentsCache.delete(panel);
     window.clearTimeout(timer);
     timer = window.setTimeout(() => {
@@ -321,9 +401,20 @@ export function decorateCells(panel: NotebookPanel): void {
         decorated.get(cell)?.refreshAgents();
       }
     }, 250);
-  });
-  run();
+  };
   // JupyterLab makes the widgets of new cells in its own handler of the same signal.
-  panel.model?.cells.changed.connect(() => void Promise.resolve().then(run));
+  const cellsChanged = (): void => void Promise.resolve().then(run);
+  const model = panel.model;
+  model?.contentChanged.connect(contentChanged);
+  model?.cells.changed.connect(cellsChanged);
+  run();
   void panel.context.ready.then(run);
+  return new DisposableDelegate(() => {
+    window.clearTimeout(timer);
+    model?.contentChanged.disconnect(contentChanged);
+    model?.cells.changed.disconnect(cellsChanged);
+    for (const bar of Array.from(bars)) {
+      bar.dispose();
+    }
+  });
 }

@@ -1,16 +1,16 @@
 /**
- * jupyter-percent-agent: message files (`.msg.md`) open as notebooks.
+ * jupyter-percent-agent: message files (`.msg.md`) open as notebooks. The plugins, by job:
  *
- * - the `agent-chat` file type, whose default viewer is the Notebook;
- * - "Open With > Notebook" for a plain `.md`, which still opens in the editor by default;
- * - the "New Agent Chat" command (Launcher, File > New, palette), the Launcher's one agent
- *   entry (the agent kernel's own notebook card is taken out);
- * - the renderer of replies, steps, tool calls, tool results and Jarvis display tags, all
- *   untrusted; message notebooks kept untrusted (`notebook.ts`);
- * - the bar over each message cell (agent, history, summary) and the status-bar total;
- * - "Set up a model" (Agent menu, palette, and a button under a cell that failed for a
- *   missing key): a provider's key and the default model, stored in the user's config;
- * - the `loadRemoteMedia` setting.
+ * - `file-types` (`filetypes.ts`): the `agent-chat` file types, whose default viewer is
+ *   the Notebook; "Open With > Notebook" for a plain `.md`;
+ * - `message-notebooks` (`messagenotebooks.ts`): what each message notebook gets (untrusted
+ *   model output rendered by its own renderers, the bar over each message, the live state,
+ *   proposals, "Trust this folder?"), as a widget extension; provides `IMessageNotebooks`;
+ * - `commands`: "New Agent Chat" (Launcher, File > New, palette; the agent kernel's own
+ *   Launcher cards taken out) and "Set up a model" (Agent menu, palette); the menus are
+ *   declared in `schema/commands.json`;
+ * - `usage-status`: the open conversation's running total in the status bar;
+ * - `plugin`: the settings (`loadRemoteMedia`, `schema/plugin.json`).
  */
 
 import {
@@ -20,37 +20,20 @@ import {
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
-import { IMainMenu } from '@jupyterlab/mainmenu';
-import {
-  INotebookTracker,
-  INotebookWidgetFactory,
-  NotebookPanel,
-  NotebookWidgetFactory
-} from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { Contents } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
-import { markdownIcon } from '@jupyterlab/ui-components';
+import { ITranslator } from '@jupyterlab/translation';
 import { PartialJSONObject } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
-import { Menu } from '@lumino/widgets';
 
-import { decorateCells } from './cellbar';
+import { EXTENSION, fileTypesPlugin, NOTEBOOK_FACTORY } from './filetypes';
 import { agentChatIcon } from './icons';
-import { sendLiveState } from './livestate';
-import {
-  guardNotebook,
-  guardRenderers,
-  isMessageNotebook,
-  KERNEL_NAME,
-  untrustNotebook
-} from './notebook';
-import { agentMarkdownFactory, agentTextFactory } from './renderer';
-import { openSetup, SETUP_COMMAND, watchMissingKeys } from './setup';
-import { watchTrustRefusals } from './trust';
-import { highlightCodeCells } from './codecells';
-import { watchProposals } from './proposals';
+import { IMessageNotebooks, messageNotebooksPlugin } from './messagenotebooks';
+import { isMessageNotebook, KERNEL_NAME } from './notebook';
+import { openSetup, SETUP_COMMAND } from './setup';
+import { setTranslator, trans } from './translation';
 import { setLoadRemoteMedia } from './untrusted';
 import { UsageStatus } from './usage';
 
@@ -59,17 +42,11 @@ export { outputKind } from './renderer';
 export { extractJarvisTags } from './jarvis';
 export { parseAttp } from './attp';
 export { classifyUrl } from './untrusted';
+export { FILE_TYPE, EXTENSION, SCRIPT_FILE_TYPE, SCRIPT_EXTENSIONS } from './filetypes';
+export { IMessageNotebooks } from './messagenotebooks';
 
-const PLUGIN_ID = 'jupyter-percent-agent:plugin';
-
-/** The file type of message files. */
-export const FILE_TYPE = 'agent-chat';
-export const EXTENSION = '.msg.md';
-/** Script message files: a conversation kept in a script's comments. */
-export const SCRIPT_FILE_TYPE = 'agent-chat-script';
-export const SCRIPT_EXTENSIONS = ['.msg.py', '.msg.R', '.msg.r', '.msg.jl', '.msg.sh'];
-/** JupyterLab's own notebook widget factory. */
-const NOTEBOOK_FACTORY = 'Notebook';
+/** The plugin whose settings (`schema/plugin.json`) users have saved: its id stays. */
+const SETTINGS_PLUGIN_ID = 'jupyter-percent-agent:plugin';
 
 namespace CommandIDs {
   export const newChat = 'percent-agent:new-chat';
@@ -96,9 +73,11 @@ function emptyChat(): PartialJSONObject {
 
 /**
  * Take the agent kernel's cards ("Agent" in Notebook, which makes an `.ipynb`, and in
- * Console, a chat saved nowhere) out of the Launcher: "New Agent Chat" is its one entry. JupyterLab adds kernel cards when
- * the kernelspecs load (and again when they change), so the list is filtered each time.
- * Needs JupyterLab's `LauncherModel` (its `itemsList`); any other launcher is left alone.
+ * Console, a chat saved nowhere) out of the Launcher: "New Agent Chat" is its one entry.
+ * JupyterLab adds kernel cards when the kernelspecs load (and again when they change), so
+ * the list is filtered each time. JupyterLab has no public way to leave a kernel's card out
+ * (docs/jupyterlab.md): this needs its `LauncherModel` (its `itemsList`); any other
+ * launcher is left alone.
  */
 function dropKernelCard(launcher: ILauncher): void {
   const model = launcher as unknown as {
@@ -128,141 +107,25 @@ function dropKernelCard(launcher: ILauncher): void {
   model.stateChanged.connect(filter);
 }
 
-const plugin: JupyterFrontEndPlugin<void> = {
-  id: PLUGIN_ID,
-  description:
-    'Open agent conversations kept as Markdown message files (.msg.md) as notebooks',
+const commandsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-percent-agent:commands',
+  description: '"New Agent Chat" and "Set up a model": Launcher, menus, palette',
   autoStart: true,
-  // The notebook factory must exist before a file type can name it.
-  requires: [INotebookWidgetFactory, IRenderMimeRegistry, INotebookTracker],
-  optional: [
-    ILauncher,
-    IMainMenu,
-    ICommandPalette,
-    IDefaultFileBrowser,
-    ISettingRegistry,
-    IStatusBar
-  ],
+  requires: [],
+  optional: [ILauncher, ICommandPalette, IDefaultFileBrowser, ITranslator],
   activate: (
     app: JupyterFrontEnd,
-    notebookFactory: NotebookWidgetFactory.IFactory,
-    rendermime: IRenderMimeRegistry,
-    tracker: INotebookTracker,
     launcher: ILauncher | null,
-    mainMenu: IMainMenu | null,
     palette: ICommandPalette | null,
     defaultBrowser: IDefaultFileBrowser | null,
-    settings: ISettingRegistry | null,
-    statusBar: IStatusBar | null
+    translator: ITranslator | null
   ) => {
-    const { docRegistry, commands, serviceManager } = app;
-
-    // Message files: the Notebook is their first (default) factory; the pattern gives
-    // the type precedence over `.md` types for the icon of a listed notebook model.
-    docRegistry.addFileType(
-      {
-        name: FILE_TYPE,
-        displayName: 'Agent Chat',
-        extensions: [EXTENSION],
-        pattern: '\\.msg\\.md$',
-        mimeTypes: ['text/markdown'],
-        contentType: 'notebook',
-        fileFormat: 'json',
-        icon: agentChatIcon
-      },
-      [NOTEBOOK_FACTORY]
-    );
-
-    // Script message files (`NAME.msg.py`, the same grammar behind `#` comments) open as
-    // notebooks too; a plain `.py` keeps its editor.
-    docRegistry.addFileType(
-      {
-        name: SCRIPT_FILE_TYPE,
-        displayName: 'Agent Chat (script)',
-        extensions: SCRIPT_EXTENSIONS,
-        pattern: '\\.msg\\.(py|R|r|jl|sh)$',
-        mimeTypes: ['text/x-python'],
-        contentType: 'notebook',
-        fileFormat: 'json',
-        icon: agentChatIcon
-      },
-      [NOTEBOOK_FACTORY]
-    );
-
-    // A plain `.md` keeps its default viewer (the editor); this second `.md` type only
-    // adds the Notebook to "Open With".
-    docRegistry.addFileType(
-      {
-        name: 'markdown-notebook',
-        displayName: 'Markdown Notebook',
-        extensions: ['.md'],
-        mimeTypes: ['text/markdown'],
-        contentType: 'notebook',
-        fileFormat: 'json',
-        icon: markdownIcon
-      },
-      [NOTEBOOK_FACTORY]
-    );
-
-    // Before any notebook clones the registry.
-    rendermime.addFactory(agentMarkdownFactory, agentMarkdownFactory.defaultRank);
-    rendermime.addFactory(agentTextFactory, agentTextFactory.defaultRank);
-
-    // Message notebooks: untrusted cells, model renderers, the bar over each message.
-    const usage = new UsageStatus();
-    const usageChanged = new Signal<UsageStatus, void>(usage);
-    const showUsage = (): void => {
-      const panel = tracker.currentWidget;
-      usage.model = panel && isMessageNotebook(panel) ? panel.model : null;
-      usageChanged.emit();
-    };
-    watchMissingKeys();
-    // Before the file is read: a message notebook's first outputs render as model output.
-    notebookFactory.widgetCreated.connect((_, panel) => guardRenderers(panel));
-    tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
-      guardNotebook(panel, () => {
-        decorateCells(panel);
-        sendLiveState(panel);
-        watchProposals(panel);
-        watchTrustRefusals(panel);
-        highlightCodeCells(panel);
-        if (panel === tracker.currentWidget) {
-          showUsage();
-        }
-      });
-    });
-    tracker.currentChanged.connect(showUsage);
-    commands.commandExecuted.connect((_, executed) => {
-      if (executed.id === 'notebook:trust') {
-        void executed.result.then(() => {
-          tracker.forEach(untrustNotebook);
-        });
-      }
-    });
-    statusBar?.registerStatusItem(`${PLUGIN_ID}:usage`, {
-      item: usage,
-      align: 'left',
-      rank: 5,
-      isActive: () => usage.model !== null,
-      activeStateChanged: usageChanged
-    });
-
-    if (settings) {
-      const apply = (loaded: ISettingRegistry.ISettings): void => {
-        setLoadRemoteMedia(loaded.get('loadRemoteMedia').composite === true);
-      };
-      void settings
-        .load(PLUGIN_ID)
-        .then(loaded => {
-          apply(loaded);
-          loaded.changed.connect(apply);
-        })
-        .catch(reason => console.error('jupyter-percent-agent: settings', reason));
-    }
-
+    setTranslator(translator);
+    const t = trans();
+    const { commands, serviceManager } = app;
     commands.addCommand(CommandIDs.newChat, {
-      label: args => (args['isMenu'] ? 'Agent Chat' : 'New Agent Chat'),
-      caption: 'Create a new agent conversation (a .msg.md message file)',
+      label: args => (args['isMenu'] ? t.__('Agent Chat') : t.__('New Agent Chat')),
+      caption: t.__('Create a new agent conversation (a .msg.md message file)'),
       icon: args => (args['isPalette'] ? undefined : agentChatIcon),
       execute: async args => {
         const cwd =
@@ -286,42 +149,86 @@ const plugin: JupyterFrontEndPlugin<void> = {
         });
       }
     });
-
+    commands.addCommand(SETUP_COMMAND, {
+      label: t.__('Set up a model'),
+      caption: t.__("Store a provider's API key and choose the default model"),
+      execute: () => openSetup()
+    });
     // Its own section: cards in the Notebook section show kernel logos, not icons.
     if (launcher) {
       dropKernelCard(launcher);
+      launcher.add({ command: CommandIDs.newChat, category: t.__('Agent'), rank: 0 });
     }
-    launcher?.add({
-      command: CommandIDs.newChat,
-      category: 'Agent',
-      rank: 0
-    });
-    mainMenu?.fileMenu.newMenu.addItem({
-      command: CommandIDs.newChat,
-      args: { isMenu: true },
-      rank: 1
-    });
     palette?.addItem({
       command: CommandIDs.newChat,
-      category: 'Agent',
+      category: t.__('Agent'),
       args: { isPalette: true }
     });
-
-    commands.addCommand(SETUP_COMMAND, {
-      label: 'Set up a model',
-      caption: "Store a provider's API key and choose the default model",
-      execute: () => openSetup()
-    });
-    palette?.addItem({ command: SETUP_COMMAND, category: 'Agent' });
-    if (mainMenu) {
-      const agentMenu = new Menu({ commands });
-      agentMenu.id = 'jp-mainmenu-percent-agent';
-      agentMenu.title.label = 'Agent';
-      agentMenu.addItem({ command: CommandIDs.newChat, args: { isMenu: true } });
-      agentMenu.addItem({ command: SETUP_COMMAND });
-      mainMenu.addMenu(agentMenu, true, { rank: 900 });
-    }
+    palette?.addItem({ command: SETUP_COMMAND, category: t.__('Agent') });
   }
 };
 
-export default plugin;
+const usageStatusPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-percent-agent:usage-status',
+  description: "The open conversation's running total of tokens and cost, in the status bar",
+  autoStart: true,
+  requires: [INotebookTracker, IMessageNotebooks],
+  optional: [IStatusBar],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    messageNotebooks: IMessageNotebooks,
+    statusBar: IStatusBar | null
+  ) => {
+    if (statusBar === null) {
+      return;
+    }
+    const usage = new UsageStatus();
+    const usageChanged = new Signal<UsageStatus, void>(usage);
+    const showUsage = (): void => {
+      const panel = tracker.currentWidget;
+      usage.model = panel && isMessageNotebook(panel) ? panel.model : null;
+      usageChanged.emit();
+    };
+    tracker.currentChanged.connect(showUsage);
+    messageNotebooks.found.connect((_, panel) => {
+      if (panel === tracker.currentWidget) {
+        showUsage();
+      }
+    });
+    statusBar.registerStatusItem('jupyter-percent-agent:usage', {
+      item: usage,
+      align: 'left',
+      rank: 5,
+      isActive: () => usage.model !== null,
+      activeStateChanged: usageChanged
+    });
+  }
+};
+
+const settingsPlugin: JupyterFrontEndPlugin<void> = {
+  id: SETTINGS_PLUGIN_ID,
+  description: 'The settings of message notebooks: load remote media in replies',
+  autoStart: true,
+  requires: [ISettingRegistry],
+  activate: (app: JupyterFrontEnd, settings: ISettingRegistry) => {
+    const apply = (loaded: ISettingRegistry.ISettings): void => {
+      setLoadRemoteMedia(loaded.get('loadRemoteMedia').composite === true);
+    };
+    void settings
+      .load(SETTINGS_PLUGIN_ID)
+      .then(loaded => {
+        apply(loaded);
+        loaded.changed.connect(apply);
+      })
+      .catch(reason => console.error('jupyter-percent-agent: settings', reason));
+  }
+};
+
+export default [
+  fileTypesPlugin,
+  messageNotebooksPlugin,
+  commandsPlugin,
+  usageStatusPlugin,
+  settingsPlugin
+];

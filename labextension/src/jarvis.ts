@@ -11,6 +11,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { el } from './dom';
+import { trans } from './translation';
 import { classifyUrl, mediaFor, refusedNote, resolvedUrl } from './untrusted';
 
 export type JarvisKind = 'video' | 'img' | 'text' | 'download';
@@ -202,7 +203,7 @@ async function renderTag(
     }
     case 'download': {
       const url = payloadUrl(payload);
-      const text = `⬇ ${label || 'Download'}`;
+      const text = `⬇ ${label || trans().__('Download')}`;
       if (url) {
         const a = link(url, 'jp-PercentAgent-download', text);
         if (a instanceof HTMLAnchorElement) {
@@ -213,7 +214,7 @@ async function renderTag(
         // No URL: the export is fetched by the application with its `auth` token.
         const button = el('button', 'jp-PercentAgent-download', text);
         button.disabled = true;
-        button.title = 'Export handled by the application that issued it';
+        button.title = trans().__('Export handled by the application that issued it');
         box.appendChild(button);
       }
       break;

@@ -10,7 +10,9 @@
  *   "Trust Notebook"), which would render the reply streaming into it with trusted HTML;
  *   here the flag is put back at once, before any output arrives;
  * - its own renderer registry (a per-notebook clone) renders every Markdown and HTML
- *   output as model output (`messageNotebookFactories`) and sanitizes with the model
+ *   output as model output, and tool calls and results as their blocks
+ *   (`messageNotebookFactories`: only there, never in the application's registry, so
+ *   other notebooks keep JupyterLab's renderers), and sanitizes with the model
  *   sanitizer, from the first output it renders: `guardRenderers` runs when the panel is
  *   made, before its file is read, and asks at each render whether the notebook is a
  *   message notebook (its kernelspec, read with its cells, is known when they render).
@@ -22,6 +24,7 @@ import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { isMessagePath } from './filetypes';
 import { messageNotebookFactories } from './renderer';
 import { modelSanitizer } from './untrusted';
 
@@ -37,7 +40,7 @@ function isMessageDocument(context: DocumentRegistry.IContext<INotebookModel>): 
   if (context.isDisposed) {
     return false;
   }
-  if (/\.md$|\.msg\.(py|r|jl|sh)$/i.test(context.path)) {
+  if (isMessagePath(context.path)) {
     return true;
   }
   if (context.sessionContext.session?.kernel?.name === KERNEL_NAME) {

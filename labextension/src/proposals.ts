@@ -16,6 +16,7 @@ import { ICellModel } from '@jupyterlab/cells';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import { addExecuteHook } from './executehooks';
+import { runCellModels } from './run';
 
 export const PROPOSED_SOURCE = 'percent_agent_proposed';
 const PROPOSED = 'proposed';
@@ -50,7 +51,7 @@ export function insertProposals(panel: NotebookPanel, content: { [key: string]: 
     if (index < 0) {
       continue;
     }
-    const inserted: number[] = [];
+    const inserted: ICellModel[] = [];
     for (const cell of entry['cells'] as IProposedCell[]) {
       if (typeof cell?.code !== 'string') {
         continue;
@@ -66,22 +67,11 @@ export function insertProposals(panel: NotebookPanel, content: { [key: string]: 
         source: cell.code.replace(/\n$/, ''),
         metadata: { percent_agent: ns, [PROPOSED]: true }
       });
-      inserted.push(index);
+      inserted.push(model.cells.get(index));
     }
     if (entry['auto_run'] === true) {
-      void runInOrder(panel, inserted);
+      void runCellModels(panel, inserted);
     }
-  }
-}
-
-/** Run the cells at `indices`, one after the other (the user's config said `auto_run`). */
-async function runInOrder(panel: NotebookPanel, indices: number[]): Promise<void> {
-  for (const index of indices) {
-    if (panel.isDisposed) {
-      return;
-    }
-    panel.content.activeCellIndex = index;
-    await NotebookActions.run(panel.content, panel.sessionContext);
   }
 }
 

@@ -2,12 +2,14 @@
  * Rendering of the outputs the format core writes for a message file: agent replies,
  * the agent's ATTP steps, tool calls and tool results. Their metadata says what they are
  * (see `outputKind`). Replies are `text/markdown` outputs and tool calls and results
- * `text/plain` ones, so two renderers take over those MIME types; each falls back to
- * JupyterLab's own rendering (Markdown, plain text) for every other output.
+ * `text/plain` ones. These renderers live only in the renderer registry of each message
+ * notebook (its own clone: `messageNotebookFactories`, added by `notebook.ts`), never in the
+ * application's, so other notebooks, Markdown cells and the Markdown viewer keep JupyterLab's
+ * renderers (and those of any other extension).
  *
- * Model output is never trusted: whatever the cell's trust flag says, an agent output is
- * rendered with `trusted: false` through JupyterLab's sanitizer and `untrusted.ts`. In a
- * message notebook, every Markdown and HTML output is (`messageNotebookFactories`).
+ * Model output is never trusted: whatever the cell's trust flag says, every Markdown and
+ * HTML output of a message notebook is rendered with `trusted: false` through JupyterLab's
+ * sanitizer and `untrusted.ts`.
  */
 
 import {
@@ -23,6 +25,7 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
 import { el } from './dom';
 import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
+import { trans } from './translation';
 import { armRemoteMedia, loadHeldMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
 
@@ -158,7 +161,7 @@ async function renderToolCall(
 ): Promise<void> {
   const name = text(attrs['name'] ?? attrs['tool']) || 'tool';
   const details = el('details', 'jp-PercentAgent-toolCall');
-  details.appendChild(el('summary', '', `tool call: ${name}`));
+  details.appendChild(el('summary', '', trans().__('tool call: %1', name)));
   const body = el('div', 'jp-PercentAgent-toolCode');
   // A tool call is Python written by the model, or the call's own Markdown.
   const code = /^\s*(`{3,}|~{3,})/.test(source)
@@ -186,7 +189,7 @@ function renderToolResult(
   details.open = failed;
   const tool = text(attrs['tool'] ?? attrs['name']);
   const summary = [
-    `result${tool ? `: ${tool}` : ''}`,
+    tool ? trans().__('result: %1', tool) : trans().__('result'),
     status,
     duration(attrs['duration'])
   ]
@@ -228,19 +231,20 @@ function isStreamingReply(model: IRenderMime.IMimeModel): boolean {
 
 /** The line over a reply: agent, model, step, usage, and why it did not finish. */
 export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | null {
+  const t = trans();
   const cut =
     attrs['interrupted'] === true
-      ? 'stopped'
+      ? t.__('stopped')
       : attrs['incomplete'] === true
         ? isStreaming(attrs)
-          ? 'incomplete' // still streaming, or saved while it streamed
-          : 'incomplete: the connection was lost'
+          ? t.__('incomplete') // still streaming, or saved while it streamed
+          : t.__('incomplete: the connection was lost')
         : '';
   const usage: IUsage = usageOf(attrs);
   const parts = [
     text(attrs['agent']),
     text(attrs['model']),
-    attrs['reasoning'] ? 'step' : '',
+    attrs['reasoning'] ? t.__('step') : '',
     formatUsage(usage),
     usage.duration !== null ? `${usage.duration}s` : '',
     cut
@@ -251,7 +255,7 @@ export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | nul
   const header = el('div', 'jp-PercentAgent-replyHeader', parts.join(' · '));
   header.classList.toggle('jp-mod-cut', cut !== '');
   if (usage.tokensIn !== null || usage.tokensOut !== null) {
-    header.title = 'tokens sent → tokens received';
+    header.title = t.__('tokens sent → tokens received');
   }
   return header;
 }
@@ -259,12 +263,10 @@ export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | nul
 let tokenCounter = 0;
 
 /**
- * The `text/markdown` renderer: agent outputs get their own look, any other Markdown
- * renders as JupyterLab renders it (untrusted and gated too in a message notebook).
+ * A message notebook's `text/markdown` renderer: agent outputs get their own look, any
+ * other Markdown renders as JupyterLab renders it, untrusted and with remote media held.
  */
 export class AgentMarkdown extends RenderedMarkdown {
-  /** Whether every output is model output (a message notebook's renderer). */
-  private readonly _allModel: boolean;
   /** Whether the user opened the thought of a step: kept while the step streams. */
   private _thoughtOpen = false;
   /** The newest model not rendered yet: a streaming reply's updates wait here, coalesced. */
@@ -274,16 +276,9 @@ export class AgentMarkdown extends RenderedMarkdown {
   /** Ends the pause between two renders at once: the final reply has come. */
   private _wake: (() => void) | null = null;
 
-  constructor(options: IRenderMime.IRendererOptions, allModel = false) {
-    super(
-      allModel
-        ? { ...options, sanitizer: modelSanitizer(options.sanitizer) }
-        : options
-    );
-    this._allModel = allModel;
-    if (allModel) {
-      armRemoteMedia(this.node);
-    }
+  constructor(options: IRenderMime.IRendererOptions) {
+    super({ ...options, sanitizer: modelSanitizer(options.sanitizer) });
+    armRemoteMedia(this.node);
   }
 
   /**
@@ -335,9 +330,6 @@ export class AgentMarkdown extends RenderedMarkdown {
     const agent = outputKind(model.metadata);
     markAgent(this, agent);
     if (agent === null) {
-      if (!this._allModel) {
-        return super.render(model);
-      }
       await super.render(untrusted(model));
       return loadHeldMedia(this.node, this.resolver);
     }
@@ -375,7 +367,9 @@ export class AgentMarkdown extends RenderedMarkdown {
       }
       const error = text(attrs['attp_error']);
       if (error) {
-        body.appendChild(el('div', 'jp-PercentAgent-stepError', `Not valid ATTP: ${error}`));
+        body.appendChild(
+          el('div', 'jp-PercentAgent-stepError', trans().__('Not valid ATTP: %1', error))
+        );
       }
       return;
     }
@@ -408,7 +402,7 @@ export class AgentMarkdown extends RenderedMarkdown {
       thought.open = this._thoughtOpen;
       const firstLine = step.thought.trim().split('\n', 1)[0];
       const summary = el('summary', '');
-      summary.appendChild(el('span', 'jp-PercentAgent-thoughtLabel', 'Thought'));
+      summary.appendChild(el('span', 'jp-PercentAgent-thoughtLabel', trans().__('Thought')));
       summary.appendChild(el('span', 'jp-PercentAgent-thoughtPreview', firstLine));
       thought.appendChild(summary);
       const content = el('div', 'jp-PercentAgent-thoughtBody');
@@ -446,7 +440,7 @@ export class AgentMarkdown extends RenderedMarkdown {
 }
 
 /**
- * The `text/plain` renderer: tool calls and tool results (what the format core writes
+ * A message notebook's `text/plain` renderer: tool calls and tool results (what the format core writes
  * as `text/plain` with `percent_agent.type` "tool") get the same blocks as in
  * `AgentMarkdown`; any other plain text renders exactly as JupyterLab renders it.
  */
@@ -479,27 +473,6 @@ export class ModelHTML extends RenderedHTML {
 }
 
 /**
- * Replaces JupyterLab's `text/markdown` factory (same rank, same safety).
- */
-export const agentMarkdownFactory: IRenderMime.IRendererFactory = {
-  safe: true,
-  mimeTypes: [MARKDOWN_MIME],
-  defaultRank: 60,
-  createRenderer: options => new AgentMarkdown(options)
-};
-
-/**
- * Replaces JupyterLab's `text/plain` factory (same rank, same safety); streams
- * (`application/vnd.jupyter.stdout`, `...stderr`) keep JupyterLab's own.
- */
-export const agentTextFactory: IRenderMime.IRendererFactory = {
-  safe: true,
-  mimeTypes: [TEXT_MIME],
-  defaultRank: 120,
-  createRenderer: options => new AgentText(options)
-};
-
-/**
  * The factories a message notebook's own renderer registry gets: everything its Markdown
  * and HTML outputs say is model output (or a shared file's), so all of it is untrusted.
  */
@@ -508,7 +481,14 @@ export const messageNotebookFactories: IRenderMime.IRendererFactory[] = [
     safe: true,
     mimeTypes: [MARKDOWN_MIME],
     defaultRank: 60,
-    createRenderer: options => new AgentMarkdown(options, true)
+    createRenderer: options => new AgentMarkdown(options)
+  },
+  {
+    // streams (`application/vnd.jupyter.stdout`, `...stderr`) keep JupyterLab's own
+    safe: true,
+    mimeTypes: [TEXT_MIME],
+    defaultRank: 120,
+    createRenderer: options => new AgentText(options)
   },
   {
     safe: true,

@@ -11,13 +11,14 @@
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Cell } from '@jupyterlab/cells';
-import { URLExt } from '@jupyterlab/coreutils';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { isMessageNotebook } from './notebook';
+import { runCellModels } from './run';
+import { requestServer } from './server';
+import { trans } from './translation';
 
 export const SETUP_COMMAND = 'percent-agent:setup-model';
 const ROUTE = 'percent-agent/keys';
@@ -42,23 +43,11 @@ interface ISetup {
   default_model: string;
 }
 
-async function requestKeys(body?: ISetup): Promise<IKeysState> {
-  const settings = ServerConnection.makeSettings();
-  const url = URLExt.join(settings.baseUrl, ROUTE);
-  const init: RequestInit = body
-    ? { method: 'POST', body: JSON.stringify(body) }
-    : { method: 'GET' };
-  const response = await ServerConnection.makeRequest(url, init, settings);
-  if (!response.ok) {
-    let message = `${response.status}`;
-    try {
-      message = ((await response.json()) as { message?: string }).message ?? message;
-    } catch {
-      // not JSON: the status says enough
-    }
-    throw new Error(message);
-  }
-  return (await response.json()) as IKeysState;
+function requestKeys(body?: ISetup): Promise<IKeysState> {
+  return requestServer<IKeysState>(
+    ROUTE,
+    body ? { method: 'POST', body: JSON.stringify(body) } : { method: 'GET' }
+  );
 }
 
 /** The dialog's body: a provider, a password field for its key, the default model. */
@@ -69,12 +58,13 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
 
   constructor(state: IKeysState, preferred: string | null, problem: string | null) {
     super({ node: el('div', 'jp-PercentAgent-setupDialog') });
+    const t = trans();
     if (problem) {
       this.node.appendChild(el('p', 'jp-PercentAgent-setupProblem', problem));
     }
     this.provider = el('select', 'jp-mod-styled jp-PercentAgent-setupProvider');
     for (const { name, source } of state.providers) {
-      const option = el('option', '', source ? `${name} (key from ${source})` : name);
+      const option = el('option', '', source ? t.__('%1 (key from %2)', name, source) : name);
       option.value = name;
       option.selected = name === preferred;
       this.provider.appendChild(option);
@@ -82,18 +72,22 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
     this.key = el('input', 'jp-mod-styled jp-PercentAgent-setupKey');
     this.key.type = 'password';
     this.key.autocomplete = 'off';
-    this.key.placeholder = 'API key (stored in your config directory, never in a project)';
+    this.key.placeholder = t.__(
+      'API key (stored in your config directory, never in a project)'
+    );
     this.model = el('input', 'jp-mod-styled jp-PercentAgent-setupModel');
     this.model.value = state.default_model;
     this.node.append(
-      this.label('Provider', this.provider),
-      this.label('API key', this.key),
-      this.label('Default model', this.model),
+      this.label(t.__('Provider'), this.provider),
+      this.label(t.__('API key'), this.key),
+      this.label(t.__('Default model'), this.model),
       el(
         'p',
         'jp-PercentAgent-setupNote',
-        'A key set in the environment (OPENAI_API_KEY...) wins over the stored one. ' +
-          'Keys go only to their own provider, never to a server a file names.'
+        t.__(
+          'A key set in the environment (OPENAI_API_KEY...) wins over the stored one. ' +
+            'Keys go only to their own provider, never to a server a file names.'
+        )
       )
     );
   }
@@ -119,12 +113,13 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
  */
 export async function openSetup(preferred: string | null = null): Promise<boolean> {
   let problem: string | null = null;
+  const t = trans();
   for (;;) {
     const state = await requestKeys();
     const result = await showDialog<ISetup>({
-      title: 'Set up a model',
+      title: t.__('Set up a model'),
       body: new SetupBody(state, preferred, problem),
-      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Save' })],
+      buttons: [Dialog.cancelButton({ label: t.__('Cancel') }), Dialog.okButton({ label: t.__('Save') })],
       focusNodeSelector: '.jp-PercentAgent-setupKey'
     });
     if (!result.button.accept || result.value === null) {
@@ -134,7 +129,7 @@ export async function openSetup(preferred: string | null = null): Promise<boolea
       await requestKeys(result.value);
       return true;
     } catch (err) {
-      problem = `Not saved: ${(err as Error).message}`;
+      problem = t.__('Not saved: %1', (err as Error).message);
       preferred = result.value.provider;
     }
   }
@@ -147,17 +142,20 @@ function dropButton(cell: Cell): void {
 /** Under a cell whose run failed for a missing key: a button that opens the dialog. */
 function offerSetup(panel: NotebookPanel, cell: Cell, provider: string): void {
   dropButton(cell);
-  const button = el('button', `jp-mod-styled jp-mod-accept ${BUTTON_CLASS}`, 'Set up a model');
-  button.title = `Store an API key for ${provider}, then run this cell again`;
+  const t = trans();
+  const button = el(
+    'button',
+    `jp-mod-styled jp-mod-accept ${BUTTON_CLASS}`,
+    t.__('Set up a model')
+  );
+  button.title = t.__('Store an API key for %1, then run this cell again', provider);
   button.addEventListener('click', () => {
     void openSetup(provider).then(async saved => {
-      const notebook = panel.content;
-      if (!saved || panel.isDisposed || !notebook.widgets.includes(cell)) {
+      if (!saved || cell.isDisposed) {
         return;
       }
       dropButton(cell);
-      notebook.activeCellIndex = notebook.widgets.indexOf(cell);
-      await NotebookActions.run(notebook, panel.sessionContext);
+      await runCellModels(panel, [cell.model]);
     });
   });
   cell.node.appendChild(button);

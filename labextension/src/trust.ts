@@ -14,12 +14,14 @@
  */
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
-import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { KernelMessage, ServerConnection } from '@jupyterlab/services';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { KernelMessage } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { addExecuteHook } from './executehooks';
+import { runCellModels } from './run';
+import { requestServer } from './server';
+import { trans } from './translation';
 
 /** Where the agent kernel puts its refusal in the execute reply's metadata. */
 export const TRUST_REFUSAL_KEY = 'percent_agent_untrusted_folder';
@@ -36,23 +38,10 @@ interface ITrustAnswer {
   trusted: boolean;
 }
 
-async function requestTrust(
-  folder: string,
-  method: 'GET' | 'POST'
-): Promise<ITrustAnswer> {
-  const settings = ServerConnection.makeSettings();
-  let url = URLExt.join(settings.baseUrl, ROUTE);
-  const init: RequestInit = { method };
-  if (method === 'GET') {
-    url += URLExt.objectToQueryString({ folder });
-  } else {
-    init.body = JSON.stringify({ folder });
-  }
-  const response = await ServerConnection.makeRequest(url, init, settings);
-  if (!response.ok) {
-    throw new Error(`${response.status} ${await response.text()}`);
-  }
-  return (await response.json()) as ITrustAnswer;
+function requestTrust(folder: string, method: 'GET' | 'POST'): Promise<ITrustAnswer> {
+  return method === 'GET'
+    ? requestServer<ITrustAnswer>(ROUTE, { method }, { folder })
+    : requestServer<ITrustAnswer>(ROUTE, { method, body: JSON.stringify({ folder }) });
 }
 
 /** The kernel's refusal in a failed execute reply, or `null` when it holds none. */
@@ -83,17 +72,20 @@ export async function offerTrust(refusal: ITrustRefusal): Promise<boolean> {
   const what = document.createElement('p');
   what.textContent = refusal.refused;
   const means = document.createElement('p');
-  means.textContent =
-    `Trusting ${folder} lets the code in its toolbox/ run as you, with your keys, and ` +
-    'lets its files send conversations to the model servers they name. Trust only a ' +
-    'folder whose contents you would run yourself.';
+  const t = trans();
+  means.textContent = t.__(
+    'Trusting %1 lets the code in its toolbox/ run as you, with your keys, and lets its ' +
+      'files send conversations to the model servers they name. Trust only a folder ' +
+      'whose contents you would run yourself.',
+    folder
+  );
   body.append(what, means);
   const result = await showDialog({
-    title: 'Trust this folder?',
+    title: t.__('Trust this folder?'),
     body: new Widget({ node: body }),
     buttons: [
-      Dialog.cancelButton({ label: 'Not now' }),
-      Dialog.warnButton({ label: 'Trust folder' })
+      Dialog.cancelButton({ label: t.__('Not now') }),
+      Dialog.warnButton({ label: t.__('Trust folder') })
     ]
   });
   if (!result.button.accept) {
@@ -113,13 +105,12 @@ export function watchTrustRefusals(panel: NotebookPanel): void {
         return;
       }
       const cellId = request?.['cellId'];
+      // the refused cell, wherever it is once the user has answered
+      const refused = Array.from(panel.model?.cells ?? []).find(cell => cell.id === cellId);
       void offerTrust(refusal)
         .then(async trusted => {
-          const notebook = panel.content;
-          const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
-          if (trusted && !panel.isDisposed && index >= 0) {
-            notebook.activeCellIndex = index;
-            await NotebookActions.run(notebook, panel.sessionContext);
+          if (trusted && refused !== undefined) {
+            await runCellModels(panel, [refused]);
           }
         })
         .catch(reason => console.error('jupyter-percent-agent: trust', reason));

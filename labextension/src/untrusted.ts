@@ -23,6 +23,8 @@
 import { PageConfig } from '@jupyterlab/coreutils';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { trans } from './translation';
+
 export type MediaKind = 'image' | 'video' | 'audio';
 /** What a URL is used for: a media element, or a link the user may follow. */
 export type UrlUse = MediaKind | 'link';
@@ -125,11 +127,6 @@ function sameOrigin(url: string): boolean {
   }
 }
 
-const MEDIA_WORD: { [K in MediaKind]: string } = {
-  image: 'image',
-  video: 'video',
-  audio: 'audio'
-};
 
 /** A URL cut to a length a note can show. */
 function shown(url: string): string {
@@ -144,8 +141,14 @@ export function refusedNote(
 ): HTMLElement {
   const note = doc.createElement('span');
   note.className = 'jp-PercentAgent-refused';
-  const what = use === 'link' ? 'Link' : MEDIA_WORD[use][0].toUpperCase() + MEDIA_WORD[use].slice(1);
-  note.appendChild(doc.createTextNode(`${what} URL refused (${verdict.reason}): `));
+  const t = trans();
+  const refused = {
+    link: () => t.__('Link URL refused (%1): ', verdict.reason),
+    image: () => t.__('Image URL refused (%1): ', verdict.reason),
+    video: () => t.__('Video URL refused (%1): ', verdict.reason),
+    audio: () => t.__('Audio URL refused (%1): ', verdict.reason)
+  };
+  note.appendChild(doc.createTextNode(refused[use]()));
   const code = doc.createElement('code');
   code.textContent = shown(verdict.url);
   note.appendChild(code);
@@ -169,8 +172,14 @@ export function remotePlaceholder(
   const button = doc.createElement('button');
   button.type = 'button';
   button.className = 'jp-PercentAgent-remoteLoad';
-  button.title = `${alt ? `${alt}\n` : ''}Load ${verdict.url}`;
-  button.textContent = `Load ${MEDIA_WORD[kind]} from ${verdict.host}`;
+  const t = trans();
+  button.title = `${alt ? `${alt}\n` : ''}${t.__('Load %1', verdict.url)}`;
+  const load = {
+    image: () => t.__('Load image from %1', verdict.host),
+    video: () => t.__('Load video from %1', verdict.host),
+    audio: () => t.__('Load audio from %1', verdict.host)
+  };
+  button.textContent = load[kind]();
   box.appendChild(button);
   return box;
 }

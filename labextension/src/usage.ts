@@ -8,6 +8,8 @@ import { INotebookModel } from '@jupyterlab/notebook';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
+import { trans } from './translation';
+
 export interface IUsage {
   tokensIn: number | null;
   tokensOut: number | null;
@@ -52,7 +54,8 @@ export function formatCost(cost: number): string {
 export function formatUsage(usage: IUsage): string {
   const parts: string[] = [];
   if (usage.tokensIn !== null || usage.tokensOut !== null) {
-    parts.push(`${count(usage.tokensIn ?? 0)} → ${count(usage.tokensOut ?? 0)} tokens`);
+    const sent = count(usage.tokensIn ?? 0);
+    parts.push(trans().__('%1 → %2 tokens', sent, count(usage.tokensOut ?? 0)));
   }
   if (usage.cost !== null) {
     parts.push(formatCost(usage.cost));
@@ -102,13 +105,14 @@ export function notebookTotal(model: INotebookModel): ITotal {
 
 /** The words of a total, as the status bar shows them. */
 export function formatTotal(total: ITotal): string {
+  const t = trans();
   if (!total.replies) {
-    return 'Agent: no usage yet';
+    return t.__('Agent: no usage yet');
   }
-  const tokens = `${count(total.tokensIn)} → ${count(total.tokensOut)} tokens`;
+  const tokens = t.__('%1 → %2 tokens', count(total.tokensIn), count(total.tokensOut));
   const cost = total.cost || !total.costUnknown ? ` · ${formatCost(total.cost)}` : '';
   const partial = total.costUnknown && total.cost ? '+' : '';
-  return `Agent: ${tokens}${cost}${partial}`;
+  return t.__('Agent: %1', `${tokens}${cost}${partial}`);
 }
 
 /** The status-bar item: the running total of the message notebook in view. */
@@ -150,10 +154,18 @@ export class UsageStatus extends Widget {
     }
     const total = notebookTotal(this._model);
     this.node.textContent = formatTotal(total);
+    const t = trans();
     this.node.title = total.replies
-      ? `${total.replies} replies and steps in this conversation: tokens sent → received` +
-        (total.costUnknown ? '; the cost of some is unknown' : '')
-      : 'No reply in this conversation has recorded its usage yet';
+      ? (total.costUnknown
+          ? t.__(
+              '%1 replies and steps in this conversation: tokens sent → received; the cost of some is unknown',
+              total.replies
+            )
+          : t.__(
+              '%1 replies and steps in this conversation: tokens sent → received',
+              total.replies
+            ))
+      : t.__('No reply in this conversation has recorded its usage yet');
   }
 
   dispose(): void {

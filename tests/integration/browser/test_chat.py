@@ -21,6 +21,7 @@ from tests.paths import TEST_DATA
 
 from .labpage import (
     FRONT,
+    MODEL_DIRTY,
     cell_with,
     open_lab,
     open_notebook,
@@ -268,6 +269,59 @@ def test_a_stored_summary_can_be_read(page, lab_server) -> None:
     expect(
         bar_of(notebook, "What is the weather in Paris?").locator(".jp-PercentAgent-summaryToggle")
     ).to_be_hidden()
+
+
+
+CELL_COUNT = """async () => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    await panel.context.ready;
+    return panel.model.cells.length;
+}"""
+
+
+def test_the_bar_works_from_the_keyboard_alone_and_its_keys_never_reach_the_notebook(
+    page, lab_server
+) -> None:
+    """Keys pressed on the bar are the bar's: `D D` on its menu or a button used to reach
+    the notebook's command mode and delete the cell. The menu, the history buttons and the
+    summary toggle are reached with Tab and worked with the arrow keys, Space and Enter, and
+    say their state (`aria-pressed`, `aria-expanded`)."""
+    notebook = open_chat(page, lab_server)
+    count = page.evaluate(CELL_COUNT)
+    bar = bar_of(notebook, "A long exchange about hotels.")
+    select = bar.get_by_role("combobox", name="Agent")
+    select.focus()
+    page.keyboard.press("d")
+    page.keyboard.press("d")
+    page.keyboard.press("ArrowDown")  # from "default (writer)" to the next agent
+    expect(select).to_have_value("writer")  # the keys before it were handled too
+    assert page.evaluate(CELL_COUNT) == count
+    page.keyboard.press("Tab")
+    expect(bar.get_by_role("button", name="include")).to_be_focused()
+    page.keyboard.press("d")
+    page.keyboard.press("d")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Space")
+    expect(bar.get_by_role("button", name="exclude")).to_have_attribute("aria-pressed", "true")
+    assert page.evaluate(CELL_COUNT) == count
+    toggle = bar.locator(".jp-PercentAgent-summaryToggle")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(toggle).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(bar.get_by_role("region", name="Stored summary")).to_have_text(
+        "The user asked for three hotels; the agent listed them."
+    )
+    assert page.evaluate(
+        """() => Array.from(window.jupyterapp.shell.currentWidget.model.cells)
+            .filter(cell => cell.sharedModel.getSource().includes('about hotels'))
+            .map(cell => [cell.getMetadata('agent'), cell.getMetadata('history')])"""
+    ) == [["writer", "exclude"]]
+    # Chords still reach JupyterLab: Ctrl+S on the bar saves.
+    page.keyboard.press("Control+s")
+    page.wait_for_function(f"() => !({MODEL_DIRTY.removeprefix('() => ')})")
 
 
 # -- the Launcher --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jupyter_percent_agent import format as fmt
+from jupyter_percent_agent.testing.openai_server import Reply
 from tests.paths import TEST_DATA
 
 from .labpage import cell_with, open_notebook, run_cell, save, wait_for_kernel
@@ -201,3 +202,69 @@ def test_with_auto_run_in_the_users_config_the_proposal_runs_by_itself(
     expect(proposal).to_contain_text("csv.DictReader", timeout=30_000)
     expect(proposal.locator(".jp-OutputArea")).to_contain_text("2 rows", timeout=60_000)
     assert page.evaluate(PROPOSED_MARK) is None
+
+
+# Cells the user works on while a reply streams in: one above the question (deleted
+# meanwhile) and two below it (selected meanwhile).
+MOVING = (
+    "---\nagents:\n  helper:\n    models: [test-model]\n    tools: [weather]\n---\n\n"
+    "# %% Aside[^m0]\n[^m0]: [markdown]\n\nAn aside deleted while the reply streams.\n\n"
+    "# %% Ask[^w1]\n[^w1]: [markdown]\n\nChart my weather file.\n\n"
+    "# %% Next[^m1]\n[^m1]: [markdown]\n\nA later message, selected meanwhile.\n\n"
+    "# %% Last[^m2]\n[^m2]: [markdown]\n\nThe last message, selected too.\n"
+)
+# While the reply streams: a cell inserted at the top, the aside above the question
+# deleted (every index below moves), and the two later messages selected, the last active.
+EDIT_WHILE_STREAMING = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const shared = panel.model.sharedModel;
+    const index = text => Array.from(panel.model.cells)
+        .findIndex(cell => cell.sharedModel.getSource().includes(text));
+    shared.insertCell(1, {cell_type: 'markdown', source: 'A note added meanwhile.'});
+    shared.deleteCell(index('An aside deleted'));
+    const notebook = panel.content;
+    notebook.mode = 'command';
+    notebook.activeCellIndex = index('A later message');
+    notebook.extendContiguousSelectionTo(index('The last message'));
+    return notebook.activeCellIndex;
+}"""
+ACTIVE_CELL_SOURCE = """() => window.jupyterapp.shell.currentWidget.content.activeCell
+    .model.sharedModel.getSource()"""
+
+
+def test_auto_run_runs_the_proposal_meant_while_the_user_moves_and_selects_cells(
+    page, lab_server, model, trusted_root
+) -> None:
+    """The proposal runs, and only it: cells inserted and deleted above it while the reply
+    streamed do not make another cell run in its place, and the cells the user selected
+    meanwhile neither run nor lose their selection."""
+    (trusted_root / "toolbox").mkdir(exist_ok=True)
+    shutil.copy(DATA / "toolbox" / "weather.py", trusted_root / "toolbox" / "weather.py")
+    (trusted_root / "weather.csv").write_text("city,t\nParis,18.5\nOslo,4\n")
+    (trusted_root / "moving.msg.md").write_text(MOVING)
+    config = lab_server.user_config / "config.toml"
+    config.write_text(config.read_text() + f'auto_run = ["{trusted_root.resolve()}"]\n')
+    notebook = open_notebook(page, lab_server, "moving.msg.md")
+    wait_for_kernel(page)
+    # about 25 chunks 0.2 s apart: five seconds of streaming to work in
+    model.script(Reply(PROPOSE, chunk_size=20, chunk_delay=0.2))
+    ask = cell_with(notebook, "Chart my weather file.")
+    ask.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("weather", timeout=60_000)
+    expect(ask.locator(".jp-InputPrompt").first).to_have_text("[*]:")
+    page.evaluate(EDIT_WHILE_STREAMING)
+    expect(ask.locator(".jp-InputPrompt").first).not_to_have_text("[*]:", timeout=60_000)
+    proposal = notebook.locator(".jp-CodeCell", has=page.get_by_text("csv.DictReader"))
+    expect(proposal.locator(".jp-OutputArea")).to_contain_text("2 rows", timeout=60_000)
+    sources = page.evaluate(
+        "() => Array.from(window.jupyterapp.shell.currentWidget.model.cells)"
+        ".map(cell => cell.sharedModel.getSource())"
+    )
+    asked = next(i for i, s in enumerate(sources) if "Chart my weather" in s)
+    assert "csv.DictReader" in sources[asked + 1]  # under the question, where it belongs
+    assert not any("An aside deleted" in s for s in sources)
+    for text in ("A later message", "The last message"):
+        expect(cell_with(notebook, text).locator(".jp-OutputArea-output")).to_have_count(0)
+    assert len(model.chat_requests) == 1  # only the question went to the model
+    assert "The last message" in page.evaluate(ACTIVE_CELL_SOURCE)

@@ -459,3 +459,30 @@ def test_a_notebook_known_by_its_agent_kernelspec_is_guarded_from_its_first_rend
     expect(output.locator(".jp-PercentAgent-remoteMedia")).to_have_count(2)
     page.wait_for_timeout(1500)
     assert beacon.seen("/remote/") == [], "media loaded before the notebook was guarded"
+
+
+def test_other_notebooks_keep_jupyterlabs_own_renderers(page, lab_server) -> None:
+    """Only a message notebook's own renderer registry has this extension's renderers: a
+    Python notebook renders an output that looks like a reply or a tool call (its metadata
+    says so) with JupyterLab's Markdown and text renderers, as it renders any other (the
+    application's registry, which other notebooks, Markdown cells and the Markdown viewer
+    clone, used to have ours)."""
+    outputs = [
+        {"output_type": "display_data",
+         "metadata": {"percent_agent": {"type": "writer"}, "model": "test-model"},
+         "data": {"text/markdown": "PA-PLAIN-REPLY **bold**"}},
+        {"output_type": "display_data",
+         "metadata": {"percent_agent": {"type": "tool"}, "name": "weather"},
+         "data": {"text/plain": "PA-PLAIN-TOOL print(1)"}},
+    ]
+    nb = {"nbformat": 4, "nbformat_minor": 5,
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+          "cells": [{"cell_type": "code", "id": "p1", "metadata": {}, "execution_count": 1,
+                     "source": "show()", "outputs": outputs}]}
+    (lab_server.root / "plain.ipynb").write_text(json.dumps(nb))
+    notebook = open_notebook(page, lab_server, "plain.ipynb")
+    output = cell_with(notebook, "show()").locator(".jp-OutputArea")
+    output.get_by_text("PA-PLAIN-TOOL").wait_for()
+    expect(output.locator("strong", has_text="bold")).to_have_count(1)  # Markdown, rendered
+    expect(output.locator(".jp-PercentAgent-output")).to_have_count(0)
+    expect(output.locator(".jp-RenderedText")).to_contain_text("PA-PLAIN-TOOL print(1)")
