@@ -70,8 +70,8 @@ def _host_fds(process_probe) -> dict[int, str]:
 
 
 def _environment() -> dict[str, str]:
-    # both are set by pytest and conftest per test, not by anything the battery runs
-    per_test = ("PYTEST_CURRENT_TEST", "PERCENT_AGENT_CONFIG_DIR")
+    # these are set by pytest and conftest per test, not by anything the battery runs
+    per_test = ("PYTEST_CURRENT_TEST", "PERCENT_AGENT_CONFIG_DIR", "PERCENT_AGENT_CACHE_DIR")
     return {k: v for k, v in os.environ.items() if k not in per_test}
 
 
