@@ -300,7 +300,8 @@ def test_the_bar_works_from_the_keyboard_alone_and_its_keys_never_reach_the_note
     expect(bar.get_by_role("button", name="include")).to_be_focused()
     page.keyboard.press("d")
     page.keyboard.press("d")
-    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")  # auto
+    page.keyboard.press("Tab")  # exclude
     page.keyboard.press("Space")
     expect(bar.get_by_role("button", name="exclude")).to_have_attribute("aria-pressed", "true")
     assert page.evaluate(CELL_COUNT) == count
