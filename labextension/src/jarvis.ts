@@ -98,7 +98,11 @@ function parseBody(body: string): { [key: string]: unknown } | null {
   if (text.startsWith('{')) {
     try {
       const value: unknown = JSON.parse(text);
-      if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      if (
+        value !== null &&
+        typeof value === 'object' &&
+        !Array.isArray(value)
+      ) {
         return value as { [key: string]: unknown };
       }
     } catch {
@@ -181,7 +185,12 @@ async function renderTag(
       const url = payloadUrl(payload);
       const media = kind === 'img' ? 'image' : 'video';
       box.appendChild(
-        mediaFor(document, media, await resolvedUrl(url, resolver), label || url)
+        mediaFor(
+          document,
+          media,
+          await resolvedUrl(url, resolver),
+          label || url
+        )
       );
       break;
     }
@@ -214,7 +223,9 @@ async function renderTag(
         // No URL: the export is fetched by the application with its `auth` token.
         const button = el('button', 'jp-PercentAgent-download', text);
         button.disabled = true;
-        button.title = trans().__('Export handled by the application that issued it');
+        button.title = trans().__(
+          'Export handled by the application that issued it'
+        );
         box.appendChild(button);
       }
       break;

@@ -49,7 +49,14 @@ export const LIVE_STATE_KEY = 'percent_agent_notebook';
 export const LIVE_STATE_VERSION = 1;
 
 /** The flat metadata keys that decide who answers and what the history holds. */
-const KEYS = ['agent', 'history', 'summary', 'summary_hash', 'definition', 'name'];
+const KEYS = [
+  'agent',
+  'history',
+  'summary',
+  'summary_hash',
+  'definition',
+  'name'
+];
 
 /** Which cells are not as saved: edited or new since the last load or save; and which
  * cells' unsaved outputs the kernel running now did not make. */
@@ -126,7 +133,8 @@ export function liveState(panel: NotebookPanel): JSONObject {
       entry['source'] = cell.sharedModel.getSource();
       entry['unsaved'] = true;
       // a cell added here (a proposed [code] cell) says what it is: the file does not yet
-      const ns = cell.getMetadata('percent_agent') as { [key: string]: unknown } | undefined;
+      const ns = cell.getMetadata('percent_agent') as
+        { [key: string]: unknown } | undefined;
       if (ns && ns['type'] === 'code') {
         entry['kind'] = 'code';
         if (typeof ns['lang'] === 'string') {
@@ -135,7 +143,9 @@ export function liveState(panel: NotebookPanel): JSONObject {
       }
     }
     if (tracked?.unknownOutputs(cell) && cell.type === 'code') {
-      entry['outputs'] = (cell as ICodeCellModel).outputs.toJSON() as unknown as JSONValue;
+      entry['outputs'] = (
+        cell as ICodeCellModel
+      ).outputs.toJSON() as unknown as JSONValue;
     }
     cells.push(entry);
   }
@@ -158,7 +168,11 @@ export function sendLiveState(panel: NotebookPanel): void {
   addExecuteHook(panel, {
     // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
     request: metadata => {
-      if (!(metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed)) {
+      if (!(
+        metadata &&
+        typeof metadata['cellId'] === 'string' &&
+        !panel.isDisposed
+      )) {
         return metadata;
       }
       const state = liveState(panel);
