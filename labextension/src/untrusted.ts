@@ -44,12 +44,14 @@ export type UrlVerdict =
 const RASTER_DATA = /^data:image\/(png|jpeg|jpg|gif|webp)(;[^,]*)?,/i;
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
 
+/** C0 control characters and spaces around a URL, which browsers strip before parsing it:
+ * control characters are the point here. */
+// eslint-disable-next-line no-control-regex
+const EDGE_CONTROLS = /^[\u0000-\u0020]+|[\u0000-\u0020]+$/g;
+
 /** A URL as browsers read it: no tabs or newlines in it, no control characters around it. */
 export function normalizeUrl(raw: string): string {
-  // eslint-disable-next-line no-control-regex
-  return raw
-    .replace(/[\t\n\r]/g, '')
-    .replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
+  return raw.replace(/[\t\n\r]/g, '').replace(EDGE_CONTROLS, '');
 }
 
 /** Whether `url` (parsed) is a file the Jupyter server serves: under its base URL plus
