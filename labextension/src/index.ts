@@ -39,7 +39,7 @@ import { UsageStatus } from './usage';
 
 export { agentChatIcon } from './icons';
 export { outputKind } from './renderer';
-export { extractJarvisTags } from './jarvis';
+export { extractJarvisTags } from './jarvistags';
 export { parseAttp } from './attp';
 export { classifyUrl } from './untrusted';
 export {

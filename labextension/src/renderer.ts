@@ -24,7 +24,8 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
 import { el } from './dom';
-import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
+import { replaceJarvisPlaceholders } from './jarvis';
+import { extractJarvisTags } from './jarvistags';
 import { trans } from './translation';
 import { armRemoteMedia, loadHeldMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
