@@ -27,7 +27,7 @@ test:   ## the whole test suite, browser tests included
 	$(MAKE) --no-print-directory test-js || status=1; \
 	exit $$status
 
-test-js: lint-js  ## the labextension's checks, then its unit tests (jest: the ATTP reader, the agents menu)
+test-js: lint-js  ## the labextension's checks, then its unit tests (jest: the ATTP reader, agents, URL policy, Jarvis tags, live state)
 	cd labextension && PATH=$(CURDIR)/$(BIN):$$PATH jlpm test
 
 lint-js:  ## the labextension's eslint, prettier and stylelint checks, as the extension template configures them
