@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 UV     := .uv/bin/uv
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: setup test test-fast test-js test-latest lock lint bench bench-peers clean
+.PHONY: setup test test-fast test-js lint-js test-latest lock lint bench bench-peers clean
 
 setup:  ## install everything: Debian Chromium, uv, then exactly uv.lock in .venv (package, front end, test extras)
 	bash scripts/setup.sh
@@ -17,7 +17,7 @@ test-fast:  ## ruff on the whole tree, then tests/unit (no process, server or ne
 
 # The integration tier runs on two workers, a file to a worker (a module's fixtures, such as the
 # wheel the packaging tests build, are made once); the browser tests share one JupyterLab and
-# run alone after it, then the labextension's jest tests. Every tier runs even when one fails; the target fails if any did.
+# run alone after it, then the labextension's lint checks and jest tests. Every tier runs even when one fails; the target fails if any did.
 test:   ## the whole test suite, browser tests included
 	$(BIN)/ruff check .
 	status=0; \
@@ -27,8 +27,11 @@ test:   ## the whole test suite, browser tests included
 	$(MAKE) --no-print-directory test-js || status=1; \
 	exit $$status
 
-test-js:  ## the labextension's unit tests (jest: the ATTP reader, the agents menu)
+test-js: lint-js  ## the labextension's checks, then its unit tests (jest: the ATTP reader, agents, URL policy, Jarvis tags, live state)
 	cd labextension && PATH=$(CURDIR)/$(BIN):$$PATH jlpm test
+
+lint-js:  ## the labextension's eslint, prettier and stylelint checks, as the extension template configures them
+	cd labextension && PATH=$(CURDIR)/$(BIN):$$PATH jlpm lint:check
 
 test-latest:  ## the same suite on the newest packages pyproject.toml allows, in a fresh .venv-latest
 	bash scripts/test-latest.sh
@@ -36,9 +39,12 @@ test-latest:  ## the same suite on the newest packages pyproject.toml allows, in
 lock:   ## refresh uv.lock to the newest allowed packages; then `make setup test`, and commit it alone
 	UV_PYTHON_DOWNLOADS=never $(UV) lock --upgrade --python $(PYTHON)
 
-lint:
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+lint:  ## ruff on the Python, then eslint, prettier and stylelint on the labextension; each runs even when one fails
+	status=0; \
+	$(BIN)/ruff check . || status=1; \
+	$(BIN)/ruff format --check . || status=1; \
+	$(MAKE) --no-print-directory lint-js || status=1; \
+	exit $$status
 
 bench:  ## every benchmark, each against its named peer (run `make bench-peers` once first)
 	LLM_BIN=$${LLM_BIN:-$(CURDIR)/.venv-llm/bin/llm} $(BIN)/python -m benchmarks

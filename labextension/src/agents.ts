@@ -29,7 +29,11 @@ const FRONT_MATTER = /^---[ \t]*\n([\s\S]*?)\n(?:---|\.\.\.)[ \t]*(?:\n|$)/;
 
 function unquote(text: string): string {
   const t = text.trim();
-  if (t.length >= 2 && (t[0] === '"' || t[0] === "'") && t[t.length - 1] === t[0]) {
+  if (
+    t.length >= 2 &&
+    (t[0] === '"' || t[0] === "'") &&
+    t[t.length - 1] === t[0]
+  ) {
     return t.slice(1, -1);
   }
   return t;
@@ -42,7 +46,9 @@ export function frontMatterAgents(yaml: string): IFileAgents {
   let defaultAgent: string | null = null;
   let history: HistoryMode = 'include';
   for (let i = 0; i < lines.length; i++) {
-    const top = /^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*(?:#.*)?$/.exec(lines[i]);
+    const top = /^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*(?:#.*)?$/.exec(
+      lines[i]
+    );
     if (!top) {
       continue;
     }
@@ -73,7 +79,9 @@ export function frontMatterAgents(yaml: string): IFileAgents {
           continue;
         }
         const item = /^\s*-\s+name[ \t]*:[ \t]*(.+?)[ \t]*$/.exec(line);
-        const key = /^\s*("[^"]+"|'[^']+'|[^\s:#-][^:#]*?)[ \t]*:(?:\s|$)/.exec(line);
+        const key = /^\s*("[^"]+"|'[^']+'|[^\s:#-][^:#]*?)[ \t]*:(?:\s|$)/.exec(
+          line
+        );
         if (item) {
           names.push(unquote(item[1]));
         } else if (key) {
@@ -133,7 +141,10 @@ export function fileAgents(cells: Iterable<ICellView>): IFileAgents {
       }
     }
     first = false;
-    if (cell.metadata['definition'] === 'agent' && typeof cell.metadata['name'] === 'string') {
+    if (
+      cell.metadata['definition'] === 'agent' &&
+      typeof cell.metadata['name'] === 'string'
+    ) {
       names.push(cell.metadata['name']);
     }
   }
@@ -144,7 +155,10 @@ export type HistoryMode = 'include' | 'auto' | 'exclude' | 'summary';
 
 /** A cell's `history` attribute as the runtime reads it (message cells: the file's
  * `history:` by default, else include). */
-export function historyMode(value: unknown, fileDefault: HistoryMode = 'include'): HistoryMode {
+export function historyMode(
+  value: unknown,
+  fileDefault: HistoryMode = 'include'
+): HistoryMode {
   if (value === undefined || value === null || value === '') {
     return fileDefault;
   }

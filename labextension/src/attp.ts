@@ -31,13 +31,17 @@ export interface IAttpReply {
 type Table = { [key: string]: string };
 
 /** Where a TOML reply starts: the first `thought =`, `answer =` or `[tool_call]` line. */
-const TOML_START = /^[ \t]*(?:(?:thought|answer)[ \t]*=|\[[ \t]*tool_call[ \t]*\])/m;
+const TOML_START =
+  /^[ \t]*(?:(?:thought|answer)[ \t]*=|\[[ \t]*tool_call[ \t]*\])/m;
 const FENCE = /^[ \t]*(```|~~~)[ \t]*toml[ \t]*$/im;
 
 /** Whether `text` reads as an ATTP reply (its TOML starts it, or a ```toml block does). */
 export function looksLikeAttp(text: string): boolean {
   const start = text.replace(/^\s+/, '');
-  return TOML_START.test(start.split('\n', 1)[0]) || /^(```|~~~)[ \t]*toml/i.test(start);
+  return (
+    TOML_START.test(start.split('\n', 1)[0]) ||
+    /^(```|~~~)[ \t]*toml/i.test(start)
+  );
 }
 
 /**
@@ -270,7 +274,9 @@ class Reader {
         if (end < 0 && newline < 0) {
           this.doc.complete = false; // the reply stops inside the string: still streaming
           this.pos = text.length;
-          return quote === '"' ? unescape(text.slice(start)) : text.slice(start);
+          return quote === '"'
+            ? unescape(text.slice(start))
+            : text.slice(start);
         }
         throw new TomlError('a string left open at the end of its line');
       }

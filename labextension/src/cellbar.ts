@@ -11,7 +11,13 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
-import { fileAgents, historyMode, HistoryMode, ICellView, IFileAgents } from './agents';
+import {
+  fileAgents,
+  historyMode,
+  HistoryMode,
+  ICellView,
+  IFileAgents
+} from './agents';
 import { trans } from './translation';
 
 const BAR_CLASS = 'jp-PercentAgent-cellBar';
@@ -25,13 +31,17 @@ function modeTitle(mode: HistoryMode): string {
         'Sent to the agent with later messages (pinned, when the file says history: auto)'
       );
     case 'auto':
-      return t.__('Sent with a later message only when relevant to it (history: auto)');
+      return t.__(
+        'Sent with a later message only when relevant to it (history: auto)'
+      );
     case 'exclude':
       return t.__(
         'Never sent to the agent: the model does not see this message or its replies'
       );
     case 'summary':
-      return t.__('Sent as a short summary, made by the agent the first time it is needed');
+      return t.__(
+        'Sent as a short summary, made by the agent the first time it is needed'
+      );
   }
 }
 
@@ -47,7 +57,8 @@ function cellType(model: ICellModel): string | null {
   if (model.getMetadata('definition') === 'agent') {
     return 'agent';
   }
-  const ns = model.getMetadata('percent_agent') as { type?: unknown } | undefined;
+  const ns = model.getMetadata('percent_agent') as
+    { type?: unknown } | undefined;
   return typeof ns?.type === 'string' ? ns.type : '';
 }
 
@@ -66,7 +77,10 @@ const SUPPRESS_SHORTCUTS = 'data-lm-suppress-shortcuts';
  */
 function markBarKey(event: KeyboardEvent): void {
   const target = event.target;
-  if (!(target instanceof HTMLElement) || !target.classList.contains(CONTROL_CLASS)) {
+  if (
+    !(target instanceof HTMLElement) ||
+    !target.classList.contains(CONTROL_CLASS)
+  ) {
     return;
   }
   if (event.ctrlKey || event.metaKey || event.altKey) {
@@ -176,7 +190,9 @@ export class CellBar extends Widget {
     this._summaryButton.type = 'button';
     this._summaryButton.className = `jp-PercentAgent-summaryToggle ${CONTROL_CLASS}`;
     this._summaryButton.textContent = t.__('summary ▸');
-    this._summaryButton.title = t.__('Show the summary stored for this message');
+    this._summaryButton.title = t.__(
+      'Show the summary stored for this message'
+    );
     this._summaryButton.setAttribute('aria-expanded', 'false');
     this._summaryButton.addEventListener('click', () => this._toggleSummary());
     row.appendChild(this._summaryButton);
@@ -261,8 +277,12 @@ export class CellBar extends Widget {
    * `history_auto`; null: no run chose). */
   showSent(ids: Set<string> | null): void {
     const auto =
-      historyMode(this._model.getMetadata('history'), agentsOf(this._panel).history) === 'auto';
-    const ns = this._model.getMetadata('percent_agent') as { id?: unknown } | undefined;
+      historyMode(
+        this._model.getMetadata('history'),
+        agentsOf(this._panel).history
+      ) === 'auto';
+    const ns = this._model.getMetadata('percent_agent') as
+      { id?: unknown } | undefined;
     const id = typeof ns?.id === 'string' ? ns.id : this._model.id;
     this._sent.hidden = ids === null || !auto;
     const sent = ids !== null && ids.has(id);
@@ -270,7 +290,9 @@ export class CellBar extends Widget {
     this._sent.textContent = sent ? t.__('sent') : t.__('not sent');
     this._sent.title = sent
       ? t.__('The last request held this cell: it was relevant to that message')
-      : t.__('The last request left this cell out: pin it (include) to send it always');
+      : t.__(
+          'The last request left this cell out: pin it (include) to send it always'
+        );
     this.node.dataset['sent'] = ids === null || !auto ? '' : String(sent);
   }
 
@@ -289,7 +311,9 @@ export class CellBar extends Widget {
 
   private _showSummary(shown: boolean): void {
     this._summary.hidden = !shown;
-    this._summaryButton.textContent = shown ? trans().__('summary ▾') : trans().__('summary ▸');
+    this._summaryButton.textContent = shown
+      ? trans().__('summary ▾')
+      : trans().__('summary ▸');
     this._summaryButton.setAttribute('aria-expanded', String(shown));
   }
 
@@ -298,7 +322,10 @@ export class CellBar extends Widget {
       return;
     }
     this._fillAgents();
-    const mode = historyMode(this._model.getMetadata('history'), agentsOf(this._panel).history);
+    const mode = historyMode(
+      this._model.getMetadata('history'),
+      agentsOf(this._panel).history
+    );
     for (const [m, button] of this._modes) {
       button.setAttribute('aria-pressed', String(m === mode));
       button.classList.toggle('jp-mod-active', m === mode);
@@ -326,7 +353,10 @@ function lastAutoSent(panel: NotebookPanel): Set<string> | null {
   }
   for (let i = cells.length - 1; i >= 0; i--) {
     const cell = cells.get(i) as ICellModel & {
-      outputs?: { length: number; get(i: number): { metadata: { [k: string]: unknown } } };
+      outputs?: {
+        length: number;
+        get(i: number): { metadata: { [k: string]: unknown } };
+      };
     };
     const outputs = cell.outputs;
     for (let j = (outputs?.length ?? 0) - 1; outputs && j >= 0; j--) {

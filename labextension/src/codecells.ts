@@ -35,7 +35,8 @@ function wanted(model: ICellModel): string | null {
   if (model.type !== 'code') {
     return null;
   }
-  const ns = model.getMetadata('percent_agent') as { [key: string]: unknown } | undefined;
+  const ns = model.getMetadata('percent_agent') as
+    { [key: string]: unknown } | undefined;
   if (!ns || ns['type'] !== 'code') {
     return null;
   }
@@ -56,7 +57,11 @@ function watchEditor(node: HTMLElement, model: ICellModel): void {
   let retries = 3;
   const check = (): void => {
     const mime = wanted(model);
-    if (mime !== null && content.getAttribute('data-language') === 'markdown' && retries > 0) {
+    if (
+      mime !== null &&
+      content.getAttribute('data-language') === 'markdown' &&
+      retries > 0
+    ) {
       retries -= 1;
       model.mimeType = 'text/plain';
       model.mimeType = mime;
@@ -88,7 +93,9 @@ export function highlightCodeCells(panel: NotebookPanel): void {
         watched.add(model);
         // after the editor has heard of JupyterLab's change, so that its last language
         // request is this cell's own
-        model.mimeTypeChanged.connect(() => void Promise.resolve().then(() => fix(model)));
+        model.mimeTypeChanged.connect(
+          () => void Promise.resolve().then(() => fix(model))
+        );
         void cell.ready.then(() => watchEditor(cell.node, model));
       }
       fix(model);

@@ -20,13 +20,20 @@ export const FILE_TYPE = 'agent-chat';
 export const EXTENSION = '.msg.md';
 /** Script message files: a conversation kept in a script's comments. */
 export const SCRIPT_FILE_TYPE = 'agent-chat-script';
-export const SCRIPT_EXTENSIONS = ['.msg.py', '.msg.R', '.msg.r', '.msg.jl', '.msg.sh'];
+export const SCRIPT_EXTENSIONS = [
+  '.msg.py',
+  '.msg.R',
+  '.msg.r',
+  '.msg.jl',
+  '.msg.sh'
+];
 /** Whether a file at `path` is a message file (or a Markdown file, which may be opened as
  * a notebook): a notebook of it is a conversation. */
 export function isMessagePath(path: string): boolean {
   const lower = path.toLowerCase();
   return (
-    lower.endsWith('.md') || SCRIPT_EXTENSIONS.some(ext => lower.endsWith(ext.toLowerCase()))
+    lower.endsWith('.md') ||
+    SCRIPT_EXTENSIONS.some(ext => lower.endsWith(ext.toLowerCase()))
   );
 }
 /** JupyterLab's own notebook widget factory. */
@@ -39,7 +46,11 @@ export const fileTypesPlugin: JupyterFrontEndPlugin<void> = {
   // The notebook factory must exist before a file type can name it.
   requires: [INotebookWidgetFactory],
   optional: [ITranslator],
-  activate: (app: JupyterFrontEnd, _factory: unknown, translator: ITranslator | null) => {
+  activate: (
+    app: JupyterFrontEnd,
+    _factory: unknown,
+    translator: ITranslator | null
+  ) => {
     setTranslator(translator);
     const t = trans();
     const { docRegistry } = app;

@@ -39,10 +39,15 @@ import { UsageStatus } from './usage';
 
 export { agentChatIcon } from './icons';
 export { outputKind } from './renderer';
-export { extractJarvisTags } from './jarvis';
+export { extractJarvisTags } from './jarvistags';
 export { parseAttp } from './attp';
 export { classifyUrl } from './untrusted';
-export { FILE_TYPE, EXTENSION, SCRIPT_FILE_TYPE, SCRIPT_EXTENSIONS } from './filetypes';
+export {
+  FILE_TYPE,
+  EXTENSION,
+  SCRIPT_FILE_TYPE,
+  SCRIPT_EXTENSIONS
+} from './filetypes';
 export { IMessageNotebooks } from './messagenotebooks';
 
 /** The plugin whose settings (`schema/plugin.json`) users have saved: its id stays. */
@@ -85,14 +90,19 @@ function dropKernelCard(launcher: ILauncher): void {
     stateChanged?: ISignal<unknown, void>;
   };
   const items = model.itemsList;
-  if (!Array.isArray(items) || typeof model.stateChanged?.connect !== 'function') {
+  if (
+    !Array.isArray(items) ||
+    typeof model.stateChanged?.connect !== 'function'
+  ) {
     return;
   }
   const isKernelCard = (item: ILauncher.IItemOptions): boolean => {
     const args = item.args ?? {};
-    const preference = args['kernelPreference'] as { name?: unknown } | undefined;
+    const preference = args['kernelPreference'] as
+      { name?: unknown } | undefined;
     return (
-      (item.command === 'notebook:create-new' && args['kernelName'] === KERNEL_NAME) ||
+      (item.command === 'notebook:create-new' &&
+        args['kernelName'] === KERNEL_NAME) ||
       (item.command === 'console:create' && preference?.name === KERNEL_NAME)
     );
   };
@@ -109,7 +119,8 @@ function dropKernelCard(launcher: ILauncher): void {
 
 const commandsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-percent-agent:commands',
-  description: '"New Agent Chat" and "Set up a model": Launcher, menus, palette',
+  description:
+    '"New Agent Chat" and "Set up a model": Launcher, menus, palette',
   autoStart: true,
   requires: [],
   optional: [ILauncher, ICommandPalette, IDefaultFileBrowser, ITranslator],
@@ -124,7 +135,8 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
     const t = trans();
     const { commands, serviceManager } = app;
     commands.addCommand(CommandIDs.newChat, {
-      label: args => (args['isMenu'] ? t.__('Agent Chat') : t.__('New Agent Chat')),
+      label: args =>
+        args['isMenu'] ? t.__('Agent Chat') : t.__('New Agent Chat'),
       caption: t.__('Create a new agent conversation (a .msg.md message file)'),
       icon: args => (args['isPalette'] ? undefined : agentChatIcon),
       execute: async args => {
@@ -157,7 +169,11 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
     // Its own section: cards in the Notebook section show kernel logos, not icons.
     if (launcher) {
       dropKernelCard(launcher);
-      launcher.add({ command: CommandIDs.newChat, category: t.__('Agent'), rank: 0 });
+      launcher.add({
+        command: CommandIDs.newChat,
+        category: t.__('Agent'),
+        rank: 0
+      });
     }
     palette?.addItem({
       command: CommandIDs.newChat,
@@ -170,7 +186,8 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
 
 const usageStatusPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-percent-agent:usage-status',
-  description: "The open conversation's running total of tokens and cost, in the status bar",
+  description:
+    "The open conversation's running total of tokens and cost, in the status bar",
   autoStart: true,
   requires: [INotebookTracker, IMessageNotebooks],
   optional: [IStatusBar],
@@ -208,7 +225,8 @@ const usageStatusPlugin: JupyterFrontEndPlugin<void> = {
 
 const settingsPlugin: JupyterFrontEndPlugin<void> = {
   id: SETTINGS_PLUGIN_ID,
-  description: 'The settings of message notebooks: load remote media in replies',
+  description:
+    'The settings of message notebooks: load remote media in replies',
   autoStart: true,
   requires: [ISettingRegistry],
   activate: (app: JupyterFrontEnd, settings: ISettingRegistry) => {
@@ -221,7 +239,9 @@ const settingsPlugin: JupyterFrontEndPlugin<void> = {
         apply(loaded);
         loaded.changed.connect(apply);
       })
-      .catch(reason => console.error('jupyter-percent-agent: settings', reason));
+      .catch(reason =>
+        console.error('jupyter-percent-agent: settings', reason)
+      );
   }
 };
 

@@ -42,14 +42,11 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { JSONObject, JSONValue } from '@lumino/coreutils';
 
 import { addExecuteHook } from './executehooks';
+import { liveCellEntry, LIVE_STATE_VERSION } from './livecells';
 
 /** Not `percent_agent`: JupyterLab spreads the running cell's metadata (which has that
  * key) into the same object. */
 export const LIVE_STATE_KEY = 'percent_agent_notebook';
-export const LIVE_STATE_VERSION = 1;
-
-/** The flat metadata keys that decide who answers and what the history holds. */
-const KEYS = ['agent', 'history', 'summary', 'summary_hash', 'definition', 'name'];
 
 /** Which cells are not as saved: edited or new since the last load or save; and which
  * cells' unsaved outputs the kernel running now did not make. */
@@ -115,29 +112,17 @@ export function liveState(panel: NotebookPanel): JSONObject {
   const tracked = edits.get(panel);
   const cells: JSONObject[] = [];
   for (const cell of panel.model?.cells ?? []) {
-    const entry: JSONObject = { id: cell.id, cell_type: cell.type };
-    for (const key of KEYS) {
-      const value = cell.getMetadata(key);
-      if (value !== undefined) {
-        entry[key] = value;
-      }
-    }
-    if (tracked === undefined || tracked.unsaved(cell)) {
-      entry['source'] = cell.sharedModel.getSource();
-      entry['unsaved'] = true;
-      // a cell added here (a proposed [code] cell) says what it is: the file does not yet
-      const ns = cell.getMetadata('percent_agent') as { [key: string]: unknown } | undefined;
-      if (ns && ns['type'] === 'code') {
-        entry['kind'] = 'code';
-        if (typeof ns['lang'] === 'string') {
-          entry['lang'] = ns['lang'];
-        }
-      }
-    }
-    if (tracked?.unknownOutputs(cell) && cell.type === 'code') {
-      entry['outputs'] = (cell as ICodeCellModel).outputs.toJSON() as unknown as JSONValue;
-    }
-    cells.push(entry);
+    const outputs =
+      tracked?.unknownOutputs(cell) && cell.type === 'code'
+        ? ((cell as ICodeCellModel).outputs.toJSON() as unknown as JSONValue)
+        : undefined;
+    cells.push(
+      liveCellEntry(
+        cell,
+        tracked === undefined || tracked.unsaved(cell),
+        outputs
+      )
+    );
   }
   // Where the notebook is now: a rename or move of an open notebook changes its session's
   // path, never the kernel's JPY_SESSION_NAME (the path it started with).
@@ -158,7 +143,11 @@ export function sendLiveState(panel: NotebookPanel): void {
   addExecuteHook(panel, {
     // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
     request: metadata => {
-      if (!(metadata && typeof metadata['cellId'] === 'string' && !panel.isDisposed)) {
+      if (!(
+        metadata &&
+        typeof metadata['cellId'] === 'string' &&
+        !panel.isDisposed
+      )) {
         return metadata;
       }
       const state = liveState(panel);

@@ -19,7 +19,11 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
-import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookModel,
+  INotebookTracker,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { ITranslator } from '@jupyterlab/translation';
 import { Token } from '@lumino/coreutils';
 import { DisposableSet, IDisposable } from '@lumino/disposable';
@@ -79,30 +83,31 @@ export class MessageNotebookExtension
   private readonly _found = new Signal<this, NotebookPanel>(this);
 }
 
-export const messageNotebooksPlugin: JupyterFrontEndPlugin<IMessageNotebooks> = {
-  id: 'jupyter-percent-agent:message-notebooks',
-  description:
-    'Message notebooks: untrusted model output, the bar over each message, the live state',
-  autoStart: true,
-  requires: [INotebookTracker],
-  optional: [ITranslator],
-  provides: IMessageNotebooks,
-  activate: (
-    app: JupyterFrontEnd,
-    tracker: INotebookTracker,
-    translator: ITranslator | null
-  ): IMessageNotebooks => {
-    setTranslator(translator);
-    const extension = new MessageNotebookExtension();
-    app.docRegistry.addWidgetExtension(NOTEBOOK_FACTORY, extension);
-    watchMissingKeys();
-    app.commands.commandExecuted.connect((_, executed) => {
-      if (executed.id === 'notebook:trust') {
-        void executed.result.then(() => {
-          tracker.forEach(untrustNotebook);
-        });
-      }
-    });
-    return extension;
-  }
-};
+export const messageNotebooksPlugin: JupyterFrontEndPlugin<IMessageNotebooks> =
+  {
+    id: 'jupyter-percent-agent:message-notebooks',
+    description:
+      'Message notebooks: untrusted model output, the bar over each message, the live state',
+    autoStart: true,
+    requires: [INotebookTracker],
+    optional: [ITranslator],
+    provides: IMessageNotebooks,
+    activate: (
+      app: JupyterFrontEnd,
+      tracker: INotebookTracker,
+      translator: ITranslator | null
+    ): IMessageNotebooks => {
+      setTranslator(translator);
+      const extension = new MessageNotebookExtension();
+      app.docRegistry.addWidgetExtension(NOTEBOOK_FACTORY, extension);
+      watchMissingKeys();
+      app.commands.commandExecuted.connect((_, executed) => {
+        if (executed.id === 'notebook:trust') {
+          void executed.result.then(() => {
+            tracker.forEach(untrustNotebook);
+          });
+        }
+      });
+      return extension;
+    }
+  };

@@ -36,7 +36,9 @@ export function isMessageNotebook(panel: NotebookPanel): boolean {
 }
 
 /** Whether the notebook document `context` is a conversation with an agent. */
-function isMessageDocument(context: DocumentRegistry.IContext<INotebookModel>): boolean {
+function isMessageDocument(
+  context: DocumentRegistry.IContext<INotebookModel>
+): boolean {
   if (context.isDisposed) {
     return false;
   }
@@ -46,7 +48,8 @@ function isMessageDocument(context: DocumentRegistry.IContext<INotebookModel>): 
   if (context.sessionContext.session?.kernel?.name === KERNEL_NAME) {
     return true;
   }
-  const spec = context.model?.getMetadata('kernelspec') as { name?: unknown } | undefined;
+  const spec = context.model?.getMetadata('kernelspec') as
+    { name?: unknown } | undefined;
   return spec?.name === KERNEL_NAME;
 }
 
@@ -141,7 +144,10 @@ const guarded = new WeakSet<NotebookPanel>();
  * Watch `panel`: once it is (or becomes) a message notebook, its cells stay untrusted and
  * its renderers treat every output as model output. Returns at once; safe to call twice.
  */
-export function guardNotebook(panel: NotebookPanel, onMessageNotebook?: () => void): void {
+export function guardNotebook(
+  panel: NotebookPanel,
+  onMessageNotebook?: () => void
+): void {
   if (guarded.has(panel)) {
     return;
   }

@@ -27,7 +27,10 @@ interface IProposedCell {
 }
 
 /** Insert the cells an execute reply proposes under the message they answer. */
-export function insertProposals(panel: NotebookPanel, content: { [key: string]: unknown }): void {
+export function insertProposals(
+  panel: NotebookPanel,
+  content: { [key: string]: unknown }
+): void {
   const model = panel.model;
   const payload = content['payload'];
   if (model === null || !Array.isArray(payload)) {
@@ -57,7 +60,8 @@ export function insertProposals(panel: NotebookPanel, content: { [key: string]: 
         continue;
       }
       const ns: { [key: string]: string } = { type: 'code' };
-      const language = typeof cell.language === 'string' ? cell.language : 'python';
+      const language =
+        typeof cell.language === 'string' ? cell.language : 'python';
       if (language !== 'python') {
         ns['lang'] = language;
       }
@@ -114,7 +118,10 @@ export function watchProposals(panel: NotebookPanel): void {
   addExecuteHook(panel, {
     reply: reply => {
       if (!panel.isDisposed) {
-        insertProposals(panel, reply.content as unknown as { [key: string]: unknown });
+        insertProposals(
+          panel,
+          reply.content as unknown as { [key: string]: unknown }
+        );
       }
     }
   });

@@ -24,7 +24,8 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
 import { el } from './dom';
-import { extractJarvisTags, replaceJarvisPlaceholders } from './jarvis';
+import { replaceJarvisPlaceholders } from './jarvis';
+import { extractJarvisTags } from './jarvistags';
 import { trans } from './translation';
 import { armRemoteMedia, loadHeldMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
@@ -149,7 +150,6 @@ async function markdownInto(
   await loadHeldMedia(host, widget.resolver);
 }
 
-
 /**
  * A tool call: a collapsed block "tool call: NAME" holding the code, as Python unless
  * it already is a fenced block.
@@ -230,7 +230,9 @@ function isStreamingReply(model: IRenderMime.IMimeModel): boolean {
 }
 
 /** The line over a reply: agent, model, step, usage, and why it did not finish. */
-export function replyHeader(attrs: ReadonlyPartialJSONObject): HTMLElement | null {
+export function replyHeader(
+  attrs: ReadonlyPartialJSONObject
+): HTMLElement | null {
   const t = trans();
   const cut =
     attrs['interrupted'] === true
@@ -368,7 +370,11 @@ export class AgentMarkdown extends RenderedMarkdown {
       const error = text(attrs['attp_error']);
       if (error) {
         body.appendChild(
-          el('div', 'jp-PercentAgent-stepError', trans().__('Not valid ATTP: %1', error))
+          el(
+            'div',
+            'jp-PercentAgent-stepError',
+            trans().__('Not valid ATTP: %1', error)
+          )
         );
       }
       return;
@@ -377,7 +383,10 @@ export class AgentMarkdown extends RenderedMarkdown {
   }
 
   /** Markdown with the Jarvis display tags shown as media. */
-  private async _markdownWithMedia(source: string, host: HTMLElement): Promise<void> {
+  private async _markdownWithMedia(
+    source: string,
+    host: HTMLElement
+  ): Promise<void> {
     const token = `PERCENTAGENTMEDIA${++tokenCounter}X`;
     const { source: prepared, tags } = extractJarvisTags(source, token);
     await markdownInto(this, prepared, host);
@@ -390,7 +399,10 @@ export class AgentMarkdown extends RenderedMarkdown {
    * An ATTP step or answer: the thought as a collapsible block, the tool call's target and
    * its code as Python, a refusal's message, an answer as Markdown.
    */
-  private async _renderStep(step: IAttpReply, body: HTMLElement): Promise<void> {
+  private async _renderStep(
+    step: IAttpReply,
+    body: HTMLElement
+  ): Promise<void> {
     body.classList.add('jp-PercentAgent-step');
     if (step.prose) {
       const prose = el('div', 'jp-PercentAgent-stepProse');
@@ -402,8 +414,12 @@ export class AgentMarkdown extends RenderedMarkdown {
       thought.open = this._thoughtOpen;
       const firstLine = step.thought.trim().split('\n', 1)[0];
       const summary = el('summary', '');
-      summary.appendChild(el('span', 'jp-PercentAgent-thoughtLabel', trans().__('Thought')));
-      summary.appendChild(el('span', 'jp-PercentAgent-thoughtPreview', firstLine));
+      summary.appendChild(
+        el('span', 'jp-PercentAgent-thoughtLabel', trans().__('Thought'))
+      );
+      summary.appendChild(
+        el('span', 'jp-PercentAgent-thoughtPreview', firstLine)
+      );
       thought.appendChild(summary);
       const content = el('div', 'jp-PercentAgent-thoughtBody');
       await markdownInto(this, step.thought, content);
@@ -427,7 +443,9 @@ export class AgentMarkdown extends RenderedMarkdown {
         box.appendChild(code);
       }
       if (failed || call.message) {
-        box.appendChild(el('div', 'jp-PercentAgent-stepRefusal', call.message || 'fail'));
+        box.appendChild(
+          el('div', 'jp-PercentAgent-stepRefusal', call.message || 'fail')
+        );
       }
       body.appendChild(box);
     }

@@ -29,7 +29,11 @@ export async function runCellModels(
       continue; // deleted since
     }
     ok =
-      (await NotebookActions.runCells(panel.content, [cell], panel.sessionContext)) && ok;
+      (await NotebookActions.runCells(
+        panel.content,
+        [cell],
+        panel.sessionContext
+      )) && ok;
   }
   return ok;
 }

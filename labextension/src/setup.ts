@@ -56,7 +56,11 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
   private key: HTMLInputElement;
   private model: HTMLInputElement;
 
-  constructor(state: IKeysState, preferred: string | null, problem: string | null) {
+  constructor(
+    state: IKeysState,
+    preferred: string | null,
+    problem: string | null
+  ) {
     super({ node: el('div', 'jp-PercentAgent-setupDialog') });
     const t = trans();
     if (problem) {
@@ -64,7 +68,11 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
     }
     this.provider = el('select', 'jp-mod-styled jp-PercentAgent-setupProvider');
     for (const { name, source } of state.providers) {
-      const option = el('option', '', source ? t.__('%1 (key from %2)', name, source) : name);
+      const option = el(
+        'option',
+        '',
+        source ? t.__('%1 (key from %2)', name, source) : name
+      );
       option.value = name;
       option.selected = name === preferred;
       this.provider.appendChild(option);
@@ -111,7 +119,9 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
  * Open the dialog (`preferred`: the provider to select). True when something was saved;
  * a refusal from the server (a key with spaces...) opens the dialog again, saying why.
  */
-export async function openSetup(preferred: string | null = null): Promise<boolean> {
+export async function openSetup(
+  preferred: string | null = null
+): Promise<boolean> {
   let problem: string | null = null;
   const t = trans();
   for (;;) {
@@ -119,7 +129,10 @@ export async function openSetup(preferred: string | null = null): Promise<boolea
     const result = await showDialog<ISetup>({
       title: t.__('Set up a model'),
       body: new SetupBody(state, preferred, problem),
-      buttons: [Dialog.cancelButton({ label: t.__('Cancel') }), Dialog.okButton({ label: t.__('Save') })],
+      buttons: [
+        Dialog.cancelButton({ label: t.__('Cancel') }),
+        Dialog.okButton({ label: t.__('Save') })
+      ],
       focusNodeSelector: '.jp-PercentAgent-setupKey'
     });
     if (!result.button.accept || result.value === null) {
@@ -148,7 +161,10 @@ function offerSetup(panel: NotebookPanel, cell: Cell, provider: string): void {
     `jp-mod-styled jp-mod-accept ${BUTTON_CLASS}`,
     t.__('Set up a model')
   );
-  button.title = t.__('Store an API key for %1, then run this cell again', provider);
+  button.title = t.__(
+    'Store an API key for %1, then run this cell again',
+    provider
+  );
   button.addEventListener('click', () => {
     void openSetup(provider).then(async saved => {
       if (!saved || cell.isDisposed) {
@@ -167,7 +183,11 @@ export function watchMissingKeys(): void {
   NotebookActions.executed.connect((_, { notebook, cell, success, error }) => {
     const missing = success ? null : MISSING_KEY.exec(error?.errorValue ?? '');
     const panel = notebook.parent;
-    if (!missing || !(panel instanceof NotebookPanel) || !isMessageNotebook(panel)) {
+    if (
+      !missing ||
+      !(panel instanceof NotebookPanel) ||
+      !isMessageNotebook(panel)
+    ) {
       return;
     }
     offerSetup(panel, cell, missing[1]);

@@ -38,17 +38,24 @@ interface ITrustAnswer {
   trusted: boolean;
 }
 
-function requestTrust(folder: string, method: 'GET' | 'POST'): Promise<ITrustAnswer> {
+function requestTrust(
+  folder: string,
+  method: 'GET' | 'POST'
+): Promise<ITrustAnswer> {
   return method === 'GET'
     ? requestServer<ITrustAnswer>(ROUTE, { method }, { folder })
-    : requestServer<ITrustAnswer>(ROUTE, { method, body: JSON.stringify({ folder }) });
+    : requestServer<ITrustAnswer>(ROUTE, {
+        method,
+        body: JSON.stringify({ folder })
+      });
 }
 
 /** The kernel's refusal in a failed execute reply, or `null` when it holds none. */
-export function trustRefusal(reply: KernelMessage.IExecuteReplyMsg): ITrustRefusal | null {
+export function trustRefusal(
+  reply: KernelMessage.IExecuteReplyMsg
+): ITrustRefusal | null {
   const marker = (reply.metadata ?? {})[TRUST_REFUSAL_KEY] as
-    | { [key: string]: unknown }
-    | undefined;
+    { [key: string]: unknown } | undefined;
   if (
     reply.content.status !== 'error' ||
     typeof marker !== 'object' ||
@@ -106,7 +113,9 @@ export function watchTrustRefusals(panel: NotebookPanel): void {
       }
       const cellId = request?.['cellId'];
       // the refused cell, wherever it is once the user has answered
-      const refused = Array.from(panel.model?.cells ?? []).find(cell => cell.id === cellId);
+      const refused = Array.from(panel.model?.cells ?? []).find(
+        cell => cell.id === cellId
+      );
       void offerTrust(refusal)
         .then(async trusted => {
           if (trusted && refused !== undefined) {

@@ -1,6 +1,6 @@
 /**
- * Model output is untrusted: what its HTML may keep, which URLs it may load, and the
- * click-to-load placeholders of remote media.
+ * Model output is untrusted: what its HTML may keep, which URLs it may load (judged by
+ * `urlpolicy.ts` against this page), and the click-to-load placeholders of remote media.
  *
  * Every piece of model HTML goes through JupyterLab's own sanitizer and then through
  * `secureFragment`, in an inert `<template>` (nothing in it loads or runs), before it
@@ -24,84 +24,21 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { trans } from './translation';
+import {
+  classifyUrlIn,
+  MediaKind,
+  normalizeUrl,
+  UrlUse,
+  UrlVerdict
+} from './urlpolicy';
 
-export type MediaKind = 'image' | 'video' | 'audio';
-/** What a URL is used for: a media element, or a link the user may follow. */
-export type UrlUse = MediaKind | 'link';
-
-export type UrlVerdict =
-  /** A file the Jupyter server serves (base URL plus `files/`); for a link, any URL of
-   * this page's origin. */
-  | { kind: 'local'; url: string }
-  /** Media at a path relative to the notebook: loads once resolved (`loadHeldMedia`). */
-  | { kind: 'relative'; url: string }
-  /** A `data:` raster image (PNG, JPEG, GIF, WebP). */
-  | { kind: 'data'; url: string }
-  /** Another host: loads after a click, or with the `loadRemoteMedia` setting. */
-  | { kind: 'remote'; url: string; host: string }
-  | { kind: 'refused'; url: string; reason: string };
-
-const RASTER_DATA = /^data:image\/(png|jpeg|jpg|gif|webp)(;[^,]*)?,/i;
-const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
-
-/** A URL as browsers read it: no tabs or newlines in it, no control characters around it. */
-export function normalizeUrl(raw: string): string {
-  // eslint-disable-next-line no-control-regex
-  return raw.replace(/[\t\n\r]/g, '').replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
-}
-
-/** Whether `url` (parsed) is a file the Jupyter server serves: under its base URL plus
- * `files/` (JupyterHub's `/user/NAME/files/`), on this page's origin. */
-function servedFile(url: URL): boolean {
-  const base = PageConfig.getBaseUrl();
-  const root = new URL(base.endsWith('/') ? base : `${base}/`, document.baseURI);
-  const files = new URL('files/', root);
-  return url.origin === files.origin && url.pathname.startsWith(files.pathname);
-}
-
-/**
- * What `raw` is, as the browser would read it (tabs and newlines inside a URL and control
- * characters around it are ignored by browsers, so they are here too).
- */
+/** What `raw` is on this page, as the browser would read it (`classifyUrlIn`). */
 export function classifyUrl(raw: string, use: UrlUse): UrlVerdict {
-  const url = normalizeUrl(raw);
-  if (!url) {
-    return { kind: 'refused', url: raw, reason: 'the URL is empty' };
-  }
-  let parsed: URL;
-  try {
-    parsed = new URL(url, document.baseURI);
-  } catch {
-    return { kind: 'refused', url, reason: 'it is not a URL' };
-  }
-  const scheme = SCHEME.exec(url);
-  if (use !== 'link' && scheme === null && !/^[/\\]/.test(url)) {
-    return { kind: 'relative', url };
-  }
-  if (scheme === null || parsed.protocol === 'http:' || parsed.protocol === 'https:') {
-    if (use === 'link' ? parsed.origin === window.location.origin : servedFile(parsed)) {
-      return { kind: 'local', url };
-    }
-    if (parsed.protocol === 'http:' || parsed.protocol === 'https:') {
-      return { kind: 'remote', url: parsed.href, host: parsed.host };
-    }
-    return { kind: 'refused', url, reason: 'it is not an http(s) URL or a path' };
-  }
-  if (parsed.protocol === 'data:') {
-    if (use === 'image' && RASTER_DATA.test(url)) {
-      return { kind: 'data', url };
-    }
-    return {
-      kind: 'refused',
-      url,
-      reason: 'only PNG, JPEG, GIF and WebP images may be data: URLs'
-    };
-  }
-  return {
-    kind: 'refused',
-    url,
-    reason: `${parsed.protocol} URLs are not allowed`
-  };
+  return classifyUrlIn(raw, use, {
+    serverBase: PageConfig.getBaseUrl(),
+    documentBase: document.baseURI,
+    origin: window.location.origin
+  });
 }
 
 /** Whether remote media load without a click (the `loadRemoteMedia` setting). */
@@ -126,7 +63,6 @@ function sameOrigin(url: string): boolean {
     return false;
   }
 }
-
 
 /** A URL cut to a length a note can show. */
 function shown(url: string): string {
@@ -185,7 +121,12 @@ export function remotePlaceholder(
 }
 
 /** The media element for `url` (already judged loadable). */
-export function mediaElement(doc: Document, kind: MediaKind, url: string, alt = ''): HTMLElement {
+export function mediaElement(
+  doc: Document,
+  kind: MediaKind,
+  url: string,
+  alt = ''
+): HTMLElement {
   if (kind === 'image') {
     const img = doc.createElement('img');
     img.src = url;
@@ -203,7 +144,12 @@ export function mediaElement(doc: Document, kind: MediaKind, url: string, alt = 
  * `img`, `video` or `audio` for `url`, a placeholder for remote media not yet allowed,
  * or the refusal note.
  */
-export function mediaFor(doc: Document, kind: MediaKind, url: string, alt = ''): HTMLElement {
+export function mediaFor(
+  doc: Document,
+  kind: MediaKind,
+  url: string,
+  alt = ''
+): HTMLElement {
   const verdict = classifyUrl(url, kind);
   switch (verdict.kind) {
     case 'relative': // not resolved: the browser would load it against the page's URL
@@ -250,7 +196,8 @@ const DROPPED_ATTRIBUTES = new Set([
   'xlink:href'
 ]);
 // CSS that can fetch: url(...), image-set(...), image(...), @import, escapes that hide them.
-const LOADING_CSS = /\\|url\s*\(|image-set|image\s*\(|cross-fade|element\s*\(|src\s*\(|@import/i;
+const LOADING_CSS =
+  /\\|url\s*\(|image-set|image\s*\(|cross-fade|element\s*\(|src\s*\(|@import/i;
 
 /** Make a sanitized fragment safe to show: see the module's docstring. */
 export function secureFragment(root: DocumentFragment | Element): void {
@@ -282,7 +229,10 @@ export function secureFragment(root: DocumentFragment | Element): void {
       const block = doc.createElement('div');
       block.append(...Array.from(el.childNodes));
       el.replaceWith(block);
-    } else if (name === 'img' || (name === 'input' && el.getAttribute('type') === 'image')) {
+    } else if (
+      name === 'img' ||
+      (name === 'input' && el.getAttribute('type') === 'image')
+    ) {
       gateMedia(el, 'image', el.getAttribute('src') ?? '', doc);
     } else if (name === 'video' || name === 'audio') {
       gateMediaElement(el, name, doc);
@@ -290,7 +240,12 @@ export function secureFragment(root: DocumentFragment | Element): void {
   }
 }
 
-function gateMedia(el: Element, kind: MediaKind, src: string, doc: Document): void {
+function gateMedia(
+  el: Element,
+  kind: MediaKind,
+  src: string,
+  doc: Document
+): void {
   if (!src) {
     return;
   }
@@ -314,9 +269,16 @@ function gateMedia(el: Element, kind: MediaKind, src: string, doc: Document): vo
 }
 
 /** A `<video>` or `<audio>`: its `src`, `poster` and `<source>`/`<track>` children. */
-function gateMediaElement(el: Element, kind: 'video' | 'audio', doc: Document): void {
+function gateMediaElement(
+  el: Element,
+  kind: 'video' | 'audio',
+  doc: Document
+): void {
   const uses: [Element, string, string, MediaKind][] = [];
-  for (const node of [el, ...Array.from(el.querySelectorAll('source, track'))]) {
+  for (const node of [
+    el,
+    ...Array.from(el.querySelectorAll('source, track'))
+  ]) {
     const src = node.getAttribute('src');
     if (src) {
       uses.push([node, 'src', src, kind]);
@@ -371,7 +333,9 @@ export async function resolvedUrl(
 ): Promise<string> {
   if (resolver && classifyUrl(url, 'image').kind === 'relative') {
     try {
-      return pageUrl(await resolver.getDownloadUrl(await resolver.resolveUrl(url)));
+      return pageUrl(
+        await resolver.getDownloadUrl(await resolver.resolveUrl(url))
+      );
     } catch {
       return pageUrl(url);
     }
@@ -394,7 +358,8 @@ export async function loadHeldMedia(
       node.removeAttribute(held(attr));
       const media = node.closest('video, audio') ?? node;
       const kind: MediaKind =
-        attr === 'poster' || (media.localName !== 'video' && media.localName !== 'audio')
+        attr === 'poster' ||
+        (media.localName !== 'video' && media.localName !== 'audio')
           ? 'image'
           : (media.localName as MediaKind);
       const verdict = classifyUrl(await resolvedUrl(url, resolver), kind);
@@ -414,7 +379,10 @@ export async function loadHeldMedia(
             ? remotePlaceholder(document, kind, verdict, alt)
             : refusedNote(document, kind, {
                 url,
-                reason: verdict.kind === 'refused' ? verdict.reason : 'it is not a URL'
+                reason:
+                  verdict.kind === 'refused'
+                    ? verdict.reason
+                    : 'it is not a URL'
               })
         );
       }
@@ -423,7 +391,10 @@ export async function loadHeldMedia(
 }
 
 /** Sanitize model HTML with JupyterLab's sanitizer, then `secureFragment` it. */
-export function sanitizeModelHtml(sanitizer: IRenderMime.ISanitizer, dirty: string): string {
+export function sanitizeModelHtml(
+  sanitizer: IRenderMime.ISanitizer,
+  dirty: string
+): string {
   const template = document.createElement('template');
   template.innerHTML = sanitizer.sanitize(dirty);
   secureFragment(template.content);
@@ -435,7 +406,9 @@ export function sanitizeModelHtml(sanitizer: IRenderMime.ISanitizer, dirty: stri
  * Given to JupyterLab's renderers with `trusted: false`, so every HTML string they set
  * goes through it.
  */
-export function modelSanitizer(inner: IRenderMime.ISanitizer): IRenderMime.ISanitizer {
+export function modelSanitizer(
+  inner: IRenderMime.ISanitizer
+): IRenderMime.ISanitizer {
   if (modelSanitizers.has(inner)) {
     return inner;
   }
@@ -465,7 +438,9 @@ export function armRemoteMedia(host: HTMLElement): void {
   host.addEventListener('click', event => {
     const target = event.target as Element | null;
     const button = target?.closest?.('.jp-PercentAgent-remoteLoad');
-    const box = button?.closest('.jp-PercentAgent-remoteMedia') as HTMLElement | null;
+    const box = button?.closest(
+      '.jp-PercentAgent-remoteMedia'
+    ) as HTMLElement | null;
     if (!box || !host.contains(box)) {
       return;
     }
@@ -477,6 +452,8 @@ export function armRemoteMedia(host: HTMLElement): void {
       return;
     }
     clicked.add(verdict.url);
-    box.replaceWith(mediaElement(document, kind, verdict.url, box.dataset['alt'] ?? ''));
+    box.replaceWith(
+      mediaElement(document, kind, verdict.url, box.dataset['alt'] ?? '')
+    );
   });
 }

@@ -74,7 +74,13 @@ export interface ITotal {
 
 /** The sum over every reply (and step) of a notebook. */
 export function notebookTotal(model: INotebookModel): ITotal {
-  const total: ITotal = { tokensIn: 0, tokensOut: 0, cost: 0, costUnknown: false, replies: 0 };
+  const total: ITotal = {
+    tokensIn: 0,
+    tokensOut: 0,
+    cost: 0,
+    costUnknown: false,
+    replies: 0
+  };
   for (const cell of model.cells) {
     if (cell.type !== 'code') {
       continue;
@@ -82,12 +88,22 @@ export function notebookTotal(model: INotebookModel): ITotal {
     const outputs = (cell as ICodeCellModel).outputs;
     for (let i = 0; i < outputs.length; i++) {
       const metadata = outputs.get(i).metadata;
-      const ns = metadata['percent_agent'] as ReadonlyPartialJSONObject | undefined;
-      if (!ns || typeof ns !== 'object' || ns['type'] === 'tool' || !ns['type']) {
+      const ns = metadata['percent_agent'] as
+        ReadonlyPartialJSONObject | undefined;
+      if (
+        !ns ||
+        typeof ns !== 'object' ||
+        ns['type'] === 'tool' ||
+        !ns['type']
+      ) {
         continue;
       }
       const usage = usageOf(metadata);
-      if (usage.tokensIn === null && usage.tokensOut === null && usage.cost === null) {
+      if (
+        usage.tokensIn === null &&
+        usage.tokensOut === null &&
+        usage.cost === null
+      ) {
         continue; // a reply still streaming, or one written by hand
       }
       total.replies += 1;
@@ -109,8 +125,13 @@ export function formatTotal(total: ITotal): string {
   if (!total.replies) {
     return t.__('Agent: no usage yet');
   }
-  const tokens = t.__('%1 → %2 tokens', count(total.tokensIn), count(total.tokensOut));
-  const cost = total.cost || !total.costUnknown ? ` · ${formatCost(total.cost)}` : '';
+  const tokens = t.__(
+    '%1 → %2 tokens',
+    count(total.tokensIn),
+    count(total.tokensOut)
+  );
+  const cost =
+    total.cost || !total.costUnknown ? ` · ${formatCost(total.cost)}` : '';
   const partial = total.costUnknown && total.cost ? '+' : '';
   return t.__('Agent: %1', `${tokens}${cost}${partial}`);
 }
@@ -156,15 +177,15 @@ export class UsageStatus extends Widget {
     this.node.textContent = formatTotal(total);
     const t = trans();
     this.node.title = total.replies
-      ? (total.costUnknown
-          ? t.__(
-              '%1 replies and steps in this conversation: tokens sent → received; the cost of some is unknown',
-              total.replies
-            )
-          : t.__(
-              '%1 replies and steps in this conversation: tokens sent → received',
-              total.replies
-            ))
+      ? total.costUnknown
+        ? t.__(
+            '%1 replies and steps in this conversation: tokens sent → received; the cost of some is unknown',
+            total.replies
+          )
+        : t.__(
+            '%1 replies and steps in this conversation: tokens sent → received',
+            total.replies
+          )
       : t.__('No reply in this conversation has recorded its usage yet');
   }
 

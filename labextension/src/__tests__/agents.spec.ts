@@ -3,7 +3,12 @@
  * cell's history mode as the runtime reads it.
  */
 
-import { fileAgents, frontMatterAgents, historyMode, ICellView } from '../agents';
+import {
+  fileAgents,
+  frontMatterAgents,
+  historyMode,
+  ICellView
+} from '../agents';
 
 function raw(source: string): ICellView {
   return { type: 'raw', source, metadata: {} };
@@ -15,17 +20,29 @@ function message(metadata: { [key: string]: unknown } = {}): ICellView {
 
 describe('frontMatterAgents', () => {
   it('lists presets of a block mapping and the default_agent', () => {
-    const yaml = 'agents:\n  writer:\n    models: [m]\n  helper:\n    tools: ["*"]\ndefault_agent: helper';
-    expect(frontMatterAgents(yaml)).toEqual({ names: ['writer', 'helper'], defaultAgent: 'helper', history: 'include' });
+    const yaml =
+      'agents:\n  writer:\n    models: [m]\n  helper:\n    tools: ["*"]\ndefault_agent: helper';
+    expect(frontMatterAgents(yaml)).toEqual({
+      names: ['writer', 'helper'],
+      defaultAgent: 'helper',
+      history: 'include'
+    });
   });
 
   it('lists a block list of names, and defaults to the first without default_agent', () => {
-    const yaml = 'agents:\n  - name: "critic"\n    models: [m]\n  - name: scout\n';
-    expect(frontMatterAgents(yaml)).toEqual({ names: ['critic', 'scout'], defaultAgent: 'critic', history: 'include' });
+    const yaml =
+      'agents:\n  - name: "critic"\n    models: [m]\n  - name: scout\n';
+    expect(frontMatterAgents(yaml)).toEqual({
+      names: ['critic', 'scout'],
+      defaultAgent: 'critic',
+      history: 'include'
+    });
   });
 
   it('lists the keys of a one-line flow mapping', () => {
-    expect(frontMatterAgents('agents: {a: {models: [x]}, b: {}}').names).toEqual(['a', 'b']);
+    expect(
+      frontMatterAgents('agents: {a: {models: [x]}, b: {}}').names
+    ).toEqual(['a', 'b']);
   });
 });
 
@@ -37,12 +54,20 @@ describe('fileAgents', () => {
       message({ definition: 'agent', name: 'critic' }),
       message({ definition: 'agent', name: 'writer' })
     ];
-    expect(fileAgents(cells)).toEqual({ names: ['writer', 'critic'], defaultAgent: 'writer', history: 'include' });
+    expect(fileAgents(cells)).toEqual({
+      names: ['writer', 'critic'],
+      defaultAgent: 'writer',
+      history: 'include'
+    });
   });
 
   it('reads no front matter from a raw cell that is not the first', () => {
     const cells = [message(), raw('---\nagents:\n  writer: {}\n---')];
-    expect(fileAgents(cells)).toEqual({ names: [], defaultAgent: null, history: 'include' });
+    expect(fileAgents(cells)).toEqual({
+      names: [],
+      defaultAgent: null,
+      history: 'include'
+    });
   });
 });
 
@@ -63,6 +88,8 @@ describe('historyMode', () => {
 
 describe('history: auto in the front matter', () => {
   it('makes auto the mode of cells that set none', () => {
-    expect(frontMatterAgents('history: auto\nagents:\n  a: {}').history).toEqual('auto');
+    expect(
+      frontMatterAgents('history: auto\nagents:\n  a: {}').history
+    ).toEqual('auto');
   });
 });

@@ -31,23 +31,32 @@ describe('parseAttp', () => {
   });
 
   it('reads an answer, with escapes in a basic string', () => {
-    const answer = parseAttp('thought = "Done."\nanswer = "Line one.\\nLine \\"two\\"."\n');
+    const answer = parseAttp(
+      'thought = "Done."\nanswer = "Line one.\\nLine \\"two\\"."\n'
+    );
     expect(answer!.answer).toBe('Line one.\nLine "two".');
     expect(answer!.toolCall).toBeNull();
   });
 
   it('keeps the prose a model wrote around a fenced TOML block', () => {
-    const reply = parseAttp('Here is my step.\n\n```toml\nthought = "Think."\nanswer = "Yes."\n```\n');
+    const reply = parseAttp(
+      'Here is my step.\n\n```toml\nthought = "Think."\nanswer = "Yes."\n```\n'
+    );
     expect(reply!.prose).toBe('Here is my step.');
     expect(reply!.answer).toBe('Yes.');
   });
 
   it('reads a reply still streaming in up to where it stops, marked incomplete', () => {
-    const partial = parseAttp('thought = "Look it up."\nanswer = """The weather in Par', true);
+    const partial = parseAttp(
+      'thought = "Look it up."\nanswer = """The weather in Par',
+      true
+    );
     expect(partial!.complete).toBe(false);
     expect(partial!.answer).toBe('The weather in Par');
     // the same text, finished: a string left open is not valid TOML
-    expect(parseAttp('thought = "Look it up."\nanswer = """The weather in Par')).toBeNull();
+    expect(
+      parseAttp('thought = "Look it up."\nanswer = """The weather in Par')
+    ).toBeNull();
   });
 
   it('gives null for text that is not ATTP, and for TOML it cannot read', () => {
