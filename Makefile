@@ -17,7 +17,8 @@ test-fast:  ## ruff on the whole tree, then tests/unit (no process, server or ne
 
 # The integration tier runs on two workers, a file to a worker (a module's fixtures, such as the
 # wheel the packaging tests build, are made once); the browser tests share one JupyterLab and
-# run alone after it, then the labextension's lint checks and jest tests. Every tier runs even when one fails; the target fails if any did.
+# run alone after it, then the labextension's lint checks and jest tests. Every tier runs even
+# when one fails; the target fails if any did.
 test:   ## the whole test suite, browser tests included
 	$(BIN)/ruff check .
 	status=0; \
