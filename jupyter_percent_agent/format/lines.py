@@ -13,6 +13,7 @@ nothing but blanks after it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Final
 
 __all__ = [
@@ -22,9 +23,11 @@ __all__ = [
     "Fence",
     "fence_closes",
     "fence_for",
+    "fence_opens",
     "line_number",
     "split_fenced",
     "unclosed_fence",
+    "until_unclosed",
 ]
 
 # Pieces of the reader's scanner (rules.py), each anchored after the newline that starts its
@@ -44,6 +47,23 @@ OPEN_FENCE: Final = r" {0,3}(?P<fc>`{3,}|~{3,})(?P<fi>[^\n]*)"
 # The fences of a text, anchored on the newline before their line (prepend one for the first
 # line): much faster than a MULTILINE '^' in CPython's re.
 FENCES: Final = re.compile(rf"\n(?=[ `~])(?:(?P<block>{CLOSED_BLOCK})|(?P<open>{OPEN_FENCE}))")
+
+
+def fence_opens(m: re.Match[str]) -> bool:
+    """Whether an ``open`` match (:data:`OPEN_FENCE`, group ``fc`` its run, ``fi`` the rest of
+    its line) opens a fence: a backtick fence's info string has no backtick."""
+    return m.group("fc")[0] != "`" or "`" not in m.group("fi")
+
+
+def until_unclosed(matches: Iterator[re.Match[str]]) -> Iterator[re.Match[str]]:
+    """The matches of a scanner with an ``open`` rule, up to and with the first fence nothing
+    closes: the rest of the text is inside it, so nothing after it is structure. Stopping
+    there keeps a scan linear: a scanner that went on would try, at each later fence line, to
+    find what closes it, to the end of the text each time."""
+    for m in matches:
+        yield m
+        if m.lastgroup == "open" and fence_opens(m):
+            return
 
 
 class Fence:
@@ -83,8 +103,8 @@ def _first_fence(body: str, start: int) -> re.Match[str] | None:
     """The first closed block or unclosed fence of ``"\\n" + body`` from the line that starts
     at ``start`` in ``body`` (match positions are one more than in ``body``)."""
     for m in FENCES.finditer("\n" + body, start):
-        if m.lastgroup == "open" and m.group("fc")[0] == "`" and "`" in m.group("fi"):
-            continue  # not a fence: a backtick fence's info string has no backtick
+        if m.lastgroup == "open" and not fence_opens(m):
+            continue
         return m
     return None
 
@@ -117,7 +137,7 @@ def unclosed_fence(body: str) -> str | None:
     if start < 0:
         return None
     for m in FENCES.finditer("\n" + body, start):
-        if m.lastgroup == "open" and not (m.group("fc")[0] == "`" and "`" in m.group("fi")):
+        if m.lastgroup == "open" and fence_opens(m):
             return m.group("fc")
     return None
 

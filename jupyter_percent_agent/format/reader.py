@@ -20,6 +20,7 @@ from typing import Any, Final
 from .attrs import NS, AttrError, parse_meta
 from .detect import front_matter_end, is_message_path, messages_setting, where
 from .errors import FormatError
+from .lines import fence_opens, until_unclosed
 from .notebook import (
     FRONT_MATTER_ID,
     PREAMBLE_ID,
@@ -39,6 +40,7 @@ from .rules import (
     inline_meta,
     scanner,
     structure,
+    title_ref,
 )
 from .script import is_script_path
 
@@ -52,10 +54,11 @@ _STRAY_FOOTNOTE: Final = re.compile(
     + r")[\]:(]", re.M)
 _HIDDEN_HEADING: Final = re.compile(r"\n" + heading_pattern(), re.M)  # $: any line end
 _END: Final = (None,)  # after the last match: the end of the text closes the last cell
-# The cell rule's groups by number (faster than by name): hashes, marker, bare, title, ref,
-# fid, meta, more. Not m.groups(): that copies the whole heading and footnote as group 1.
+# The cell rule's groups by number (faster than by name): hashes, marker, bare, title (the
+# rest of the heading's line), fid, meta, more. Not m.groups(): that copies the whole heading
+# and footnote as group 1.
 _CELL_GROUPS: Final = tuple(scanner(None, cells=True).groupindex[name] for name in (
-    "hashes", "marker", "bare", "title", "ref", "fid", "meta", "more"))
+    "hashes", "marker", "bare", "title", "fid", "meta", "more"))
 
 
 def read_notebook(text: str, path: str | None = None, ids: set[str] | None = None) -> dict:
@@ -136,10 +139,9 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
     out_level = 2  # the heading level of its outputs
     head = None  # the heading whose body is open
     escapes: list[int] = []
-    hidden = False  # after a fence nothing closes
     seen = ctx.seen
     size = len(src)
-    for m in chain(scanner(ctx.section, cells=True).finditer(src, at), _END):
+    for m in chain(until_unclosed(scanner(ctx.section, cells=True).finditer(src, at)), _END):
         if m is None:
             end = size
         elif m.lastgroup == "cell":
@@ -147,21 +149,17 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
         else:
             kind = m.lastgroup
             if kind == "escape":
-                # in a body (in the preamble an escaped line stays as it is), unless a fence
-                # nothing closes holds it
-                if head is not None and not hidden:
+                # in a body (in the preamble an escaped line stays as it is)
+                if head is not None:
                     escapes.append(m.start() + 1)
-            elif kind == "open" and not hidden:
-                if m.group("fc")[0] == "`" and "`" in m.group("fi"):
-                    continue  # not a fence: a backtick fence's info string has no backtick
-                # a fence nothing closes: the rest of the text is inside it, and must not
-                # hide a cell heading (so no cell follows)
+            elif kind == "open" and fence_opens(m):
+                # a fence nothing closes (the last match): the rest of the text is inside
+                # it, and must not hide a cell heading (so no cell follows)
                 hide = _HIDDEN_HEADING.search(src, m.end())
                 if hide is not None:
                     raise FormatError(f"unclosed fence: it hides the cell heading on line "
                                       f"{ctx.line(hide.start() + 1)}",
                                       line=ctx.line(m.start() + 1))
-                hidden = True
             continue
         if head is None:
             _preamble(src, start, end, ctx, cells)
@@ -170,7 +168,8 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
         # the cell whose heading (and footnote) the scanner's ``cell`` rule matched in
         # ``head``, its body ending at ``end``
         pos = head.start() + 1
-        hashes, marker, bare, title, ref, fid, meta, more = head.group(*_CELL_GROUPS)
+        hashes, marker, bare, line, fid, meta, more = head.group(*_CELL_GROUPS)
+        title, ref = title_ref(line)
         if marker is None:  # seed 000's bare '%%% [type]'
             marker = bare
             level = 1
@@ -184,7 +183,11 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
                 fid = None  # the footnote under it is body
         if fid is not None:
             if more:  # continuation lines, joined with one space
-                meta += " " + " ".join(line.strip() for line in more.split("\n")[1:])
+                lines = more.split("\n")
+                del lines[0]
+                for k, piece in enumerate(lines):  # in place: one copy of them at a time
+                    lines[k] = piece.strip()
+                meta += " " + " ".join(lines)
             if ref is None:  # a heading with no reference adopts the footnote's id
                 try:
                     typ, sub, link, attrs = parse_meta(meta)
