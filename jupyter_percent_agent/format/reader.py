@@ -32,6 +32,7 @@ from .notebook import (
     notebook_language,
     notebook_metadata,
 )
+from .record import Record
 from .rules import (
     INPUT_TYPES,
     SKIP_BLANK,
@@ -228,13 +229,13 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
                 raise ctx.error("an output cell (%%%) under a cell that cannot have "
                                 f"outputs ({cell['cell_type']})", pos)
             blocks += 1
-            add_output(pos, level, title, ref, typ, sub, link, attrs, text, cell, blocks, ctx,
-                       parent, out_level)
+            add_output(Record(True, level, title, ref, typ, sub, link, attrs, text, pos), cell,
+                       blocks, ctx, parent, out_level)
         else:
             if cell is None:  # the document's heading level: the first message's
                 ctx.level = level
-            cell = input_cell(pos, level, title, ref, typ, sub, link, attrs, text, len(cells),
-                              ctx)
+            cell = input_cell(Record(False, level, title, ref, typ, sub, link, attrs, text, pos),
+                              len(cells), ctx)
             cells.append(cell)
             parent = cell_ref(cell) if NS in cell["metadata"] else cell["id"]
             blocks = 0

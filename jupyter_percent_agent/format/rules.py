@@ -26,6 +26,7 @@ from typing import Final
 
 from .attrs import AttrError, Meta, parse_meta
 from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_opens
+from .record import CELL_TYPE_OF
 
 __all__ = [
     "FOOTNOTE",
@@ -42,10 +43,8 @@ __all__ = [
     "title_ref",
 ]
 
-#: The types of input (``%%``) cells.
-INPUT_TYPES: Final = frozenset(
-    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async", "task"}
-)
+#: The types of input (``%%``) cells: those the notebook mapping gives a cell type.
+INPUT_TYPES: Final = frozenset(CELL_TYPE_OF)
 
 
 def heading_pattern(named: bool = False) -> str:
