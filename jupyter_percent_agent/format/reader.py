@@ -3,10 +3,11 @@
 The pass runs the scanner the rules compose (``rules.scanner``) over the whole text once and
 dispatches on the name of the rule each match is for: a ``cell`` heading closes the body of
 the cell before it and opens its own, an ``escape`` marks a body line to unescape, a
-``block`` (a closed fence) is skipped whole, an ``open`` fence ends the scan. When a cell's
-end is known, its heading, footnote and body (the rules of ``rules.py``) go straight from the
-match into the notebook mapping (``notebook.py``), with no record in between; a cell with no
-valid id of its own gets one made up, which must not be one the text gives further down.
+``block`` (a closed fence) is skipped whole, an ``open`` fence ends the scan (the rest of the
+text is its body: the scan stops there, which keeps it linear). When a cell's end is known,
+its heading, footnote and body (the rules of ``rules.py``) make a record (``record.Record``,
+the writer's too), handed to the notebook mapping (``notebook.py``); a cell with no valid id
+of its own gets one made up, which must not be one the text gives further down.
 
 No I/O here: ``read`` (``__init__.py``) reads the file.
 """
@@ -131,16 +132,14 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
     """The pass: every cell from the newline at ``at`` on, mapped into ``cells`` as its end
     is found; the text from ``start`` to the first cell is the preamble.
 
-    A cell is read from the scanner's match of its heading (and footnote) straight into the
-    notebook mapping (``input_cell``, ``add_output``): its heading level, title, footnote id,
-    ``[TYPE:SUB](LINK)``, ``key=value`` attributes and body."""
+    Match, make a record (:func:`_record`), hand it to the notebook mapping (``input_cell``,
+    ``add_output``)."""
     cell: dict | None = None  # the input cell the outputs read go to
     blocks = 0  # how many output blocks it has so far
     parent = ""  # its footnote id
     out_level = 2  # the heading level of its outputs
     head = None  # the heading whose body is open
     escapes: list[int] = []
-    seen = ctx.seen
     size = len(src)
     for m in chain(until_unclosed(scanner(ctx.section, cells=True).finditer(src, at)), _END):
         if m is None:
@@ -166,78 +165,84 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
             _preamble(src, start, end, ctx, cells)
             head = m
             continue
-        # the cell whose heading (and footnote) the scanner's ``cell`` rule matched in
-        # ``head``, its body ending at ``end``
-        pos = head.start() + 1
-        hashes, marker, bare, line, fid, meta, more = head.group(*_CELL_GROUPS)
-        title, ref = title_ref(line)
-        if marker is None:  # seed 000's bare '%%% [type]'
-            marker = bare
-            level = 1
-        else:
-            level = len(hashes)
-        typ = sub = link = attrs = None
-        if ref is None and "[" in title:
-            found = inline_meta(title, len(marker) == 3)
-            if found is not None:
-                title, (typ, sub, link, attrs) = found
-                fid = None  # the footnote under it is body
-        if fid is not None:
-            if more:  # continuation lines, joined with one space
-                lines = more.split("\n")
-                del lines[0]
-                for k, piece in enumerate(lines):  # in place: one copy of them at a time
-                    lines[k] = piece.strip()
-                meta += " " + " ".join(lines)
-            if ref is None:  # a heading with no reference adopts the footnote's id
-                try:
-                    typ, sub, link, attrs = parse_meta(meta)
-                except AttrError:
-                    fid = None  # an ordinary footnote under it: that is body
-                else:
-                    ref = fid
-            elif fid != ref:
-                raise FormatError(f"footnote [^{fid}] does not match the heading's [^{ref}]",
-                                  line=ctx.line(head.start("fid")), path=ctx.path)
-            else:
-                try:
-                    typ, sub, link, attrs = parse_meta(meta)
-                except AttrError as err:
-                    raise FormatError(f"bad metadata for [^{ref}]: {err}",
-                                      line=ctx.line(head.start("fid")), path=ctx.path) from None
-        if fid is not None:
-            at = head.end() + 1
-            if at > end:
-                at = end
-        else:  # the body starts after the heading line and one blank line
-            at = src.find("\n", head.end("title"), end) + 1 or end
-            blank = SKIP_BLANK.match(src, at, end)
-            if blank is not None:
-                at = blank.end()
-        if ref is not None and seen.setdefault(ref, pos) != pos:
-            raise FormatError(f"duplicate id [^{ref}] (first used on line "
-                              f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
-        if attrs is None:
-            attrs = {}
-        text = body(src, at, end, escapes, end == size)
+        rec = _record(head, end, escapes, ctx)
         if escapes:
             escapes = []
-        if len(marker) == 3:
+        if rec.out:
             if cell is None:
-                raise ctx.error("an output cell (%%%) before any message", pos)
+                raise ctx.error("an output cell (%%%) before any message", rec.pos)
             if cell["cell_type"] != "code":
                 raise ctx.error("an output cell (%%%) under a cell that cannot have "
-                                f"outputs ({cell['cell_type']})", pos)
+                                f"outputs ({cell['cell_type']})", rec.pos)
             blocks += 1
-            add_output(Record(True, level, title, ref, typ, sub, link, attrs, text, pos), cell,
-                       blocks, ctx, parent, out_level)
+            add_output(rec, cell, blocks, ctx, parent, out_level)
         else:
             if cell is None:  # the document's heading level: the first message's
-                ctx.level = level
-            cell = input_cell(Record(False, level, title, ref, typ, sub, link, attrs, text, pos),
-                              len(cells), ctx)
+                ctx.level = rec.level
+            cell = input_cell(rec, len(cells), ctx)
             cells.append(cell)
             parent = cell_ref(cell) if NS in cell["metadata"] else cell["id"]
             blocks = 0
-            out_level = level + 1 if level < 5 else 5
+            out_level = rec.level + 1 if rec.level < 5 else 5
         head = m
+
+
+def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> Record:
+    """The record of the cell whose heading (and footnote) the scanner's ``cell`` rule matched
+    in ``head``, its body ending at ``end`` (``escapes``: the escaped lines in it): heading
+    level, title, footnote id, ``[TYPE:SUB](LINK)``, ``key=value`` attributes and body."""
+    src = ctx.src
+    pos = head.start() + 1
+    hashes, marker, bare, line, fid, meta, more = head.group(*_CELL_GROUPS)
+    title, ref = title_ref(line)
+    if marker is None:  # seed 000's bare '%%% [type]'
+        marker = bare
+        level = 1
+    else:
+        level = len(hashes)
+    typ = sub = link = attrs = None
+    if ref is None and "[" in title:
+        found = inline_meta(title, len(marker) == 3)
+        if found is not None:
+            title, (typ, sub, link, attrs) = found
+            fid = None  # the footnote under it is body
+    if fid is not None:
+        if more:  # continuation lines, joined with one space
+            lines = more.split("\n")
+            del lines[0]
+            for k, piece in enumerate(lines):  # in place: one copy of them at a time
+                lines[k] = piece.strip()
+            meta += " " + " ".join(lines)
+        if ref is None:  # a heading with no reference adopts the footnote's id
+            try:
+                typ, sub, link, attrs = parse_meta(meta)
+            except AttrError:
+                fid = None  # an ordinary footnote under it: that is body
+            else:
+                ref = fid
+        elif fid != ref:
+            raise FormatError(f"footnote [^{fid}] does not match the heading's [^{ref}]",
+                              line=ctx.line(head.start("fid")), path=ctx.path)
+        else:
+            try:
+                typ, sub, link, attrs = parse_meta(meta)
+            except AttrError as err:
+                raise FormatError(f"bad metadata for [^{ref}]: {err}",
+                                  line=ctx.line(head.start("fid")), path=ctx.path) from None
+    if fid is not None:
+        at = head.end() + 1
+        if at > end:
+            at = end
+    else:  # the body starts after the heading line and one blank line
+        at = src.find("\n", head.end("title"), end) + 1 or end
+        blank = SKIP_BLANK.match(src, at, end)
+        if blank is not None:
+            at = blank.end()
+    seen = ctx.seen
+    if ref is not None and seen.setdefault(ref, pos) != pos:
+        raise FormatError(f"duplicate id [^{ref}] (first used on line "
+                          f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
+    if attrs is None:
+        attrs = {}
+    return Record(len(marker) == 3, level, title, ref, typ, sub, link, attrs,
+                  body(src, at, end, escapes, end == len(src)), pos)
