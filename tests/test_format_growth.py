@@ -23,9 +23,9 @@ SIZE = 50_000  # bytes; the quadratic rules of before took seconds at this size
 MEMORY_SIZE = 1_000_000
 MEMORY_GOAL = 20  # peak bytes per byte of the file
 # The notebook read is itself bigger than that when the file is mostly tiny cells or outputs
-# (nbformat's dicts: an output dict per line of alternating streams): the bound there is the
-# notebook's own size, about twice the goal.
-NOTEBOOK_BOUND = {"many cells": 30, "long streams": 50}
+# (nbformat's dicts: an output dict per line of alternating streams) or a metadata dict of
+# 80,000 keys: the bound there is the notebook's own size, up to twice the goal.
+NOTEBOOK_BOUND = {"many cells": 30, "long streams": 50, "many attributes": 30}
 
 
 def _read(text: str, path: str) -> None:

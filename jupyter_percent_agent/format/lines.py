@@ -13,7 +13,6 @@ nothing but blanks after it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Final
 
 __all__ = [
@@ -27,7 +26,6 @@ __all__ = [
     "line_number",
     "split_fenced",
     "unclosed_fence",
-    "until_unclosed",
 ]
 
 # Pieces of the reader's scanner (rules.py), each anchored after the newline that starts its
@@ -53,17 +51,6 @@ def fence_opens(m: re.Match[str]) -> bool:
     """Whether an ``open`` match (:data:`OPEN_FENCE`, group ``fc`` its run, ``fi`` the rest of
     its line) opens a fence: a backtick fence's info string has no backtick."""
     return m.group("fc")[0] != "`" or "`" not in m.group("fi")
-
-
-def until_unclosed(matches: Iterator[re.Match[str]]) -> Iterator[re.Match[str]]:
-    """The matches of a scanner with an ``open`` rule, up to and with the first fence nothing
-    closes: the rest of the text is inside it, so nothing after it is structure. Stopping
-    there keeps a scan linear: a scanner that went on would try, at each later fence line, to
-    find what closes it, to the end of the text each time."""
-    for m in matches:
-        yield m
-        if m.lastgroup == "open" and fence_opens(m):
-            return
 
 
 class Fence:

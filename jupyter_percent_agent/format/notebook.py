@@ -347,9 +347,8 @@ def _drop_last_line(body: str) -> str:
 
 def input_cell(rec: Record, index: int, ctx: Context) -> dict:
     """The cell of an input (``%%``) record read; ``index``: the number of cells before it."""
-    pos, level, title, ref, sub, link, attrs, body = (
-        rec.pos, rec.level, rec.title, rec.id, rec.sub, rec.link, rec.attrs, rec.body)
-    t = rec.type or "markdown"
+    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    t = t or "markdown"
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
                         f"{', '.join(sorted(INPUT_TYPES))})", pos, footnote=True)
@@ -442,9 +441,8 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
                out_level: int) -> None:
     """Append the outputs of an output (``%%%``) record read to ``cell``: the ``index``-th
     block under it, whose default id is ``PARENT.index`` and default level ``out_level``."""
-    pos, level, title, ref, sub, link, attrs, body = (
-        rec.pos, rec.level, rec.title, rec.id, rec.sub, rec.link, rec.attrs, rec.body)
-    t = rec.type or "output"
+    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    t = t or "output"
     # structural attributes (mime_type, execution_count, ...) are rare: one test for all
     plain = attrs.keys().isdisjoint(OUT_STRUCT)
     ns, over = ({}, None) if plain or NS not in attrs else _take_ns(attrs, ctx, pos)

@@ -21,7 +21,7 @@ from typing import Any, Final
 from .attrs import NS, AttrError, parse_meta
 from .detect import front_matter_end, is_message_path, messages_setting, where
 from .errors import FormatError
-from .lines import fence_opens, until_unclosed
+from .lines import fence_opens
 from .notebook import (
     FRONT_MATTER_ID,
     PREAMBLE_ID,
@@ -141,7 +141,7 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
     head = None  # the heading whose body is open
     escapes: list[int] = []
     size = len(src)
-    for m in chain(until_unclosed(scanner(ctx.section, cells=True).finditer(src, at)), _END):
+    for m in chain(scanner(ctx.section, cells=True).finditer(src, at), _END):
         if m is None:
             end = size
         elif m.lastgroup == "cell":
@@ -152,18 +152,25 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
                 # in a body (in the preamble an escaped line stays as it is)
                 if head is not None:
                     escapes.append(m.start() + 1)
-            elif kind == "open" and fence_opens(m):
-                # a fence nothing closes (the last match): the rest of the text is inside
-                # it, and must not hide a cell heading (so no cell follows)
-                hide = _HIDDEN_HEADING.search(src, m.end())
-                if hide is not None:
-                    raise FormatError(f"unclosed fence: it hides the cell heading on line "
-                                      f"{ctx.line(hide.start() + 1)}",
-                                      line=ctx.line(m.start() + 1))
-            continue
+                continue
+            if kind != "open" or not fence_opens(m):
+                continue
+            # a fence nothing closes: the rest of the text is inside it, and must not hide a
+            # cell heading (so no cell follows). The scan ends here, as at the end of the
+            # text: going on, it would look for what closes each later fence line, to the end
+            # of the text each time (quadratic)
+            hide = _HIDDEN_HEADING.search(src, m.end())
+            if hide is not None:
+                raise FormatError(f"unclosed fence: it hides the cell heading on line "
+                                  f"{ctx.line(hide.start() + 1)}",
+                                  line=ctx.line(m.start() + 1))
+            m = None
+            end = size
         if head is None:
             _preamble(src, start, end, ctx, cells)
             head = m
+            if m is None:
+                break
             continue
         rec = _record(head, end, escapes, ctx)
         if escapes:
@@ -184,6 +191,8 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
             parent = cell_ref(cell) if NS in cell["metadata"] else cell["id"]
             blocks = 0
             out_level = rec.level + 1 if rec.level < 5 else 5
+        if m is None:
+            break
         head = m
 
 

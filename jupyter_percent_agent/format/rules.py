@@ -68,7 +68,8 @@ def section_pattern(title: str) -> str:
 # the reference at once is quadratic in the line's length: a lazy title tries the reference
 # at every one of its characters.)
 TITLE_REF: Final = r"[ \t]?+(?P<title>[^\n]*+)"
-_REF_ID: Final = re.compile(r"[^\]\s]*+")
+_REF_ID: Final = re.compile(r"[^\]\s]++")
+_REF_ID_PART: Final = re.compile(r"[^\]\s]*+")
 # The metadata under a heading: after at most one blank line, ``[^ID]: ...`` and its
 # continuation lines (indented by two spaces or a tab, not blank), then the one blank line
 # that separates it from the body (the newline before the body's first line is left to the
@@ -113,16 +114,22 @@ def title_ref(line: str) -> tuple[str, str | None]:
     text = line.rstrip()
     if text[-1:] != "]":
         return text, None
-    last = len(text) - 1
-    start = text.rfind("[^", 0, last - 2 + 1)
-    if start < 0 or _REF_ID.fullmatch(text, start + 2, last) is None or start + 2 == last:
+    start = text.rfind("[^")
+    if start < 0:
         return text, None
-    while True:  # the first '[^' of the run of id characters that ends at the ']'
-        before = text.rfind("[^", 0, start)
-        if before < 0 or _REF_ID.fullmatch(text, before + 2, start) is None:
-            break
-        start = before
-    return text[:start].rstrip(), text[start + 2 : last]
+    empty = start + 2 == len(text) - 1  # '[^]': an id can only begin at a '[^' before it
+    if not empty and _REF_ID.fullmatch(text, start + 2, len(text) - 1) is None:
+        return text, None
+    if empty or (start and text[start - 1] != "]" and not text[start - 1].isspace()):
+        first = -1
+        while True:  # rare: the run of id characters goes on to the left, from a first '[^'
+            before = text.rfind("[^", 0, start)
+            if before < 0 or _REF_ID_PART.fullmatch(text, before + 2, start) is None:
+                break
+            start = first = before
+        if empty and first < 0:
+            return text, None
+    return text[:start].rstrip(), text[start + 2 : -1]
 
 
 def structure(text: str, start: int = 0, section: str | None = None,

@@ -76,12 +76,11 @@ _HEADS: Final = tuple(tuple("#" * level + marker for level in range(6))
 def record_text(rec: Record, struct: dict | None, ns: dict | None, section: str | None) -> str:
     """One cell or output, ending with a newline: ``struct`` the attributes the writer adds for
     the notebook's own fields, ``ns`` the namespaced entry (the module's docstring)."""
-    ref = rec.id
-    body = rec.body
-    meta = emit_meta(rec.type, rec.sub, rec.link, struct, rec.attrs, ns)
-    head = _HEADS[rec.out][rec.level]
-    if rec.title:
-        head = f"{head} {rec.title}"
+    out, level, title, ref, typ, sub, link, attrs, body, _pos = rec
+    meta = emit_meta(typ, sub, link, struct, attrs, ns)
+    head = _HEADS[out][level]
+    if title:
+        head = f"{head} {title}"
     if not body:
         return f"{head}[^{ref}]\n[^{ref}]: {meta}\n" if meta else f"{head}[^{ref}]\n[^{ref}]:\n"
     if section is not None or "%%" in body:
