@@ -33,7 +33,7 @@ from .notebook import (
     notebook_language,
     notebook_metadata,
 )
-from .record import Record
+from .record import Record, make_record
 from .rules import (
     INPUT_TYPES,
     SKIP_BLANK,
@@ -253,5 +253,5 @@ def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> 
                           f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
     if attrs is None:
         attrs = {}
-    return Record(len(marker) == 3, level, title, ref, typ, sub, link, attrs,
-                  body(src, at, end, escapes, end == len(src)), pos)
+    return make_record((len(marker) == 3, level, title, ref, typ, sub, link, attrs,
+                        body(src, at, end, escapes, end == len(src)), pos))

@@ -49,7 +49,7 @@ from .notebook import (
     join_source,
     notebook_language,
 )
-from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record
+from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record, make_record
 from .rules import escape_body, structure
 from .runner import without_runner_cell_keys, without_runner_notebook_keys
 
@@ -278,8 +278,9 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
             body = block
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
-    texts.append(record_text(Record(False, level, title, ref, t, ns.get("sub"), ns.get("link"),
-                                    attrs, body), struct, left, ctx.section))
+    texts.append(record_text(make_record((False, level, title, ref, t, ns.get("sub"),
+                                          ns.get("link"), attrs, body, 0)),
+                             struct, left, ctx.section))
     if ct == "code" and cell.get("outputs"):
         _outputs(cell, ref, min(level + 1, 5), ctx, seen, texts)
 
@@ -406,8 +407,8 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx
         over = {k: attrs.pop(k) for k in list(attrs) if k in _STREAM_STRUCT}
         if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
             over["mime_type"] = attrs.pop("mime_type")
-    return record_text(Record(True, level, title, ref, t, sub, link, attrs, body), struct,
-                       _left(info, _OUT_NS, over), ctx.section)
+    return record_text(make_record((True, level, title, ref, t, sub, link, attrs, body, 0)),
+                       struct, _left(info, _OUT_NS, over), ctx.section)
 
 
 def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
@@ -419,8 +420,8 @@ def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
     body = json_text({k: v for k, v in out.items() if k != "output_type"}, indent=1)
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
-    return record_text(Record(True, level, "", ref, t, None, None, _EMPTY, body), struct, None,
-                       ctx.section)
+    return record_text(make_record((True, level, "", ref, t, None, None, _EMPTY, body, 0)),
+                       struct, None, ctx.section)
 
 
 def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx: Context,
@@ -435,8 +436,8 @@ def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx
     attrs, over = (attrs, None) if attrs.keys().isdisjoint(OUT_STRUCT) else _attrs(attrs,
                                                                                   OUT_STRUCT)
     body = _close("\n".join(tb), struct)
-    return record_text(Record(True, level, title, ref, "error", sub, link, attrs, body), struct,
-                       _left(info, _OUT_NS, over), ctx.section)
+    return record_text(make_record((True, level, title, ref, "error", sub, link, attrs, body,
+                                    0)), struct, _left(info, _OUT_NS, over), ctx.section)
 
 
 def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Context,
@@ -488,5 +489,5 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Co
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
     left = _left(ns, _OUT_NS, over) if over or not ns.keys() <= _OUT_NS else None
-    return record_text(Record(True, level, title, ref, t, sub, link, attrs, body), struct, left,
-                       ctx.section)
+    return record_text(make_record((True, level, title, ref, t, sub, link, attrs, body, 0)),
+                       struct, left, ctx.section)
