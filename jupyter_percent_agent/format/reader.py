@@ -56,11 +56,11 @@ _STRAY_FOOTNOTE: Final = re.compile(
     + r")[\]:(]", re.M)
 _HIDDEN_HEADING: Final = re.compile(r"\n" + heading_pattern(), re.M)  # $: any line end
 _END: Final = (None,)  # after the last match: the end of the text closes the last cell
-# The cell rule's groups by number (faster than by name): hashes, marker, bare, title (the
-# rest of the heading's line), fid, meta, more. Not m.groups(): that copies the whole heading
-# and footnote as group 1.
+# The cell rule's groups by number (faster than by name): hashes, marker, bare, title and
+# ref (or the rest of the heading's line), fid, meta, more. Not m.groups(): that copies the
+# whole heading and footnote as group 1.
 _CELL_GROUPS: Final = tuple(scanner(None, cells=True).groupindex[name] for name in (
-    "hashes", "marker", "bare", "title", "fid", "meta", "more"))
+    "hashes", "marker", "bare", "title", "ref", "line", "fid", "meta", "more"))
 
 
 def read_notebook(text: str, path: str | None = None, ids: set[str] | None = None) -> dict:
@@ -202,8 +202,9 @@ def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> 
     level, title, footnote id, ``[TYPE:SUB](LINK)``, ``key=value`` attributes and body."""
     src = ctx.src
     pos = head.start() + 1
-    hashes, marker, bare, line, fid, meta, more = head.group(*_CELL_GROUPS)
-    title, ref = title_ref(line)
+    hashes, marker, bare, title, ref, line, fid, meta, more = head.group(*_CELL_GROUPS)
+    if line is not None:
+        title, ref = title_ref(line)
     if marker is None:  # seed 000's bare '%%% [type]'
         marker = bare
         level = 1
@@ -243,7 +244,7 @@ def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> 
         if at > end:
             at = end
     else:  # the body starts after the heading line and one blank line
-        at = src.find("\n", head.end("title"), end) + 1 or end
+        at = src.find("\n", pos, end) + 1 or end
         blank = SKIP_BLANK.match(src, at, end)
         if blank is not None:
             at = blank.end()

@@ -67,7 +67,11 @@ def section_pattern(title: str) -> str:
 # :func:`title_ref` reads as the title and a footnote reference. (A pattern for the title and
 # the reference at once is quadratic in the line's length: a lazy title tries the reference
 # at every one of its characters.)
-TITLE_REF: Final = r"[ \t]?+(?P<title>[^\n]*+)"
+# The common form (a title of words between spaces and tabs, then ``[^ID]``) is read by the
+# pattern itself, in one linear pass (``title``, ``ref``); any other line (a ``[`` or another
+# blank in the title, no reference) is ``line``, for :func:`title_ref`.
+TITLE_REF: Final = (r"[ \t]?+(?:(?P<title>(?:[^\s\[]++|[ \t]++(?=[^\s\[]))*+)[ \t]*+"
+                    r"\[\^(?P<ref>[^\]\s\[]++)\][ \t]*+(?=\n|$)|(?P<line>[^\n]*+))")
 _REF_ID: Final = re.compile(r"[^\]\s]++")
 _REF_ID_PART: Final = re.compile(r"[^\]\s]*+")
 # The metadata under a heading: after at most one blank line, ``[^ID]: ...`` and its
