@@ -36,8 +36,11 @@ class AttrError(PercentAgentError, ValueError):
 _DECODER: Final = json.JSONDecoder(strict=False)
 _KEY: Final = re.compile(r"[A-Za-z_@][\w.\-/@+]*")
 _PAIR_KEY: Final = re.compile(r"[ \t]*([A-Za-z_@][\w.\-/@+]*)[ \t]*=[ \t]*")
-_DQ: Final = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+# Unrolled and possessive: a repeated alternation would keep a backtracking entry per
+# character (150 bytes of memory per byte of a long value).
+_DQ: Final = re.compile(r'"([^"\\\n]*+(?:\\.[^"\\\n]*+)*+)"')
 _BARE: Final = re.compile(r"[^\s]+")
+_WORD: Final = re.compile(r"\s*+(\S++)")
 _INT: Final = re.compile(r"-?(?:0|[1-9]\d*)")
 _FLOAT: Final = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _TYPE: Final = re.compile(
@@ -49,6 +52,13 @@ _RAW_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2
 _LITERAL_OK: Final = re.compile(r"[^'\x00-\x1f\x7f\x85\u2028\u2029]*")
 
 Meta = tuple[str | None, str | None, str | None, dict[str, Any]]
+
+
+def _word(s: str, i: int) -> str:
+    """The word at ``i`` in ``s``, for an error (the rest of ``s`` not copied: that would be
+    quadratic where a line is tried at many places)."""
+    m = _WORD.match(s, i)
+    return m.group(1) if m is not None else ""
 
 
 def parse_value_bare(word: str) -> Any:
@@ -107,6 +117,14 @@ def _parse_value(s: str, i: int) -> tuple[Any, int]:
     return parse_value_bare(word), m.end()
 
 
+# The longest text a cache keeps: the caches are for what repeats (short tokens and lines);
+# a long one kept would hold its text in memory after the read, up to a cache's size of them.
+_CACHED_SIZE: Final = 512
+# A footnote line longer than this is read by the general parser at once: split at blanks
+# first, a long value with many blanks in it would cost an object per word.
+_SPLIT_SIZE: Final = 4096
+
+
 class _NotCanonical(Exception):
     """A token the token table does not take; the general parser reads the whole line."""
 
@@ -128,9 +146,10 @@ class _TokenTable(dict):
         if len(pairs) != 1:
             raise _NotCanonical
         [kv] = pairs.items()
-        if len(self) > 16384:
-            self.clear()
-        self[tok] = kv
+        if len(tok) <= _CACHED_SIZE:
+            if len(self) > 16384:
+                self.clear()
+            self[tok] = kv
         return kv
 
 
@@ -141,14 +160,19 @@ _HEADS: Final[dict[str, tuple[str | None, str | None, str | None]]] = {}
 _CACHE: Final[dict[str, Meta]] = {}
 
 
-def parse_meta(s: str, *, need_type: bool = False) -> Meta:
-    """Parse ``[TYPE:SUB](LINK) k=v ...`` into (type, subtype, link, attrs).
+def parse_meta(s: str, *, need_type: bool = False, start: int = 0) -> Meta:
+    """Parse ``[TYPE:SUB](LINK) k=v ...`` (``s`` from ``start`` on) into (type, subtype,
+    link, attrs).
 
     The attrs dict returned is the caller's own to change.
     """
+    if start:
+        return _parse_meta(s, need_type, start)
     hit = _CACHE.get(s)
     if hit is not None:
         return hit[0], hit[1], hit[2], hit[3].copy()
+    if len(s) > _SPLIT_SIZE:
+        return _parse_meta(s, need_type)
     # Tokens between single spaces, each read once and then looked up: a [TYPE] first, then
     # ``key=value`` pairs.
     toks = s.split(" ")
@@ -159,22 +183,24 @@ def parse_meta(s: str, *, need_type: bool = False) -> Meta:
             return _parse_meta(s, need_type)
         typ, sub, link = m.groups()
         head = (typ, sub, link)
-        if len(_HEADS) < 1024:
+        if len(_HEADS) < 1024 and len(toks[0]) <= _CACHED_SIZE:
             _HEADS[toks[0]] = head
     del toks[0]
     try:
         attrs: dict[str, Any] = dict(map(_TOKEN, toks))
     except _NotCanonical:
         return _parse_meta(s, need_type)
+    if len(s) > _CACHED_SIZE:
+        return head[0], head[1], head[2], attrs
     if len(_CACHE) > 2048:
         _CACHE.clear()
     _CACHE[s] = (head[0], head[1], head[2], attrs)
     return head[0], head[1], head[2], attrs.copy()
 
 
-def _parse_meta(s: str, need_type: bool) -> Meta:
+def _parse_meta(s: str, need_type: bool, start: int = 0) -> Meta:
     n = len(s)
-    i = 0
+    i = start
     while i < n and s[i] in " \t":
         i += 1
     typ = sub = link = None
@@ -184,7 +210,7 @@ def _parse_meta(s: str, need_type: bool) -> Meta:
             typ, sub, link = m.group(1), m.group(2), m.group(3)
             i = m.end()
         elif _OPTIONAL_PAIR.match(s, i) is None:
-            raise AttrError(f"bad type {s[i:].split()[0]!r}")
+            raise AttrError(f"bad type {_word(s, i)!r}")
     elif need_type:
         raise AttrError("no [TYPE]")
     return typ, sub, link, _pairs(s, i)
@@ -224,7 +250,7 @@ def _pairs(s: str, i: int) -> dict[str, Any]:
         else:
             m = _PAIR_KEY.match(s, i)
             if m is None:
-                word = s[i:].split()[0]
+                word = _word(s, i)
                 raise AttrError(f"expected key=value, found {word!r} at column {i + 1}")
             key = m.group(1)
             i = m.end()
@@ -347,9 +373,10 @@ class _PairTable(dict):
     def __missing__(self, item: tuple[str, type, Any]) -> str:
         key, _type, value = item
         tok = (_KEYS.get(key) or emit_key(key)) + "=" + emit_value(value)
-        if len(self) > 8192:
-            self.clear()
-        self[item] = tok
+        if len(tok) <= _CACHED_SIZE:
+            if len(self) > 8192:
+                self.clear()
+            self[item] = tok
         return tok
 
 

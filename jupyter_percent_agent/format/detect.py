@@ -23,8 +23,9 @@ _SETTING: Final = re.compile(
 _YAML_TRUE: Final = frozenset({"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
 _YAML_FALSE: Final = frozenset({"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
 _YAML_NULL: Final = frozenset({"", "~", "null", "Null", "NULL"})
-_SQ: Final = re.compile(r"'((?:[^']|'')*)'")
-_DQ_VALUE: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+# unrolled and possessive: no backtracking entry per character of a long value
+_SQ: Final = re.compile(r"'([^']*+(?:''[^']*+)*)'")
+_DQ_VALUE: Final = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
 
 
 def front_matter_end(text: str) -> int:

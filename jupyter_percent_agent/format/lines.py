@@ -22,6 +22,7 @@ __all__ = [
     "Fence",
     "fence_closes",
     "fence_for",
+    "fence_opens",
     "line_number",
     "split_fenced",
     "unclosed_fence",
@@ -44,6 +45,12 @@ OPEN_FENCE: Final = r" {0,3}(?P<fc>`{3,}|~{3,})(?P<fi>[^\n]*)"
 # The fences of a text, anchored on the newline before their line (prepend one for the first
 # line): much faster than a MULTILINE '^' in CPython's re.
 FENCES: Final = re.compile(rf"\n(?=[ `~])(?:(?P<block>{CLOSED_BLOCK})|(?P<open>{OPEN_FENCE}))")
+
+
+def fence_opens(m: re.Match[str]) -> bool:
+    """Whether an ``open`` match (:data:`OPEN_FENCE`, group ``fc`` its run, ``fi`` the rest of
+    its line) opens a fence: a backtick fence's info string has no backtick."""
+    return m.group("fc")[0] != "`" or "`" not in m.group("fi")
 
 
 class Fence:
@@ -83,8 +90,8 @@ def _first_fence(body: str, start: int) -> re.Match[str] | None:
     """The first closed block or unclosed fence of ``"\\n" + body`` from the line that starts
     at ``start`` in ``body`` (match positions are one more than in ``body``)."""
     for m in FENCES.finditer("\n" + body, start):
-        if m.lastgroup == "open" and m.group("fc")[0] == "`" and "`" in m.group("fi"):
-            continue  # not a fence: a backtick fence's info string has no backtick
+        if m.lastgroup == "open" and not fence_opens(m):
+            continue
         return m
     return None
 
@@ -117,7 +124,7 @@ def unclosed_fence(body: str) -> str | None:
     if start < 0:
         return None
     for m in FENCES.finditer("\n" + body, start):
-        if m.lastgroup == "open" and not (m.group("fc")[0] == "`" and "`" in m.group("fi")):
+        if m.lastgroup == "open" and fence_opens(m):
             return m.group("fc")
     return None
 

@@ -3,9 +3,9 @@
 is scanned or written here: the reader (``reader.py``) hands each cell of the text over as a
 cell read; the writer (``writer.py``) reads the same table from right to left.
 
-A cell read comes as ``pos, level, title, ref, type, sub, link, attrs, body``: where its
-heading starts in the reader's text, heading level, title, footnote id, ``[TYPE:SUB](LINK)``,
-the ``key=value`` attributes and the body.
+A cell read comes as a record (``record.Record``): where its heading starts in the reader's
+text, heading level, title, footnote id, ``[TYPE:SUB](LINK)``, the ``key=value`` attributes
+and the body.
 
 Mapping, in short (docs/format.md has the table):
 
@@ -28,6 +28,7 @@ from typing import Any, Final
 from .attrs import NS, json_text
 from .errors import FormatError
 from .lines import fence_for, split_fenced
+from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record
 from .rules import INPUT_TYPES
 from .runner import is_runner_cell_key
 from .safe_yaml import load_yaml
@@ -344,12 +345,10 @@ def _drop_last_line(body: str) -> str:
     return body[:cut] if cut >= 0 else ""
 
 
-def input_cell(pos: int, level: int, title: str, ref: str | None, typ: str | None,
-               sub: str | None, link: str | None, attrs: dict, body: str, index: int,
-               ctx: Context) -> dict:
-    """The cell of an input (``%%``) cell read (see the module's docstring); ``index``: the
-    number of cells before it."""
-    t = typ or "markdown"
+def input_cell(rec: Record, index: int, ctx: Context) -> dict:
+    """The cell of an input (``%%``) record read; ``index``: the number of cells before it."""
+    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    t = t or "markdown"
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
                         f"{', '.join(sorted(INPUT_TYPES))})", pos, footnote=True)
@@ -370,13 +369,13 @@ def input_cell(pos: int, level: int, title: str, ref: str | None, typ: str | Non
             body = _drop_last_line(body)
         if ct is not None and (not isinstance(ct, str) or not ct):
             raise ctx.error(f"cell_type must be a cell type's name, not {ct!r}", pos)
-    cell_type = ct or ("raw" if t == "raw" else "code")
+    cell_type = ct or CELL_TYPE_OF[t]
     fields = no_source = None
     if ns:
         fields = ns.pop("fields", None)
         if cell_type not in CELL_TYPES:
             no_source = ns.pop("no_source", None)
-    if t != ("raw" if cell_type == "raw" else "markdown"):
+    if t != TYPE_OF_CELL.get(cell_type, "markdown"):
         ns["type"] = t
     source = _read_code(body, ns, ctx) if t == "code" and cell_type == "code" else body
     if sub is not None:
@@ -438,12 +437,12 @@ def _read_code(body: str, ns: dict, ctx: Context) -> str:
     return code
 
 
-def add_output(pos: int, level: int, title: str, ref: str | None, typ: str | None,
-               sub: str | None, link: str | None, attrs: dict, body: str, cell: dict,
-               index: int, ctx: Context, parent: str, out_level: int) -> None:
-    """Append the outputs of an output (``%%%``) cell read to ``cell``: the ``index``-th
+def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
+               out_level: int) -> None:
+    """Append the outputs of an output (``%%%``) record read to ``cell``: the ``index``-th
     block under it, whose default id is ``PARENT.index`` and default level ``out_level``."""
-    t = typ or "output"
+    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    t = t or "output"
     # structural attributes (mime_type, execution_count, ...) are rare: one test for all
     plain = attrs.keys().isdisjoint(OUT_STRUCT)
     ns, over = ({}, None) if plain or NS not in attrs else _take_ns(attrs, ctx, pos)
@@ -460,7 +459,7 @@ def add_output(pos: int, level: int, title: str, ref: str | None, typ: str | Non
     if not plain and "close_fence" in attrs and attrs.pop("close_fence") is True:
         body = _drop_last_line(body)
     if t == "error":
-        _read_error(pos, attrs, ns, over, body, cell, ctx)
+        _read_error(rec, ns, over, body, cell, ctx)
         return
     is_lang = ctx.is_lang(t)
     if t != ctx.lang:
@@ -474,7 +473,7 @@ def add_output(pos: int, level: int, title: str, ref: str | None, typ: str | Non
         has_ec = "execution_count" in attrs
     if ((is_lang or (t == "output" and sub in STREAMS))
             and not has_ec and (mt is None or mt == "text/plain")):
-        _read_streams(pos, sub, attrs, ns, over, body, cell, ctx)
+        _read_streams(rec, ns, over, body, cell, ctx)
         return
     ec = None
     if not plain:
@@ -531,8 +530,10 @@ def _read_bundle(mimes: list[str], body: str, ctx: Context, pos: int) -> dict:
     return bundle
 
 
-def _read_streams(pos: int, sub: str | None, attrs: dict, ns: dict, over: dict | None,
-                  body: str, cell: dict, ctx: Context) -> None:
+def _read_streams(rec: Record, ns: dict, over: dict | None, body: str, cell: dict,
+                  ctx: Context) -> None:
+    """The stream outputs of an output record (``body``: its body less a closing line)."""
+    pos, sub, attrs = rec.pos, rec.sub, rec.attrs
     eol = attrs.pop("final_newline", True)
     fields = ns.pop("fields", None) if ns else None
     default = sub if sub in STREAMS else "stdout"
@@ -584,8 +585,10 @@ def _read_streams(pos: int, sub: str | None, attrs: dict, ns: dict, over: dict |
         _cell_ns(cell)["outputs"][str(first)] = ns
 
 
-def _read_error(pos: int, attrs: dict, ns: dict, over: dict | None, body: str,
-                cell: dict, ctx: Context) -> None:
+def _read_error(rec: Record, ns: dict, over: dict | None, body: str, cell: dict,
+                ctx: Context) -> None:
+    """The error output of an ``[error]`` record (``body``: its body less a closing line)."""
+    pos, attrs = rec.pos, rec.attrs
     ename = attrs.pop("ename", "")
     evalue = attrs.pop("evalue", "")
     counts = attrs.pop("traceback_lines", None)

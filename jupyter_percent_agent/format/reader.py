@@ -3,10 +3,11 @@
 The pass runs the scanner the rules compose (``rules.scanner``) over the whole text once and
 dispatches on the name of the rule each match is for: a ``cell`` heading closes the body of
 the cell before it and opens its own, an ``escape`` marks a body line to unescape, a
-``block`` (a closed fence) is skipped whole, an ``open`` fence ends the scan. When a cell's
-end is known, its heading, footnote and body (the rules of ``rules.py``) go straight from the
-match into the notebook mapping (``notebook.py``), with no record in between; a cell with no
-valid id of its own gets one made up, which must not be one the text gives further down.
+``block`` (a closed fence) is skipped whole, an ``open`` fence ends the scan (the rest of the
+text is its body: the scan stops there, which keeps it linear). When a cell's end is known,
+its heading, footnote and body (the rules of ``rules.py``) make a record (``record.Record``,
+the writer's too), handed to the notebook mapping (``notebook.py``); a cell with no valid id
+of its own gets one made up, which must not be one the text gives further down.
 
 No I/O here: ``read`` (``__init__.py``) reads the file.
 """
@@ -20,6 +21,7 @@ from typing import Any, Final
 from .attrs import NS, AttrError, parse_meta
 from .detect import front_matter_end, is_message_path, messages_setting, where
 from .errors import FormatError
+from .lines import fence_opens
 from .notebook import (
     FRONT_MATTER_ID,
     PREAMBLE_ID,
@@ -31,6 +33,7 @@ from .notebook import (
     notebook_language,
     notebook_metadata,
 )
+from .record import Record, make_record
 from .rules import (
     INPUT_TYPES,
     SKIP_BLANK,
@@ -39,6 +42,7 @@ from .rules import (
     inline_meta,
     scanner,
     structure,
+    title_ref,
 )
 from .script import is_script_path
 
@@ -52,10 +56,11 @@ _STRAY_FOOTNOTE: Final = re.compile(
     + r")[\]:(]", re.M)
 _HIDDEN_HEADING: Final = re.compile(r"\n" + heading_pattern(), re.M)  # $: any line end
 _END: Final = (None,)  # after the last match: the end of the text closes the last cell
-# The cell rule's groups by number (faster than by name): hashes, marker, bare, title, ref,
-# fid, meta, more. Not m.groups(): that copies the whole heading and footnote as group 1.
+# The cell rule's groups by number (faster than by name): hashes, marker, bare, title and
+# ref (or the rest of the heading's line), fid, meta, more. Not m.groups(): that copies the
+# whole heading and footnote as group 1.
 _CELL_GROUPS: Final = tuple(scanner(None, cells=True).groupindex[name] for name in (
-    "hashes", "marker", "bare", "title", "ref", "fid", "meta", "more"))
+    "hashes", "marker", "bare", "title", "ref", "line", "fid", "meta", "more"))
 
 
 def read_notebook(text: str, path: str | None = None, ids: set[str] | None = None) -> dict:
@@ -127,17 +132,14 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
     """The pass: every cell from the newline at ``at`` on, mapped into ``cells`` as its end
     is found; the text from ``start`` to the first cell is the preamble.
 
-    A cell is read from the scanner's match of its heading (and footnote) straight into the
-    notebook mapping (``input_cell``, ``add_output``): its heading level, title, footnote id,
-    ``[TYPE:SUB](LINK)``, ``key=value`` attributes and body."""
+    Match, make a record (:func:`_record`), hand it to the notebook mapping (``input_cell``,
+    ``add_output``)."""
     cell: dict | None = None  # the input cell the outputs read go to
     blocks = 0  # how many output blocks it has so far
     parent = ""  # its footnote id
     out_level = 2  # the heading level of its outputs
     head = None  # the heading whose body is open
     escapes: list[int] = []
-    hidden = False  # after a fence nothing closes
-    seen = ctx.seen
     size = len(src)
     for m in chain(scanner(ctx.section, cells=True).finditer(src, at), _END):
         if m is None:
@@ -147,93 +149,110 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
         else:
             kind = m.lastgroup
             if kind == "escape":
-                # in a body (in the preamble an escaped line stays as it is), unless a fence
-                # nothing closes holds it
-                if head is not None and not hidden:
+                # in a body (in the preamble an escaped line stays as it is)
+                if head is not None:
                     escapes.append(m.start() + 1)
-            elif kind == "open" and not hidden:
-                if m.group("fc")[0] == "`" and "`" in m.group("fi"):
-                    continue  # not a fence: a backtick fence's info string has no backtick
-                # a fence nothing closes: the rest of the text is inside it, and must not
-                # hide a cell heading (so no cell follows)
-                hide = _HIDDEN_HEADING.search(src, m.end())
-                if hide is not None:
-                    raise FormatError(f"unclosed fence: it hides the cell heading on line "
-                                      f"{ctx.line(hide.start() + 1)}",
-                                      line=ctx.line(m.start() + 1))
-                hidden = True
-            continue
+                continue
+            if kind != "open" or not fence_opens(m):
+                continue
+            # a fence nothing closes: the rest of the text is inside it, and must not hide a
+            # cell heading (so no cell follows). The scan ends here, as at the end of the
+            # text: going on, it would look for what closes each later fence line, to the end
+            # of the text each time (quadratic)
+            hide = _HIDDEN_HEADING.search(src, m.end())
+            if hide is not None:
+                raise FormatError(f"unclosed fence: it hides the cell heading on line "
+                                  f"{ctx.line(hide.start() + 1)}",
+                                  line=ctx.line(m.start() + 1))
+            m = None
+            end = size
         if head is None:
             _preamble(src, start, end, ctx, cells)
             head = m
+            if m is None:
+                break
             continue
-        # the cell whose heading (and footnote) the scanner's ``cell`` rule matched in
-        # ``head``, its body ending at ``end``
-        pos = head.start() + 1
-        hashes, marker, bare, title, ref, fid, meta, more = head.group(*_CELL_GROUPS)
-        if marker is None:  # seed 000's bare '%%% [type]'
-            marker = bare
-            level = 1
-        else:
-            level = len(hashes)
-        typ = sub = link = attrs = None
-        if ref is None and "[" in title:
-            found = inline_meta(title, len(marker) == 3)
-            if found is not None:
-                title, (typ, sub, link, attrs) = found
-                fid = None  # the footnote under it is body
-        if fid is not None:
-            if more:  # continuation lines, joined with one space
-                meta += " " + " ".join(line.strip() for line in more.split("\n")[1:])
-            if ref is None:  # a heading with no reference adopts the footnote's id
-                try:
-                    typ, sub, link, attrs = parse_meta(meta)
-                except AttrError:
-                    fid = None  # an ordinary footnote under it: that is body
-                else:
-                    ref = fid
-            elif fid != ref:
-                raise FormatError(f"footnote [^{fid}] does not match the heading's [^{ref}]",
-                                  line=ctx.line(head.start("fid")), path=ctx.path)
-            else:
-                try:
-                    typ, sub, link, attrs = parse_meta(meta)
-                except AttrError as err:
-                    raise FormatError(f"bad metadata for [^{ref}]: {err}",
-                                      line=ctx.line(head.start("fid")), path=ctx.path) from None
-        if fid is not None:
-            at = head.end() + 1
-            if at > end:
-                at = end
-        else:  # the body starts after the heading line and one blank line
-            at = src.find("\n", head.end("title"), end) + 1 or end
-            blank = SKIP_BLANK.match(src, at, end)
-            if blank is not None:
-                at = blank.end()
-        if ref is not None and seen.setdefault(ref, pos) != pos:
-            raise FormatError(f"duplicate id [^{ref}] (first used on line "
-                              f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
-        if attrs is None:
-            attrs = {}
-        text = body(src, at, end, escapes, end == size)
+        rec = _record(head, end, escapes, ctx)
         if escapes:
             escapes = []
-        if len(marker) == 3:
+        if rec.out:
             if cell is None:
-                raise ctx.error("an output cell (%%%) before any message", pos)
+                raise ctx.error("an output cell (%%%) before any message", rec.pos)
             if cell["cell_type"] != "code":
                 raise ctx.error("an output cell (%%%) under a cell that cannot have "
-                                f"outputs ({cell['cell_type']})", pos)
+                                f"outputs ({cell['cell_type']})", rec.pos)
             blocks += 1
-            add_output(pos, level, title, ref, typ, sub, link, attrs, text, cell, blocks, ctx,
-                       parent, out_level)
+            add_output(rec, cell, blocks, ctx, parent, out_level)
         else:
             if cell is None:  # the document's heading level: the first message's
-                ctx.level = level
-            cell = input_cell(pos, level, title, ref, typ, sub, link, attrs, text, len(cells),
-                              ctx)
+                ctx.level = rec.level
+            cell = input_cell(rec, len(cells), ctx)
             cells.append(cell)
             parent = cell_ref(cell) if NS in cell["metadata"] else cell["id"]
             blocks = 0
-            out_level = level + 1 if level < 5 else 5
+            out_level = rec.level + 1 if rec.level < 5 else 5
+        if m is None:
+            break
         head = m
+
+
+def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> Record:
+    """The record of the cell whose heading (and footnote) the scanner's ``cell`` rule matched
+    in ``head``, its body ending at ``end`` (``escapes``: the escaped lines in it): heading
+    level, title, footnote id, ``[TYPE:SUB](LINK)``, ``key=value`` attributes and body."""
+    src = ctx.src
+    pos = head.start() + 1
+    hashes, marker, bare, title, ref, line, fid, meta, more = head.group(*_CELL_GROUPS)
+    if line is not None:
+        title, ref = title_ref(line)
+    if marker is None:  # seed 000's bare '%%% [type]'
+        marker = bare
+        level = 1
+    else:
+        level = len(hashes)
+    typ = sub = link = attrs = None
+    if ref is None and "[" in title:
+        found = inline_meta(title, len(marker) == 3)
+        if found is not None:
+            title, (typ, sub, link, attrs) = found
+            fid = None  # the footnote under it is body
+    if fid is not None:
+        if more:  # continuation lines, joined with one space
+            lines = more.split("\n")
+            del lines[0]
+            for k, piece in enumerate(lines):  # in place: one copy of them at a time
+                lines[k] = piece.strip()
+            meta += " " + " ".join(lines)
+        if ref is None:  # a heading with no reference adopts the footnote's id
+            try:
+                typ, sub, link, attrs = parse_meta(meta)
+            except AttrError:
+                fid = None  # an ordinary footnote under it: that is body
+            else:
+                ref = fid
+        elif fid != ref:
+            raise FormatError(f"footnote [^{fid}] does not match the heading's [^{ref}]",
+                              line=ctx.line(head.start("fid")), path=ctx.path)
+        else:
+            try:
+                typ, sub, link, attrs = parse_meta(meta)
+            except AttrError as err:
+                raise FormatError(f"bad metadata for [^{ref}]: {err}",
+                                  line=ctx.line(head.start("fid")), path=ctx.path) from None
+    if fid is not None:
+        at = head.end() + 1
+        if at > end:
+            at = end
+    else:  # the body starts after the heading line and one blank line
+        at = src.find("\n", pos, end) + 1 or end
+        blank = SKIP_BLANK.match(src, at, end)
+        if blank is not None:
+            at = blank.end()
+    seen = ctx.seen
+    if ref is not None and seen.setdefault(ref, pos) != pos:
+        raise FormatError(f"duplicate id [^{ref}] (first used on line "
+                          f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
+    if attrs is None:
+        attrs = {}
+    return make_record((len(marker) == 3, level, title, ref, typ, sub, link, attrs,
+                        body(src, at, end, escapes, end == len(src)), pos))

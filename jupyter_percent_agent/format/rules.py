@@ -25,7 +25,8 @@ from functools import lru_cache
 from typing import Final
 
 from .attrs import AttrError, Meta, parse_meta
-from .lines import CLOSED_BLOCK, OPEN_FENCE
+from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_opens
+from .record import CELL_TYPE_OF
 
 __all__ = [
     "FOOTNOTE",
@@ -39,12 +40,11 @@ __all__ = [
     "scanner",
     "section_pattern",
     "structure",
+    "title_ref",
 ]
 
-#: The types of input (``%%``) cells.
-INPUT_TYPES: Final = frozenset(
-    {"markdown", "code", "raw", "tool", "tool_call", "toolchain", "async", "task"}
-)
+#: The types of input (``%%``) cells: those the notebook mapping gives a cell type.
+INPUT_TYPES: Final = frozenset(CELL_TYPE_OF)
 
 
 def heading_pattern(named: bool = False) -> str:
@@ -63,17 +63,24 @@ def section_pattern(title: str) -> str:
     return rf"#{{1,6}}[ \t]+{re.escape(title)}[ \t]*#*[ \t]*$"
 
 
-# After the heading's marker: one space or tab, the title (no blanks at its end), and a
-# footnote reference ``[^ID]`` at the end of the line.
-TITLE_REF: Final = (r"[ \t]?(?P<title>[^\n]*?)[^\S\n]*(?:\[\^(?P<ref>[^\]\s]+)\][^\S\n]*)?"
-                    r"(?=\n|$)")
+# After the heading's marker: one space or tab, then the rest of the line, which
+# :func:`title_ref` reads as the title and a footnote reference. (A pattern for the title and
+# the reference at once is quadratic in the line's length: a lazy title tries the reference
+# at every one of its characters.)
+# The common form (a title of words between spaces and tabs, then ``[^ID]``) is read by the
+# pattern itself, in one linear pass (``title``, ``ref``); any other line (a ``[`` or another
+# blank in the title, no reference) is ``line``, for :func:`title_ref`.
+TITLE_REF: Final = (r"[ \t]?+(?:(?P<title>(?:[^\s\[]++|[ \t]++(?=[^\s\[]))*+)[ \t]*+"
+                    r"\[\^(?P<ref>[^\]\s\[]++)\][ \t]*+(?=\n|$)|(?P<line>[^\n]*+))")
+_REF_ID: Final = re.compile(r"[^\]\s]++")
+_REF_ID_PART: Final = re.compile(r"[^\]\s]*+")
 # The metadata under a heading: after at most one blank line, ``[^ID]: ...`` and its
 # continuation lines (indented by two spaces or a tab, not blank), then the one blank line
 # that separates it from the body (the newline before the body's first line is left to the
 # scanner, which finds a line by the newline before it).
 FOOTNOTE: Final = (
     r"(?:\n(?:[^\S\n]*\n)?\[\^(?P<fid>[^\]\s]+)\]:[ \t]?(?P<meta>[^\n]*)"
-    r"(?P<more>(?:\n(?:  |\t)(?=[^\n]*\S)[^\n]*)*)(?:\n[^\S\n]*(?=\n))?)?"
+    r"(?P<more>(?:\n(?:  |\t)(?=[^\n]*\S)[^\n]*+)*+)(?:\n[^\S\n]*(?=\n))?)?"
 )
 #: The one blank line that separates a heading with no metadata from its body.
 SKIP_BLANK: Final = re.compile(r"[^\S\n]*\n")
@@ -103,6 +110,32 @@ def scanner(section: str | None = None, cells: bool = False) -> re.Pattern[str]:
     return re.compile(rf"\n(?=[#%\\ `~])(?:{alternatives})", re.M)
 
 
+def title_ref(line: str) -> tuple[str, str | None]:
+    """(title, footnote id or None) of the rest of a heading's line (:data:`TITLE_REF`): a
+    reference ``[^ID]`` at its end (ID: no ``]``, no blank), blanks around it, is the cell's
+    id; the title is what is before it, without blanks at its end. Where the ID could begin
+    at more than one ``[^`` (``[^a[^b]``), it begins at the first. Linear in the line."""
+    text = line.rstrip()
+    if text[-1:] != "]":
+        return text, None
+    start = text.rfind("[^")
+    if start < 0:
+        return text, None
+    empty = start + 2 == len(text) - 1  # '[^]': an id can only begin at a '[^' before it
+    if not empty and _REF_ID.fullmatch(text, start + 2, len(text) - 1) is None:
+        return text, None
+    if empty or (start and text[start - 1] != "]" and not text[start - 1].isspace()):
+        first = -1
+        while True:  # rare: the run of id characters goes on to the left, from a first '[^'
+            before = text.rfind("[^", 0, start)
+            if before < 0 or _REF_ID_PART.fullmatch(text, before + 2, start) is None:
+                break
+            start = first = before
+        if empty and first < 0:
+            return text, None
+    return text[:start].rstrip(), text[start + 2 : -1]
+
+
 def structure(text: str, start: int = 0, section: str | None = None,
               ) -> tuple[list[tuple[str, int]], int]:
     """The cell headings, escaped headings and section headings outside fences in ``text``:
@@ -118,8 +151,8 @@ def structure(text: str, start: int = 0, section: str | None = None,
         if kind == "block":
             continue
         if kind == "open":
-            if m.group("fc")[0] == "`" and "`" in m.group("fi"):
-                continue  # not a fence
+            if not fence_opens(m):
+                continue
             return found, m.start() + shift
         found.append((kind, m.start() + shift))  # type: ignore[arg-type]
     return found, -1
@@ -152,8 +185,8 @@ def inline_meta(title: str, out: bool) -> tuple[str, Meta] | None:
     of a heading with no reference, or None. An input's bracket must name an input type,
     else it is part of the title."""
     for c in _INLINE.finditer(title):
-        try:
-            meta = parse_meta(title[c.start():], need_type=True)
+        try:  # read in place: a copy of the rest of the title at every '[' is quadratic
+            meta = parse_meta(title, need_type=True, start=c.start())
         except AttrError:
             continue
         if not out and meta[0] not in INPUT_TYPES:

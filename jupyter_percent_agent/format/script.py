@@ -31,7 +31,7 @@ from functools import lru_cache, partial
 from typing import Final, NamedTuple
 
 from .errors import FormatError
-from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_for, split_fenced
+from .lines import CLOSED_BLOCK, OPEN_FENCE, fence_for, fence_opens, split_fenced
 
 __all__ = ["Script", "is_script_path", "script_for", "script_line", "to_markdown", "to_script"]
 
@@ -202,7 +202,7 @@ def _first_heading(src: str, rules: _Rules) -> re.Match[str] | None:
     for m in rules.first.finditer(src):
         if m.lastgroup == "cell":
             return m
-        if m.lastgroup == "open" and not (m.group("fc")[0] == "`" and "`" in m.group("fi")):
+        if m.lastgroup == "open" and fence_opens(m):
             return None  # a fence nothing closes: the rest is inside it
     return None
 
@@ -246,14 +246,16 @@ def _code_spans(src: str, at: int, rules: _Rules) -> tuple[list[tuple[int, int]]
     (``_Rules.code_type``) on the line under its heading, or under the one blank line there."""
     spans: list[tuple[int, int]] = []
     slow = rules.slow.search(src, at) is not None
-    line = -1  # the footnote line looked at last
     i = src.find("[code]", at)
     while i >= 0:
         q = src.rfind("\n", at, i)  # the newline before the line holding [code]
-        i = src.find("[code]", i + 6)
-        if q == line or q < 0 or rules.code_type.match(src, q) is None:
+        # the next [code] on a later line: a line that repeats it is looked at once (looking
+        # back to its start from each would be quadratic)
+        eol = src.find("\n", i + 6)
+        i = src.find("[code]", eol) if eol >= 0 else -1
+        if q < 0 or rules.code_type.match(src, q) is None:
             continue
-        line = head_end = q
+        head_end = q
         start = src.rfind("\n", 0, head_end)
         if start < at or not rules.head.match(src, start):
             if src[q - 1] != "\n":  # not one blank line between: no heading above it

@@ -1,8 +1,8 @@
 """Notebook -> text: the writer. Canonical form only (docs/format.md, "Canonical form").
 
-Each cell and each of its outputs becomes a record (level, title, footnote id, type, the
-attributes, the body: the notebook mapping of docs/format.md read from right to left), and
-one f-string (:func:`record_text`) writes a record as::
+Each cell and each of its outputs becomes a record (``record.Record``, the reader's: level,
+title, footnote id, type, the attributes, the body: the notebook mapping of docs/format.md
+read from right to left), and one f-string (:func:`record_text`) writes a record as::
 
     #{level} %%[%] Title[^ID]
     [^ID]: [TYPE](LINK) key=value ...
@@ -49,6 +49,7 @@ from .notebook import (
     join_source,
     notebook_language,
 )
+from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record, make_record
 from .rules import escape_body, structure
 from .runner import without_runner_cell_keys, without_runner_notebook_keys
 
@@ -72,11 +73,10 @@ _HEADS: Final = tuple(tuple("#" * level + marker for level in range(6))
                       for marker in (" %%", " %%%"))
 
 
-def record_text(out: bool, level: int, title: str, ref: str, typ: str | None,
-                sub: str | None, link: str | None, struct: dict | None,
-                attrs: Mapping[str, Any], ns: dict | None, body: str,
-                section: str | None) -> str:
-    """One cell or output, ending with a newline."""
+def record_text(rec: Record, struct: dict | None, ns: dict | None, section: str | None) -> str:
+    """One cell or output, ending with a newline: ``struct`` the attributes the writer adds for
+    the notebook's own fields, ``ns`` the namespaced entry (the module's docstring)."""
+    out, level, title, ref, typ, sub, link, attrs, body, _pos = rec
     meta = emit_meta(typ, sub, link, struct, attrs, ns)
     head = _HEADS[out][level]
     if title:
@@ -225,7 +225,7 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
     if ns and type(ns) is not dict:
         ns = _ns(md)
     if ns:
-        t = ns.get("type") or ("raw" if ct == "raw" else "markdown")
+        t = ns.get("type") or TYPE_OF_CELL.get(ct, "markdown")
         left = _left(ns, _IN_NS, over) if over or not ns.keys() <= _IN_NS else None
         nsid = ns.get("id")
         title = ns.get("title", "")
@@ -234,13 +234,13 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
         level = ns.get("level", ctx.level)
     else:  # no namespaced entry: every default
         ns = _EMPTY
-        t = "raw" if ct == "raw" else "markdown"
+        t = TYPE_OF_CELL.get(ct, "markdown")
         left = _left(ns, _IN_NS, over) if over else None
         nsid = None
         title = ""
         level = ctx.level
     struct: dict[str, Any] = {}
-    if ct != ("raw" if t == "raw" else "code"):
+    if ct != CELL_TYPE_OF.get(t, "code"):
         struct["cell_type"] = ct
     if ct == "code":
         if cell.get("execution_count") is not None:
@@ -278,8 +278,9 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
             body = block
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
-    texts.append(record_text(False, level, title, ref, t, ns.get("sub"), ns.get("link"), struct,
-                             attrs, left, body, ctx.section))
+    texts.append(record_text(make_record((False, level, title, ref, t, ns.get("sub"),
+                                          ns.get("link"), attrs, body, 0)),
+                             struct, left, ctx.section))
     if ct == "code" and cell.get("outputs"):
         _outputs(cell, ref, min(level + 1, 5), ctx, seen, texts)
 
@@ -336,21 +337,21 @@ def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, seen: set[str
                     break
                 group.append(nxt)
                 i += 1
-            texts.append(_stream(group, info, parent, index, level, ctx, seen))
+            texts.append(_stream(group, info, parent, index, level, ctx=ctx, seen=seen))
             continue
         if ot == "error":
-            texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx,
-                                seen))
+            texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx=ctx,
+                                seen=seen))
         elif ot in OUTPUT_TYPES:
             out = without_plain_text(out)
-            texts.append(_data(out, ot, parent, index, level, ctx, seen))
+            texts.append(_data(out, ot, parent, index, level, ctx=ctx, seen=seen))
         else:
             texts.append(_future(out, parent, index, level, ctx, seen))
         i += 1
 
 
-def _block(info: Mapping, parent: str, index: int, level: int, ctx: Context, seen: set[str],
-           default_type: str) -> tuple[str, int, str, str, str | None, str | None]:
+def _block(info: Mapping, parent: str, index: int, level: int, default_type: str, *,
+           ctx: Context, seen: set[str]) -> tuple[str, int, str, str, str | None, str | None]:
     """(id, level, title, type, sub, link) of output block ``index`` under ``parent``."""
     given = info.get("id")
     if given and given not in seen:
@@ -369,9 +370,10 @@ def _block(info: Mapping, parent: str, index: int, level: int, ctx: Context, see
             info.get("sub"), info.get("link"))
 
 
-def _stream(group: list, info: dict, parent: str, index: int, level: int, ctx: Context,
+def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx: Context,
             seen: set[str]) -> str:
-    ref, level, title, t, sub, link = _block(info, parent, index, level, ctx, seen, ctx.lang)
+    ref, level, title, t, sub, link = _block(info, parent, index, level, ctx.lang, ctx=ctx,
+                                             seen=seen)
     struct: dict[str, Any] = {}
     name = group[0].get("name")
     if name in STREAMS:
@@ -405,26 +407,27 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int, ctx: C
         over = {k: attrs.pop(k) for k in list(attrs) if k in _STREAM_STRUCT}
         if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
             over["mime_type"] = attrs.pop("mime_type")
-    return record_text(True, level, title, ref, t, sub, link, struct, attrs,
-                       _left(info, _OUT_NS, over), body, ctx.section)
+    return record_text(make_record((True, level, title, ref, t, sub, link, attrs, body, 0)),
+                       struct, _left(info, _OUT_NS, over), ctx.section)
 
 
 def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
             seen: set[str]) -> str:
     """An output of a type from a later nbformat: its type, and its other fields as JSON."""
-    ref, level, _title, t, _sub, _link = _block(_EMPTY, parent, index, level, ctx, seen,
-                                                ctx.lang)
+    ref, level, _title, t, _sub, _link = _block(_EMPTY, parent, index, level, ctx.lang,
+                                                ctx=ctx, seen=seen)
     struct: dict[str, Any] = {"output_type": out.get("output_type")}
     body = json_text({k: v for k, v in out.items() if k != "output_type"}, indent=1)
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
-    return record_text(True, level, "", ref, t, None, None, struct, _EMPTY, None, body,
-                       ctx.section)
+    return record_text(make_record((True, level, "", ref, t, None, None, _EMPTY, body, 0)),
+                       struct, None, ctx.section)
 
 
-def _error(out: Mapping, info: dict, parent: str, index: int, level: int, ctx: Context,
+def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx: Context,
            seen: set[str]) -> str:
-    ref, level, title, _t, sub, link = _block(info, parent, index, level, ctx, seen, "error")
+    ref, level, title, _t, sub, link = _block(info, parent, index, level, "error", ctx=ctx,
+                                              seen=seen)
     tb = [join_source(x) for x in out.get("traceback") or []]
     struct: dict[str, Any] = {"ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
     if not tb or any("\n" in x for x in tb):
@@ -433,11 +436,11 @@ def _error(out: Mapping, info: dict, parent: str, index: int, level: int, ctx: C
     attrs, over = (attrs, None) if attrs.keys().isdisjoint(OUT_STRUCT) else _attrs(attrs,
                                                                                   OUT_STRUCT)
     body = _close("\n".join(tb), struct)
-    return record_text(True, level, title, ref, "error", sub, link, struct, attrs,
-                       _left(info, _OUT_NS, over), body, ctx.section)
+    return record_text(make_record((True, level, title, ref, "error", sub, link, attrs, body,
+                                    0)), struct, _left(info, _OUT_NS, over), ctx.section)
 
 
-def _data(out: Mapping, ot: str, parent: str, index: int, level: int, ctx: Context,
+def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Context,
           seen: set[str]) -> str:
     """A ``display_data`` or ``execute_result`` (``ot``): a reply, a tool call or result, code
     output."""
@@ -449,7 +452,7 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, ctx: Conte
     known = OUTPUT_FIELDS[ot]
     if not out.keys() <= known:
         ns = {**ns, "fields": extra_fields(out, known)}
-    ref, level, title, t, sub, link = _block(ns, parent, index, level, ctx, seen, ctx.lang)
+    ref, level, title, t, sub, link = _block(ns, parent, index, level, ctx.lang, ctx=ctx, seen=seen)
     is_lang = ctx.is_lang(t)
     struct: dict[str, Any] = {}
     data = out.get("data") or _EMPTY
@@ -486,5 +489,5 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, ctx: Conte
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
     left = _left(ns, _OUT_NS, over) if over or not ns.keys() <= _OUT_NS else None
-    return record_text(True, level, title, ref, t, sub, link, struct, attrs, left, body,
-                       ctx.section)
+    return record_text(make_record((True, level, title, ref, t, sub, link, attrs, body, 0)),
+                       struct, left, ctx.section)
