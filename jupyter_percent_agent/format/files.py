@@ -291,7 +291,7 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     name = os.path.basename(target)
     dfd = open_real(folder if real else os.path.realpath(folder), directory=True)
     try:
-        _write_in(dfd, folder, name, path, data, mode, durable, real)
+        _write_in(dfd, folder, name, path, data, new_mode=mode, durable=durable, real=real)
         if durable:
             with contextlib.suppress(OSError):
                 os.fsync(dfd)
@@ -299,8 +299,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
         os.close(dfd)
 
 
-def _write_in(dfd: int, folder: str, name: str, path: str, data: bytes, new_mode: int | None,
-              durable: bool, real: bool) -> None:
+def _write_in(dfd: int, folder: str, name: str, path: str, data: bytes, *,
+              new_mode: int | None, durable: bool, real: bool) -> None:
     """:func:`write_text`'s work in the folder open as ``dfd``."""
     try:
         st: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)

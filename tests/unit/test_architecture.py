@@ -342,3 +342,23 @@ def test_every_part_the_layers_name_exists() -> None:
     parts = {_part(m) for m in _modules(ROOT)} - {"", "__init__"}
     named = set().union(*LAYERS)
     assert sorted(named - parts) == []
+
+
+# -- the format core's functions take a record, not a dozen loose values ----------------------
+
+MAX_POSITIONAL = 6
+
+
+def test_no_function_in_the_format_core_takes_more_than_six_positional_parameters() -> None:
+    """What a rule reads travels in one record (format/record.py); a function that needs more
+    than six values takes the rest by keyword, so a call says what each one is."""
+    wide = []
+    for path in sorted((ROOT / "format").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args
+                n = len(args.posonlyargs) + len(args.args) - (args.args[:1] != [] and
+                                                              args.args[0].arg in {"self", "cls"})
+                if n > MAX_POSITIONAL:
+                    wide.append(f"{path.name}:{node.lineno} {node.name} ({n})")
+    assert wide == []
