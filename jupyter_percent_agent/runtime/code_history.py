@@ -37,14 +37,14 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
 
 
-def cut(text: str, budget: int = TEXT_BUDGET) -> str:
+def cut(text: str, budget: int = TEXT_BUDGET, what: str = "output") -> str:
     """``text`` within ``budget`` characters: its head and tail, and a line saying how much
-    of the middle was cut."""
+    of the middle (of ``what``: the output, the file) was cut."""
     if len(text) <= budget:
         return text
     head, tail = budget * 2 // 3, budget // 3
     gone = len(text) - head - tail
-    return f"{text[:head]}\n[... {gone} characters of output cut ...]\n{text[-tail:]}"
+    return f"{text[:head]}\n[... {gone} characters of {what} cut ...]\n{text[-tail:]}"
 
 
 def _plain(value: Any) -> str:

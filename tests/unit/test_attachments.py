@@ -1,0 +1,36 @@
+"""Which files and images a message names (``attachments.mentions``): pure parsing."""
+
+from __future__ import annotations
+
+from jupyter_percent_agent.runtime.attachments import image_type, mentions
+from tests.paths import TEST_DATA
+
+
+def paths(text: str) -> list[tuple[str, bool]]:
+    return [(m.path, m.image) for m in mentions(text)]
+
+
+def test_file_mentions_end_at_a_blank_or_the_sentence_and_take_escaped_blanks() -> None:
+    assert paths("See @file:data.csv, then @file:my\\ notes.txt.") == [
+        ("data.csv", False), ("my notes.txt", False)]
+
+
+def test_markdown_images_with_angle_brackets_and_titles_are_mentions_in_order() -> None:
+    assert paths('A ![a](<my plot.png> "title") and @file:b.txt and ![c](c.jpg)') == [
+        ("my plot.png", True), ("b.txt", False), ("c.jpg", True)]
+
+
+def test_nothing_inside_code_or_an_address_is_a_mention() -> None:
+    text = "Mail ada@file:x or `@file:y`\n```\n![z](z.png)\n@file:w\n```\n~~~\n@file:open"
+    assert paths(text) == []
+
+
+def test_a_path_named_twice_goes_once() -> None:
+    assert paths("@file:a.png and ![again](a.png)") == [("a.png", False)]
+
+
+def test_images_are_known_by_their_bytes_not_their_names() -> None:
+    assert image_type((TEST_DATA / "attachments" / "red.png").read_bytes()) == "image/png"
+    assert image_type((TEST_DATA / "attachments" / "green.jpg").read_bytes()) == "image/jpeg"
+    assert image_type(b"RIFF\0\0\0\0WEBPVP8 ") == "image/webp"
+    assert image_type(b"%PDF-1.4") is None
