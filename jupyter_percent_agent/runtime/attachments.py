@@ -37,11 +37,12 @@ from jupyter_percent_agent.runtime.code_history import TEXT_BUDGET, cut
 
 FILE_MENTION = re.compile(r"(?<![\w@`])@file:((?:\\ |[^\s`])+)")
 """``@file:PATH``: PATH runs to the first blank that is not written ``\\ ``."""
-IMAGE_LINK = re.compile(r"!\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
-"""A Markdown image: ``![alt](PATH)``, ``![alt](<PATH with blanks>)``, an optional title."""
-CODE = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[`~]*[ \t]*$|^ {0,3}(`{3,}|~{3,}).*\Z"
-                  r"|(`+)(?!`)[^\n]+?(?<!`)\3(?!`)")
-"""Fenced blocks (one left open runs to the end) and inline code spans: no mention inside."""
+IMAGE_LINK = re.compile(r'!\[([^\[\]\n]*)\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+"[^"\n]*")?\s*\)')
+"""A Markdown image: ``![alt](PATH)``, ``![alt](<PATH with blanks>)``, an optional title.
+No bracket in the alt text, no parenthesis in a bare PATH (``<...>`` takes one): each match
+attempt then stops at the next ``![`` or ``](``, so a hostile message is read in linear time."""
+FENCE = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+BACKTICKS = re.compile(r"`+")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 TRAILING = ".,;:!?)]}'\""
 """Punctuation after a mention that ends the sentence rather than the name."""
@@ -78,9 +79,56 @@ class Expanded:
     left_out: list[str] = field(default_factory=list)
 
 
+def without_code(text: str) -> str:
+    """``text`` with its fenced blocks (one left open runs to the end) and inline code spans
+    blanked out, in one pass: what is written in code names no file."""
+    out: list[str] = []
+    fence = ""
+    for line in text.splitlines(keepends=True):
+        if fence:
+            closing = line.rstrip(" \t\r\n")
+            if closing.lstrip(" ").startswith(fence) and len(closing) - len(
+                    closing.lstrip(" ")) <= 3 and not closing.strip(" " + fence[0]):
+                fence = ""
+            out.append("\n" if line.endswith("\n") else "")
+            continue
+        opened = FENCE.match(line)
+        if opened:
+            fence = opened.group(1)
+            out.append("\n" if line.endswith("\n") else "")
+            continue
+        out.append(_without_spans(line))
+    return "".join(out)
+
+
+def _without_spans(line: str) -> str:
+    """``line`` with its code spans blanked: a run of backticks opens one that the next run
+    of the same length closes (linear: each run's partner is found once, right to left)."""
+    runs = [(m.start(), m.end()) for m in BACKTICKS.finditer(line)]
+    if len(runs) < 2:
+        return line
+    partner: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        size = runs[i][1] - runs[i][0]
+        partner[i] = last.get(size)
+        last[size] = i
+    pieces, at, i = [], 0, 0
+    while i < len(runs):
+        j = partner[i]
+        if j is None:
+            i += 1
+            continue
+        pieces += [line[at:runs[i][0]], " " * (runs[j][1] - runs[i][0])]
+        at, i = runs[j][1], j + 1
+    return "".join(pieces) + line[at:]
+
+
 def mentions(text: str) -> list[Mention]:
     """The files and images ``text`` names, in order, each path once (none inside code)."""
-    plain = CODE.sub(lambda m: " " * len(m.group(0)), text)
+    if "@file:" not in text and "![" not in text:
+        return []
+    plain = without_code(text)
     found: list[tuple[int, Mention]] = []
     for m in FILE_MENTION.finditer(plain):
         written = m.group(0).rstrip(TRAILING)

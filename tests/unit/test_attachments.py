@@ -34,3 +34,9 @@ def test_images_are_known_by_their_bytes_not_their_names() -> None:
     assert image_type((TEST_DATA / "attachments" / "green.jpg").read_bytes()) == "image/jpeg"
     assert image_type(b"RIFF\0\0\0\0WEBPVP8 ") == "image/webp"
     assert image_type(b"%PDF-1.4") is None
+
+
+def test_a_fence_closes_only_with_its_own_character_at_least_as_long() -> None:
+    text = "````\n```\n@file:inside\n~~~~\n````\n@file:after\n  ~~~\n@file:open"
+    assert paths(text) == [("after", False)]
+
