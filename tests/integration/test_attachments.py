@@ -176,3 +176,25 @@ def test_a_mention_inside_code_is_text(
     done = run_tce("chat", str(folder / "code.msg.md"), "-m", message, env=env)
     assert done.returncode == 0, done.stderr
     assert last_user(openai_server) == message
+
+
+def test_the_agent_kernel_refuses_a_path_out_in_one_line_and_sends_nothing(
+    spec_dir: Path, server: OpenAIServer, tmp_path: Path
+) -> None:
+    from tests.integration.test_kernel import execute, kernel_env, start, stop
+
+    home = tmp_path / "chat"
+    home.mkdir()
+    (tmp_path / "secret.txt").write_text("the neighbour's secret\n")
+    notebook = home / "chat.msg.md"
+    message = "Read @file:../secret.txt"
+    notebook.write_text(f"# %%[^m1]\n[^m1]: [markdown]\n\n{message}\n")
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(home))
+    try:
+        reply, _ = execute(kc, message, "m1")
+    finally:
+        stop(km, kc)
+    content = reply["content"]
+    assert content["status"] == "error" and content["ename"] == "TrustError"
+    assert content["evalue"].startswith("refused: @file '../secret.txt' leads out of")
+    assert "\n" not in content["evalue"] and not server.chat_requests
