@@ -7,6 +7,9 @@ The lab's root is untrusted: neither needs trust."""
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -76,3 +79,9 @@ def test_a_pasted_image_is_saved_beside_the_conversation_and_sent_as_it_is(
     save(page)
     text = (root / "paste.msg.md").read_text()
     assert f"What colour is this? ![pasted image]({saved.name})" in text
+    # kept through the real jupytext command, there and back: the link is text, the image a file
+    jupytext = str(Path(sys.executable).parent / "jupytext")
+    for args in (["--to", "ipynb", "-o", "paste.ipynb", "paste.msg.md"],
+                 ["--to", ".msg.md", "-o", "back.msg.md", "paste.ipynb"]):
+        subprocess.run([jupytext, *args], cwd=root, check=True, capture_output=True)
+    assert (root / "back.msg.md").read_text() == text and saved.read_bytes() == png
