@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.runtime.code_history import NO_VISION, TEXT_BUDGET
+from jupyter_percent_agent.runtime.code_history import IMAGE_SIDE, NO_VISION, TEXT_BUDGET
 from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.integration.test_cli_chat import cells, replies
@@ -74,6 +74,27 @@ def test_images_reach_a_vision_model_as_image_parts_with_their_bytes_unchanged(
         url = part["image_url"]["url"]
         assert url.startswith(prefix)
         assert base64.b64decode(url[len(prefix):]) == (DATA / name).read_bytes()
+
+
+def test_a_large_image_is_scaled_as_a_plot_is_and_the_file_keeps_it_whole(
+    folder: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    import io
+
+    from PIL import Image
+
+    Image.new("RGB", (2000, 1000), (10, 20, 200)).save(folder / "wide.png")
+    before = (folder / "wide.png").read_bytes()
+    path = folder / "wide.msg.md"
+    path.write_text(VISION)
+    openai_server.script("Blue.")
+    done = run_tce("chat", str(path), "seer", "-m", "Which colour? @file:wide.png", env=env)
+    assert done.returncode == 0, done.stderr
+    url = last_user(openai_server)[1]["image_url"]["url"]
+    raw = base64.b64decode(url.removeprefix("data:image/png;base64,"))
+    with Image.open(io.BytesIO(raw)) as img:
+        assert img.size == (IMAGE_SIDE, IMAGE_SIDE // 2)
+    assert (folder / "wide.png").read_bytes() == before
 
 
 def test_a_model_without_vision_gets_the_plot_images_stand_in(
