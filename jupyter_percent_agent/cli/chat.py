@@ -147,7 +147,9 @@ def explain_history(path: Path, message: str, *, agent: str | None = None,
         click.echo(json.dumps({"budget": budget, "cells": [
             {"index": r.index, "id": r.cell, "why": r.why, "tokens": r.tokens,
              "score": r.score, "sent": r.sent} for r in rows],
-            "attached": files.sent, "left_out": files.left_out}, ensure_ascii=False))
+            "attached": files.sent,
+            "left_out": [{"path": p, "reason": r} for p, r in files.left_out]},
+            ensure_ascii=False))
         return EXIT_OK
     sent = sum(r.tokens for r in rows if r.sent)
     click.echo(f"history: {sum(r.sent for r in rows)} of {len(rows)} cells, about {sent:,} "

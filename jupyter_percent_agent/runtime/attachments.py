@@ -79,12 +79,12 @@ class Mention:
 @dataclass
 class Expanded:
     """A message as sent: its text with the files' text after it, its images, and what went
-    (``sent``: the paths, as written) or was left out (``left_out``: one line each)."""
+    (``sent``: the paths, as written) or was left out (``left_out``: path and why)."""
 
     content: str
     images: tuple[tuple[str, str], ...] = ()
     sent: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 def without_code(text: str) -> str:
@@ -263,18 +263,18 @@ def _expand(text: str, folder: Path, *, strict: bool) -> Expanded:
     images: list[tuple[str, str]] = []
     for mention in found:
         if mention.image and SCHEME.match(mention.path):
-            line = f"[image {mention.path} was left out: remote images are never fetched]"
-            out.left_out.append(line)
-            pieces.append(line)
+            out.left_out.append((mention.path, "remote images are never fetched"))
+            pieces.append(f"[image {mention.path} was left out: remote images are never "
+                          "fetched]")
             continue
         try:
             kind, value = _read(mention, folder)
         except (AttachmentError, trust.TrustError, fmt.FormatError) as exc:
             if strict:
                 raise
-            line = f"[{mention.path} was left out: {_reason(exc)}]"
-            out.left_out.append(line)
-            pieces.append(line)
+            reason = str(exc).removeprefix("refused: ")
+            out.left_out.append((mention.path, reason))
+            pieces.append(f"[{mention.path} was left out: {reason}]")
             continue
         out.sent.append(mention.path)
         if kind == "text":
@@ -287,12 +287,7 @@ def _expand(text: str, folder: Path, *, strict: bool) -> Expanded:
     return out
 
 
-def _reason(exc: Exception) -> str:
-    text = str(exc)
-    return text.removeprefix("refused: ")
-
-
 def described(expanded: Expanded) -> list[str]:
     """One line per file a message names, for ``tce chat --explain``."""
     lines = [f"attached: {path}" for path in expanded.sent]
-    return lines + [f"left out: {line.strip('[]')}" for line in expanded.left_out]
+    return lines + [f"left out: {path} ({reason})" for path, reason in expanded.left_out]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 from pathlib import Path
@@ -133,6 +134,10 @@ def test_explain_names_the_files_a_message_would_send_and_sends_nothing(
                    env=env)
     assert done.returncode == 0, done.stderr
     assert "attached: notes.txt" in done.stdout and "attached: red.png" in done.stdout
+    as_json = run_tce("chat", str(path), "--explain", "--json", "-m",
+                      "See ![](https://example.org/a.png)", env=env)
+    assert json.loads(as_json.stdout)["left_out"] == [
+        {"path": "https://example.org/a.png", "reason": "remote images are never fetched"}]
     assert not openai_server.chat_requests and path.read_bytes() == before
 
 
