@@ -37,14 +37,22 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
 
 
-def cut(text: str, budget: int = TEXT_BUDGET) -> str:
+def cut(text: str, budget: int = TEXT_BUDGET, what: str = "output") -> str:
     """``text`` within ``budget`` characters: its head and tail, and a line saying how much
-    of the middle was cut."""
+    of the middle (of ``what``: the output, the file) was cut."""
     if len(text) <= budget:
         return text
+    return cut_ends(text, text, len(text), budget, what)
+
+
+def cut_ends(start: str, end: str, total: int, budget: int = TEXT_BUDGET,
+             what: str = "output") -> str:
+    """What ``cut`` makes of a text of ``total`` characters (more than ``budget``) that
+    starts with ``start`` and ends with ``end`` (each at least ``budget`` characters, or the
+    whole text): for a text read in pieces, never held whole."""
     head, tail = budget * 2 // 3, budget // 3
-    gone = len(text) - head - tail
-    return f"{text[:head]}\n[... {gone} characters of output cut ...]\n{text[-tail:]}"
+    gone = total - head - tail
+    return f"{start[:head]}\n[... {gone} characters of {what} cut ...]\n{end[-tail:]}"
 
 
 def _plain(value: Any) -> str:

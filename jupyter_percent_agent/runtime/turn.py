@@ -17,6 +17,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime import attachments
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent, bound_agent, resolve_agent
 from jupyter_percent_agent.runtime.asyncfile import async_file, land, landed
@@ -91,7 +92,8 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
     may not choose, a URL in a model's name, an ``[async]`` file it may not write),
-    ``SelectionError``, ``FormatError`` (front matter) before anything runs; ``TrustError``
+    ``SelectionError``, ``FormatError`` (front matter), ``TrustError`` or ``AttachmentError``
+    for a file the message names (``attachments.check``) before anything runs; ``TrustError``
     too for an MCP server the agent asks for that its folder may not use (one the folder
     defines, one of the user's not marked for untrusted folders). The agent's budgets are
     bounded here (``agents.bound_agent``)."""
@@ -119,6 +121,9 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
     chosen = selections(nb, options.include, options.exclude)
     check_selected(chosen, len(hist.conversation_cells(nb)))
+    # a file the message names that may not or cannot go: one line, nothing sent or written
+    attachments.check(options.current_text if options.current_text is not None
+                      else fmt.message_text(cell), options.folder)
     return Plan(cell_id, index, kind, agent, route, chosen,
                 tuple(load_included(chosen, options.folder)))
 
@@ -208,6 +213,8 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         extra["history_auto"] = [g for g in history.auto_sent if g not in history.dropped]
     if offered is not None:
         extra["tools_offered"] = list(offered)
+    if history.attached:  # what went with the message: its reply's footnote says so
+        extra["attached"] = history.attached
     if toolset is None:
         from jupyter_percent_agent.runtime.reply import plain_reply
 
