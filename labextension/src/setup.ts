@@ -70,7 +70,7 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
     state: IKeysState,
     preferred: string | null,
     problem: string | null,
-    typedUrl: string | null
+    typed: ISetup | null
   ) {
     super({ node: el('div', 'jp-PercentAgent-setupDialog') });
     const t = trans();
@@ -101,7 +101,7 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
     this.url = el('input', 'jp-mod-styled jp-PercentAgent-setupUrl');
     this.url.type = 'url';
     this.url.placeholder = 'http://localhost:11434/v1';
-    this.url.value = typedUrl ?? state.server?.url ?? '';
+    this.url.value = typed?.server ?? state.server?.url ?? '';
     this.urlField = this.label(
       t.__('Server URL (OpenAI-compatible, e.g. .../v1)'),
       this.url
@@ -110,7 +110,7 @@ class SetupBody extends Widget implements Dialog.IBodyWidget<ISetup> {
     this.key.type = 'password';
     this.key.autocomplete = 'off';
     this.model = el('input', 'jp-mod-styled jp-PercentAgent-setupModel');
-    this.model.value = state.default_model;
+    this.model.value = typed?.default_model || state.default_model;
     const note = el('p', 'jp-PercentAgent-setupNote');
     const show = (): void => {
       const server = this.provider.value === OWN_SERVER;
@@ -166,13 +166,13 @@ export async function openSetup(
   preferred: string | null = null
 ): Promise<boolean> {
   let problem: string | null = null;
-  let typedUrl: string | null = null;
+  let typed: ISetup | null = null; // what a refused save had: shown again, but no key
   const t = trans();
   for (;;) {
     const state = await requestKeys();
     const result: Dialog.IResult<ISetup> = await showDialog<ISetup>({
       title: t.__('Set up a model'),
-      body: new SetupBody(state, preferred, problem, typedUrl),
+      body: new SetupBody(state, preferred, problem, typed),
       buttons: [
         Dialog.cancelButton({ label: t.__('Cancel') }),
         Dialog.okButton({ label: t.__('Save') })
@@ -190,7 +190,7 @@ export async function openSetup(
       return true;
     } catch (err) {
       problem = t.__('Not saved: %1', (err as Error).message);
-      typedUrl = result.value.server ?? null;
+      typed = result.value;
       preferred =
         result.value.server !== undefined
           ? OWN_SERVER
