@@ -181,3 +181,15 @@ def test_keys_server_remove_forgets_the_url_and_its_key(
     assert r.exit_code == 0 and trust.load_keys() == {} and trust.load_config().api_base is None
     assert tce("keys", "server").stdout == "no server: run tce keys server URL\n"
     assert tce("keys", "server", "--remove").exit_code == 2
+
+
+def test_a_key_the_stored_server_refuses_says_how_to_store_it_again(
+        desktop_env: dict[str, str], tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """Not "set PERCENT_AGENT_API_KEY", which a desktop-launched JupyterLab never sees."""
+    assert tce("keys", "server", openai_server.url, input=SERVER_KEY).exit_code == 0
+    openai_server.script(Reply.http_error(401, "invalid key"))
+    r = tce("chat", str(tmp_path / "c"), "--model", "test-model", "-m", "hi")
+    assert r.exit_code == 1
+    assert (f"refused the API key (HTTP 401): store its key with tce keys server "
+            f"{openai_server.url} (or Agent > Set up a model)") in r.stderr, r.output
+    assert SERVER_KEY not in r.output
