@@ -27,7 +27,7 @@ from typing import Any
 
 from jupyter_percent_agent.codekernel.errors import InputUnavailable, KernelDied, KernelError
 from jupyter_percent_agent.codekernel.outputs import Collector
-from jupyter_percent_agent.codekernel.specs import kernel_name
+from jupyter_percent_agent.codekernel.specs import ALIASES, kernel_name
 
 START_TIMEOUT = 60.0
 POLL = 0.2  # seconds between checks that the kernel is still alive while a cell runs
@@ -50,6 +50,7 @@ class CodeKernel:
 
     def __init__(self, name: str, folder: Path, env: Mapping[str, str] | None = None) -> None:
         self.name = name
+        self.language = ""  # the language of the cells it ran (``python``), once it ran one
         self.folder = folder
         self.env = dict(os.environ if env is None else env)
         self.manager: Any = None
@@ -105,6 +106,19 @@ class CodeKernel:
                 await self._interrupt(msg_id, _Ignored())  # type: ignore[arg-type]
                 raise
             return await self._reply(msg_id)
+
+    async def evaluate(self, expressions: Mapping[str, str]) -> dict[str, Any]:
+        """The kernel's own rich form of each expression (Jupyter's ``user_expressions``:
+        ``{"status": "ok", "data": {MIME: ...}}`` or an error), asked with an empty, silent
+        execution: no cell runs, the execution count and history are left as they are."""
+        async with self._lock:
+            msg_id = self.client.execute(
+                "", silent=True, store_history=False, user_expressions=dict(expressions),
+                allow_stdin=False,
+            )
+            reply = await self._reply(msg_id)
+            found = reply.get("user_expressions")
+            return dict(found) if isinstance(found, Mapping) else {}
 
     async def _until_idle(
         self,
@@ -225,7 +239,17 @@ class CodeKernels:
             kernel = CodeKernel(name, self.folder, self.env)
             await kernel.start()
             self._kernels[name] = kernel
+        kernel.language = ALIASES.get(language.lower(), language.lower())
         return kernel
+
+    async def started(self, language: str) -> CodeKernel | None:
+        """The kernel of ``language`` this session started, if it is still alive (None: no
+        kernel is started for the asking)."""
+        lang = ALIASES.get(language.lower(), language.lower())
+        for kernel in self._kernels.values():
+            if kernel.language == lang and await kernel.alive():
+                return kernel
+        return None
 
     async def interrupt(self) -> None:
         for kernel in self._kernels.values():
