@@ -59,6 +59,8 @@ def mentioned(text: str) -> list[str]:
     for match in MENTION.finditer(text):
         token = match.group(1)
         name = token.rstrip(TRAILING)
+        if not token:  # "@var:" alone, as when writing about the feature
+            continue
         if not _is_name(name):
             raise VariableError(
                 f"@var:{token}: not a variable name (a Python name or dotted name, like "
