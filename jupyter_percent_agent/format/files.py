@@ -284,6 +284,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     and the complete file appears under the name at once (linked, never renamed over).
     """
     path = os.fspath(path)
+    if exclusive and os.path.lexists(path):  # a link, even to nothing, is not a new name
+        raise FileExistsError(errno.EEXIST, "the file exists", path)
     target = path if real else safe_path(path)
     try:
         data = text.encode("utf-8")
