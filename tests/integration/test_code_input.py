@@ -34,13 +34,13 @@ FILE = f"# %% Ask[^q]\n[^q]: [code]\n\n```python\n{ASKING}\n```\n"
 
 @pytest.fixture
 def agent_kernel(spec_dir: Path, server: OpenAIServer, tmp_path: Path
-                 ) -> Iterator[tuple[Any, Path]]:
+                 ) -> Iterator[tuple[Any, Any]]:
     notebook = tmp_path / "ask.msg.md"
     notebook.write_text(FILE)
     trust_for_kernel(tmp_path)
     km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)),
                    cwd=str(tmp_path))
-    yield kc, tmp_path
+    yield kc, km
     stop(km, kc)
 
 
@@ -54,7 +54,7 @@ def send_execute(kc: Any, code: str, cell_id: str, *, allow_stdin: bool) -> str:
 
 
 def test_the_agent_kernel_forwards_input_and_getpass_to_its_front_end(
-        agent_kernel: tuple[Any, Path]) -> None:
+        agent_kernel: tuple[Any, Any]) -> None:
     kc, _ = agent_kernel
     msg_id = send_execute(kc, ASKING, "q", allow_stdin=True)
     asked = []
@@ -71,8 +71,27 @@ def test_the_agent_kernel_forwards_input_and_getpass_to_its_front_end(
     assert "hello Ada 7" in shown and "hunter2" not in shown
 
 
+def test_interrupting_a_cell_that_waits_for_input_stops_it_and_the_next_asks_afresh(
+        agent_kernel: tuple[Any, Any]) -> None:
+    kc, km = agent_kernel
+    msg_id = send_execute(kc, ASKING, "q", allow_stdin=True)
+    assert kc.get_stdin_msg(timeout=TIMEOUT)["parent_header"]["msg_id"] == msg_id
+    km.interrupt_kernel()  # the user's stop button while the box is open
+    reply, _ = collect(kc, msg_id)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    kc.input("too late")  # typed into the stale box: not taken for the next cell's answer
+    msg_id = send_execute(kc, ASKING, "q", allow_stdin=True)
+    for answer in ("Bo", "xyz"):
+        assert kc.get_stdin_msg(timeout=TIMEOUT)["parent_header"]["msg_id"] == msg_id
+        kc.input(answer)
+    reply, iopub = collect(kc, msg_id)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "hello Bo 3" in "".join(m["content"].get("text", "") for m in outputs(iopub))
+
+
 def test_a_front_end_without_stdin_gets_jupyters_own_error(
-        agent_kernel: tuple[Any, Path]) -> None:
+        agent_kernel: tuple[Any, Any]) -> None:
     kc, _ = agent_kernel
     msg_id = send_execute(kc, ASKING, "q", allow_stdin=False)
     reply, iopub = collect(kc, msg_id)
