@@ -15,8 +15,14 @@ from jupyter_percent_agent.errors import PercentAgentError
 @click.command("fork")
 @click.argument("item")
 @click.argument("n", type=int)
-@click.option("-o", "--output", "target", type=click.Path(path_type=Path), metavar="NEW",
-              help="The new file (default: ITEM's name with .fork-1, .fork-2, ... beside it).")
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    type=click.Path(path_type=Path),
+    metavar="NEW",
+    help="The new file (default: ITEM's name with .fork-1, .fork-2, ... beside it).",
+)
 def fork(item: str, n: int, target: Path | None) -> None:
     """Copy the first N cells of ITEM, with their outputs, into a new message file."""
     from jupyter_percent_agent.runtime.fork import fork as make_fork

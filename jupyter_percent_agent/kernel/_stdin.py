@@ -39,8 +39,13 @@ async def ask_front_end(kernel: Any, prompt: str, password: bool) -> str:
     while session.recv(socket, mode=zmq.NOBLOCK) != (None, None):
         pass  # a stale reply (to a request interrupted before) is not this one's answer
     parent = kernel.get_parent("shell")
-    session.send(socket, "input_request", {"prompt": prompt, "password": password}, parent,
-                 ident=kernel._parent_ident["shell"])
+    session.send(
+        socket,
+        "input_request",
+        {"prompt": prompt, "password": password},
+        parent,
+        ident=kernel._parent_ident["shell"],
+    )
     while True:
         _, reply = session.recv(socket, mode=zmq.NOBLOCK)
         if reply is not None:

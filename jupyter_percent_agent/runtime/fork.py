@@ -36,7 +36,7 @@ def _split_name(name: str) -> tuple[str, str]:
     lower = name.lower()
     for suffix in (".msg.md", ".md"):
         if lower.endswith(suffix):
-            stem, ext = name[: -len(suffix)], name[-len(suffix):]
+            stem, ext = name[: -len(suffix)], name[-len(suffix) :]
             break
     else:
         stem, dot, last = name.rpartition(".")

@@ -93,16 +93,18 @@ def _capped(text: str, cap: int | None) -> str:
     return f"{kept}\n[value cut: {gone} bytes past the cap of {cap} bytes (code_output_bytes)]"
 
 
-def describe(name: str, value: Mapping[str, Any], cap: int | None
-             ) -> tuple[str, list[tuple[str, str]]]:
+def describe(
+    name: str, value: Mapping[str, Any], cap: int | None
+) -> tuple[str, list[tuple[str, str]]]:
     """One ``user_expressions`` answer as text for the model and images."""
     if value.get("status") != "ok":
         ename = str(value.get("ename") or "Error")
         evalue = " ".join(str(value.get("evalue") or "").split())[:200]
         return f"[@var:{name}: not available in the code kernel ({ename}: {evalue})]", []
     data = value.get("data") or {}
-    images = [(m, data[m].replace("\n", "")) for m in IMAGE_TYPES
-              if isinstance(data.get(m), str)][:1]
+    images = [(m, data[m].replace("\n", "")) for m in IMAGE_TYPES if isinstance(data.get(m), str)][
+        :1
+    ]
     plain = data.get("text/plain")
     plain = "".join(plain) if isinstance(plain, list) else str(plain or "")
     mime = "text/plain" + (f" and {images[0][0]}" if images else "")
@@ -119,16 +121,19 @@ async def values(text: str, folder: Path, kernels: Any) -> Values | None:
         return None
     kernel = await kernels.started(LANGUAGE) if kernels is not None else None
     if kernel is None:
-        lines = [f"[@var:{n}: no code kernel is running in this conversation (run a [code] "
-                 "cell first)]" for n in names]
+        lines = [
+            f"[@var:{n}: no code kernel is running in this conversation (run a [code] cell first)]"
+            for n in names
+        ]
         return Values("\n\n".join(lines))
     answers = await kernel.evaluate({n: n for n in names})
     cap = output_cap(folder)
     parts: list[str] = []
     images: list[tuple[str, str]] = []
     for name in names:
-        said, found = describe(name, answers.get(name) or {"status": "error",
-                                                          "ename": "NoAnswer"}, cap)
+        said, found = describe(
+            name, answers.get(name) or {"status": "error", "ename": "NoAnswer"}, cap
+        )
         parts.append(said)
         images.extend(found)
     return Values("\n\n".join(parts), tuple(images))

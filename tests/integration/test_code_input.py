@@ -33,28 +33,35 @@ FILE = f"# %% Ask[^q]\n[^q]: [code]\n\n```python\n{ASKING}\n```\n"
 
 
 @pytest.fixture
-def agent_kernel(spec_dir: Path, server: OpenAIServer, tmp_path: Path
-                 ) -> Iterator[tuple[Any, Any]]:
+def agent_kernel(spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
     notebook = tmp_path / "ask.msg.md"
     notebook.write_text(FILE)
     trust_for_kernel(tmp_path)
-    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)),
-                   cwd=str(tmp_path))
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(tmp_path))
     yield kc, km
     stop(km, kc)
 
 
 def send_execute(kc: Any, code: str, cell_id: str, *, allow_stdin: bool) -> str:
-    msg = kc.session.msg("execute_request", {
-        "code": code, "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": allow_stdin, "stop_on_error": True})
+    msg = kc.session.msg(
+        "execute_request",
+        {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": allow_stdin,
+            "stop_on_error": True,
+        },
+    )
     msg["metadata"]["cellId"] = cell_id
     kc.shell_channel.send(msg)
     return msg["header"]["msg_id"]
 
 
 def test_the_agent_kernel_forwards_input_and_getpass_to_its_front_end(
-        agent_kernel: tuple[Any, Any]) -> None:
+    agent_kernel: tuple[Any, Any],
+) -> None:
     kc, _ = agent_kernel
     msg_id = send_execute(kc, ASKING, "q", allow_stdin=True)
     asked = []
@@ -72,7 +79,8 @@ def test_the_agent_kernel_forwards_input_and_getpass_to_its_front_end(
 
 
 def test_interrupting_a_cell_that_waits_for_input_stops_it_and_the_next_asks_afresh(
-        agent_kernel: tuple[Any, Any]) -> None:
+    agent_kernel: tuple[Any, Any],
+) -> None:
     kc, km = agent_kernel
     msg_id = send_execute(kc, ASKING, "q", allow_stdin=True)
     assert kc.get_stdin_msg(timeout=TIMEOUT)["parent_header"]["msg_id"] == msg_id
@@ -90,8 +98,7 @@ def test_interrupting_a_cell_that_waits_for_input_stops_it_and_the_next_asks_afr
     assert "hello Bo 3" in "".join(m["content"].get("text", "") for m in outputs(iopub))
 
 
-def test_a_front_end_without_stdin_gets_jupyters_own_error(
-        agent_kernel: tuple[Any, Any]) -> None:
+def test_a_front_end_without_stdin_gets_jupyters_own_error(agent_kernel: tuple[Any, Any]) -> None:
     kc, _ = agent_kernel
     msg_id = send_execute(kc, ASKING, "q", allow_stdin=False)
     reply, iopub = collect(kc, msg_id)
@@ -101,7 +108,8 @@ def test_a_front_end_without_stdin_gets_jupyters_own_error(
 
 
 def test_tce_exec_reads_input_from_the_terminal_and_getpass_does_not_echo(
-        tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]) -> None:
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
     trusted(tmp_path)
     path = tmp_path / "ask.msg.md"
     path.write_text(FILE)
@@ -116,8 +124,7 @@ def test_tce_exec_reads_input_from_the_terminal_and_getpass_does_not_echo(
             os.write(terminal, b"hunter2\n")
         return len(typed) == 2
 
-    code, shown, answered = tce_on_terminal("exec", str(path), env=env, answer=answer,
-                                            timeout=120)
+    code, shown, answered = tce_on_terminal("exec", str(path), env=env, answer=answer, timeout=120)
     assert answered and code == 0, shown
     assert "Ada" in shown and "hunter2" not in shown  # the name echoes, the token does not
     (cell,) = [c for c in fmt.read(path)["cells"] if fmt.document_part(c) is None]
@@ -125,7 +132,8 @@ def test_tce_exec_reads_input_from_the_terminal_and_getpass_does_not_echo(
 
 
 def test_tce_exec_with_no_terminal_fails_the_cell_in_one_line(
-        tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]) -> None:
+    tmp_path: Path, env: dict[str, str], trusted: Callable[[Path], Path]
+) -> None:
     trusted(tmp_path)
     path = tmp_path / "ask.msg.md"
     path.write_text(FILE)

@@ -26,8 +26,10 @@ SETUP = (
     f"pic = Image(data=base64.b64decode({PNG!r}))\nsecret_count = 0"
 )
 ASK = "What do @var:table and @var:pic show? Is @var:missing there?"
-FILE = (FRONT + f"# %% Setup[^c1]\n[^c1]: [code]\n\n```python\n{SETUP}\n```\n\n"
-        f"# %% Ask[^m1]\n[^m1]: [markdown]\n\n{ASK}\n")
+FILE = (
+    FRONT + f"# %% Setup[^c1]\n[^c1]: [code]\n\n```python\n{SETUP}\n```\n\n"
+    f"# %% Ask[^m1]\n[^m1]: [markdown]\n\n{ASK}\n"
+)
 
 
 def sent_text(server: OpenAIServer) -> tuple[str, list[str]]:
@@ -48,20 +50,21 @@ def assert_values_sent(text: str, images: list[str]) -> None:
 
 
 @pytest.fixture
-def agent_kernel(spec_dir: Path, server: OpenAIServer, tmp_path: Path
-                 ) -> Iterator[tuple[Any, OpenAIServer]]:
+def agent_kernel(
+    spec_dir: Path, server: OpenAIServer, tmp_path: Path
+) -> Iterator[tuple[Any, OpenAIServer]]:
     notebook = tmp_path / "vars.msg.md"
     notebook.write_text(FILE)
     trust_for_kernel(tmp_path)
-    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)),
-                   cwd=str(tmp_path))
+    km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(tmp_path))
     server.reset()
     yield kc, server
     stop(km, kc)
 
 
 def test_the_agent_kernel_sends_the_values_a_message_names(
-        agent_kernel: tuple[Any, OpenAIServer]) -> None:
+    agent_kernel: tuple[Any, OpenAIServer],
+) -> None:
     kc, server = agent_kernel
     reply, _ = execute(kc, SETUP, "c1")  # the code kernel's cell 1
     assert reply["content"]["status"] == "ok", reply["content"]
@@ -75,7 +78,8 @@ def test_the_agent_kernel_sends_the_values_a_message_names(
 
 
 def test_with_no_code_kernel_running_the_message_goes_with_one_line(
-        agent_kernel: tuple[Any, OpenAIServer]) -> None:
+    agent_kernel: tuple[Any, OpenAIServer],
+) -> None:
     kc, server = agent_kernel
     reply, _ = execute(kc, "Anything in @var:table?", "m1")
     assert reply["content"]["status"] == "ok", reply["content"]
@@ -85,8 +89,8 @@ def test_with_no_code_kernel_running_the_message_goes_with_one_line(
 
 
 def test_tce_exec_sends_the_values_from_the_kernel_that_ran_the_cells(
-        tmp_path: Path, env: dict[str, str], local_model: OpenAIServer,
-        trusted: Callable[[Path], Path]) -> None:
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer, trusted: Callable[[Path], Path]
+) -> None:
     trusted(tmp_path)
     path = tmp_path / "vars.msg.md"
     path.write_text(FILE)
@@ -96,21 +100,28 @@ def test_tce_exec_sends_the_values_from_the_kernel_that_ran_the_cells(
 
 
 def test_an_untrusted_folder_refuses_var_and_starts_nothing(
-        tmp_path: Path, env: dict[str, str], local_model: OpenAIServer) -> None:
+    tmp_path: Path, env: dict[str, str], local_model: OpenAIServer
+) -> None:
     path = tmp_path / "vars.msg.md"
     path.write_text(FRONT)
     before = path.read_bytes()
     done = run_tce("chat", str(path), "-m", "Show @var:table", env=env)
     assert done.returncode == 6, done.stderr
-    assert done.stderr.strip() == (f"tce: refused: @var:table reads the code kernel, and "
-                                   f"{tmp_path} is not trusted; to allow it: tce trust {tmp_path}")
+    assert done.stderr.strip() == (
+        f"tce: refused: @var:table reads the code kernel, and "
+        f"{tmp_path} is not trusted; to allow it: tce trust {tmp_path}"
+    )
     assert local_model.chat_requests == [] and path.read_bytes() == before
 
 
 @pytest.mark.parametrize("token", ["os.system('x')", "table[0]", "import", "1st"])
-def test_what_is_not_a_name_is_refused(tmp_path: Path, env: dict[str, str],
-                                       local_model: OpenAIServer,
-                                       trusted: Callable[[Path], Path], token: str) -> None:
+def test_what_is_not_a_name_is_refused(
+    tmp_path: Path,
+    env: dict[str, str],
+    local_model: OpenAIServer,
+    trusted: Callable[[Path], Path],
+    token: str,
+) -> None:
     trusted(tmp_path)
     path = tmp_path / "vars.msg.md"
     path.write_text(FRONT)

@@ -20,7 +20,8 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def test_fork_keeps_the_first_cells_with_their_outputs_and_says_where_it_came_from(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = _copy(tmp_path)
     before = path.read_bytes()
     r = tce("fork", str(path), "3")
@@ -67,13 +68,15 @@ def test_fork_refuses_an_existing_file_and_a_cell_out_of_range(tmp_path: Path) -
     taken.write_text("keep me\n")
     r = tce("fork", str(path), "2", "-o", str(taken))
     assert r.exit_code == 2
-    assert r.stderr.strip() == (f"tce: {taken} exists: a fork never writes over a file "
-                                "(name another with -o)")
+    assert r.stderr.strip() == (
+        f"tce: {taken} exists: a fork never writes over a file (name another with -o)"
+    )
     assert taken.read_text() == "keep me\n"
     for n in ("0", "5"):
         r = tce("fork", str(path), n)
         assert r.exit_code == 2, r.output
-        assert r.stderr.strip() == (f"tce: cell {n}: basic.msg.md has 4 cells "
-                                    "(tce list numbers them from 1)")
+        assert r.stderr.strip() == (
+            f"tce: cell {n}: basic.msg.md has 4 cells (tce list numbers them from 1)"
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["basic.msg.md", "taken.msg.md"]
     assert path.read_bytes() == before

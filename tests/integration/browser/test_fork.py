@@ -56,8 +56,9 @@ def test_fork_from_here_opens_a_fork_up_to_that_cell(page, lab_server) -> None:
     expect(item).to_be_visible()
     item.click()
     fork = lab_server.root / "forkme.fork-1.msg.md"
-    expect(page.locator(".lm-TabBar-tab.lm-mod-current", has_text="forkme.fork-1.msg.md")
-           ).to_be_visible(timeout=30_000)
+    expect(
+        page.locator(".lm-TabBar-tab.lm-mod-current", has_text="forkme.fork-1.msg.md")
+    ).to_be_visible(timeout=30_000)
     opened = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
     expect(opened).to_contain_text("Six.")
     expect(opened).not_to_contain_text("And four and four?")
