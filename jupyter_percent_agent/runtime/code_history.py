@@ -30,7 +30,8 @@ FRAME = (
 NO_VISION = "(The images are not shown: this model takes no images.)"
 
 
-def _fence(text: str, lang: str = "") -> str:
+def fence(text: str, lang: str = "") -> str:
+    """``text`` in a Markdown fence longer than any run of backticks in it."""
     ticks = "```"
     while ticks in text:
         ticks += "`"
@@ -123,9 +124,9 @@ def code_turn_parts(
                 pieces.append(f"[an output of type {', '.join(data)}]\n")
         elif kind in ("reply", "tool_result"):
             pieces.append(fmt.output_text(out) + "\n")
-    text = FRAME.format(lang=lang) + "\n" + _fence(fmt.message_text(cell), lang)
+    text = FRAME.format(lang=lang) + "\n" + fence(fmt.message_text(cell), lang)
     if pieces:
-        text += "\nIts output:\n" + _fence(cut("".join(pieces)))
+        text += "\nIts output:\n" + fence(cut("".join(pieces)))
     else:
         text += "\n(It printed nothing.)"
     return text, tuple(images)

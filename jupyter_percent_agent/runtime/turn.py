@@ -32,6 +32,7 @@ from jupyter_percent_agent.runtime.events import OnEvent, Status, ignore
 from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.settings import check_environment
 from jupyter_percent_agent.runtime.transport import Transport, default_transport
+from jupyter_percent_agent.runtime.variables import check_mentions, values, with_values
 
 MODEL_FREE = frozenset({"code", "tool_call", "toolchain"})
 """Cell kinds that run without a model."""
@@ -106,6 +107,7 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         return Plan(cell_id, index, kind)
     check_environment(options.env)  # PERCENT_AGENT_RETRIES=abc: one line, nothing written
     hist.check_history_values(nb)  # history="exlcude": one line, the cell is not sent
+    check_mentions(message_of(cell, options), options.folder)  # @var: refused untrusted
     agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                                          env=options.env), options.folder)
     # models a file chose (not the user's own: the environment's agent, or --model)
@@ -126,6 +128,11 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
                       else fmt.message_text(cell), options.folder)
     return Plan(cell_id, index, kind, agent, route, chosen,
                 tuple(load_included(chosen, options.folder)))
+
+
+def message_of(cell: Mapping[str, Any], options: RunOptions) -> str:
+    """The text of the message being sent: the live source the kernel sent, else the file's."""
+    return options.current_text if options.current_text is not None else fmt.message_text(cell)
 
 
 def step_limit(options: RunOptions, agent: Agent) -> int:
@@ -185,22 +192,27 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     offered = None
     if toolset is not None:
         cells = hist.conversation_cells(nb)
-        text = options.current_text if options.current_text is not None \
-            else fmt.message_text(cell)
-        offered = offered_tools(agent, toolset, text, cells[: decided.index - 1])
+        offered = offered_tools(agent, toolset, message_of(cell, options),
+                                cells[: decided.index - 1])
         if offered is not None:  # not all described: search_tools(words) finds the others
             toolset, offered = with_search(toolset, offered)
     await transport.ready()
+    mentions = await values(message_of(cell, options), options.folder, options.code_kernels)
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))
     history = await plan_history(nb, decided.index, agent, decided.chosen,
                                  base_dir=options.folder,
                                  system_prompt=system_prompt_for(agent, toolset, offered),
-                                 transport=transport, current_text=options.current_text,
+                                 transport=transport,
+                                 current_text=with_values(message_of(cell, options), mentions)
+                                 if mentions else options.current_text,
                                  included=decided.included,
                                  summaries={k: v[0] for k, v in run.summaries.items()},
                                  on_event=run.tell)
     run.dropped_groups(history.dropped)
+    if mentions and mentions.images:  # a figure @var: named goes with the message
+        current = next(t for t in history.turns if t.group == hist.CURRENT)
+        current.images += mentions.images
     if history.warning:
         run.tell(Status(history.warning))
     messages = history.messages
