@@ -158,6 +158,8 @@ def test_kernel_info(kernel: Any) -> None:
     assert info["language_info"] == LANGUAGE_INFO
     assert info["implementation"] == "percent-agent"
     assert "debugger" not in info.get("supported_features", [])
+    # JupyterLab would send the live state's comm to a subshell, out of order with the runs
+    assert "kernel subshells" not in info.get("supported_features", [])
 
 
 def test_message_cell_streams_a_reply_updated_in_place(kernel: Any, notebook: Path,
