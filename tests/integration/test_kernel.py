@@ -423,6 +423,29 @@ def test_a_live_state_from_one_client_is_never_laid_over_another_clients_run(
     assert "OTHER-TAB-EDIT" not in sent_to_model(srv)
 
 
+def test_a_state_sent_for_a_run_a_failure_aborted_is_not_laid_over_a_later_run(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Run all: a cell fails, and ipykernel aborts the requests queued behind it
+    (``stop_on_error``); their states had come already. Running one of those cells again
+    later must not show the model the notebook as it was then."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    comm_id = open_live_comm(kc)
+    srv.script(Reply.http_error(500, "the model fell over"), "Answer.")
+    failing = kc.execute("What is the capital of France?", stop_on_error=True)
+    send_live_state(kc, comm_id, "q2", live_state_of(CONVERSATION, q1="STALE-EDIT"))
+    queued = kc.session.msg("execute_request", {
+        "code": "Saved text of the second question.", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    queued["metadata"]["cellId"] = "q2"
+    kc.shell_channel.send(queued)
+    assert collect(kc, failing)[0]["content"]["status"] == "error"
+    assert collect(kc, queued["header"]["msg_id"])[0]["content"]["status"] == "aborted"
+    reply, _ = execute(kc, "Saved text of the second question.", "q2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "STALE-EDIT" not in sent_to_model(srv)
+
+
 def test_a_cells_metadata_spread_into_the_request_is_no_live_state(
         kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
     """JupyterLab spreads the running cell's metadata into its execute request: a file's cell
