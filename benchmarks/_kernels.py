@@ -1,11 +1,15 @@
-"""Shared kernel helpers of the benchmarks: an execute request as JupyterLab sends it, and the
-time from sending one to the first IOPub message of a given kind."""
+"""Shared kernel helpers of the benchmarks: an execute request as JupyterLab sends it (with the
+live state on its comm before it), and the time from sending one to the first IOPub message of
+a given kind."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Collection
 from typing import Any
+
+from jupyter_percent_agent.kernel import COMM_TARGET
 
 
 def execute_request(kc: Any, code: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -24,6 +28,16 @@ def execute_request(kc: Any, code: str, metadata: dict[str, Any] | None = None) 
     )
     msg["metadata"].update(metadata or {})
     return msg
+
+
+def send_live_state(kc: Any, cell_id: str, state: dict[str, Any]) -> None:
+    """Send ``state`` for the next run of ``cell_id`` on a comm of its own, as the
+    labextension sends a message notebook's live state before the execute request."""
+    comm_id = uuid.uuid4().hex
+    kc.shell_channel.send(kc.session.msg("comm_open", {
+        "comm_id": comm_id, "target_name": COMM_TARGET, "data": {}}))
+    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {
+        "cellId": cell_id, "nonce": uuid.uuid4().hex, "state": state}}))
 
 
 def first_message_seconds(

@@ -35,7 +35,7 @@ from typing import Any
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from benchmarks._kernels import execute_request, first_message_seconds
+from benchmarks._kernels import execute_request, first_message_seconds, send_live_state
 from benchmarks._timing import interleaved, print_table
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
@@ -127,9 +127,8 @@ def big_notebook(path: Path, cells: int = CELLS) -> list[dict[str, Any]]:
 
 def _first_output(kc: Any, cell_id: str, state: list[dict[str, Any]]) -> float:
     """Seconds from sending the execute request to the first streamed output."""
-    msg = execute_request(kc, "The last message, edited.",
-                          {"cellId": cell_id,
-                           "percent_agent_notebook": {"version": 1, "cells": state}})
+    send_live_state(kc, cell_id, {"version": 1, "cells": state})
+    msg = execute_request(kc, "The last message, edited.", {"cellId": cell_id})
     return first_message_seconds(kc, msg, ("display_data", "update_display_data"), TIMEOUT)
 
 

@@ -21,6 +21,10 @@ DISPLAY_NAME: str = DEFAULT_KERNELSPEC["display_name"]
 # that the kernel's answer changes nothing and an unedited notebook is not marked modified.
 LANGUAGE_INFO: dict[str, str] = dict(AGENT_LANGUAGE_INFO)
 
+COMM_TARGET = "percent_agent"
+"""The comm target a message notebook in JupyterLab opens to send its live state (``_comm``;
+``labextension/src/kernelcomm.ts``)."""
+
 
 def kernelspec_dir() -> Path:
     """The folder holding this package's ``kernel.json`` (to copy or install it)."""

@@ -76,8 +76,8 @@ def file_identity(path: Path | None) -> tuple[int, int] | None:
 class ServedNotebook:
     """The notebook this kernel serves (``JPY_SESSION_NAME`` at start), and its device and
     inode when last seen. The live state names the notebook's path too, when the user renamed
-    or moved it; but the state travels in a request, which a cell's metadata can fill, so it
-    is followed only to the same file (a rename keeps device and inode) or when both folders
+    or moved it; but the state comes from the client (on a comm, ``_comm``), so it is
+    followed only to the same file (a rename keeps device and inode) or when both folders
     are trusted: it never moves a conversation into a folder whose trust it would borrow, nor
     makes another file the conversation."""
 
@@ -234,10 +234,6 @@ def _match_by_text(cells: list[dict[str, Any]], source: str, skip: set[str]) -> 
             return cid
     return found[0] if found else None
 
-
-LIVE_STATE_KEY = "percent_agent_notebook"
-"""Where JupyterLab's labextension puts the notebook as the user sees it, in the metadata of
-every execute request of a message notebook (``labextension/src/livestate.ts``)."""
 
 LIVE_KEYS = ("agent", "history", "summary", "summary_hash", "definition", "name")
 """The cell attributes the live state is authoritative for (present: set; absent: unset)."""

@@ -36,9 +36,9 @@ from ipykernel.kernelbase import Kernel
 from jupyter_percent_agent import __version__ as _version
 from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.kernel import LANGUAGE_INFO
+from jupyter_percent_agent.kernel._comm import LiveStateComms, RunOutcome
 from jupyter_percent_agent.kernel._console import InputHistory, is_complete
 from jupyter_percent_agent.kernel._notebook import (
-    LIVE_STATE_KEY,
     KernelMemory,
     LiveConversation,
     ServedNotebook,
@@ -46,16 +46,6 @@ from jupyter_percent_agent.kernel._notebook import (
 )
 from jupyter_percent_agent.kernel._stdin import set_answer
 from jupyter_percent_agent.trust.withholding import Withheld, withholding
-
-PROPOSED_SOURCE = "percent_agent_proposed"
-"""The execute reply's payload that lists the code cells a reply proposes (the labextension's
-``proposals.ts`` inserts them under the message)."""
-
-TRUST_REFUSAL_KEY = "percent_agent_untrusted_folder"
-"""The execute reply's metadata that opens JupyterLab's "Trust this folder?" dialog
-(``labextension/src/trust.ts``): ``{"folder": FOLDER, "refused": LINE}``, the folder whose
-trust would allow what the kernel refused and the refusal's one line. Only the kernel's own
-refusal (``TrustError`` naming a folder) sets it, never a cell's code (whatever it raises)."""
 
 STREAMING_ATTRS = {"incomplete": True}
 """What a reply carries while it streams (docs/format.md): a save meanwhile is never taken
@@ -282,7 +272,10 @@ class AgentKernel(Kernel):
         self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
         self._served = ServedNotebook(notebook_path())
         self._said: set[str] = set()  # why trust was withheld, said once a session each
-        self._trust_refusal: dict[str, str] | None = None  # TRUST_REFUSAL_KEY of this reply
+        # the live state JupyterLab sends on a comm, and what a run tells it back (_comm)
+        self._comms = LiveStateComms(self)
+        self._comms.register()
+        self._outcome = RunOutcome()
 
     def start(self) -> None:
         super().start()
@@ -304,8 +297,11 @@ class AgentKernel(Kernel):
 
     @property
     def kernel_info(self) -> dict[str, Any]:
-        info, no = dict(super().kernel_info), "debugger"
-        info["supported_features"] = [f for f in info.get("supported_features", []) if f != no]
+        info = dict(super().kernel_info)
+        # no debugger; no subshells: JupyterLab would send the live state's comm to one, out
+        # of order with the execute requests (_comm)
+        info["supported_features"] = [f for f in info.get("supported_features", [])
+                                      if f not in ("debugger", "kernel subshells")]
         return info
 
     # -- interrupts ----------------------------------------------------------------------
@@ -325,34 +321,33 @@ class AgentKernel(Kernel):
 
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
                          user_expressions: dict[str, Any] | None = None,
-                         allow_stdin: bool = False, *, cell_meta: dict[str, Any] | None = None,
-                         cell_id: str | None = None) -> dict[str, Any]:
+                         allow_stdin: bool = False, *, cell_id: str | None = None
+                         ) -> dict[str, Any]:
         """Run one cell: a message (the agent answers), ``[code]``, ``[tool_call]``..."""
         self._interrupt_pending = False
-        self._trust_refusal = None
         self._allow_stdin = allow_stdin  # as IPython's kernel records it: may input() ask?
+        self._outcome = RunOutcome()
         if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
+        # taken before any await: the state sent for this very request (_comm.LiveStates)
+        live = self._comms.take(self.get_parent("shell"))
         self._last_output = None
+        reply: dict[str, Any] | None = None
         try:
-            return await self._execute(code, cell_id, (cell_meta or {}).get(LIVE_STATE_KEY))
+            reply = await self._execute(code, cell_id, live.state if live else None)
+            return reply
         except _RunFailed as exc:
             reply = self._error(exc.ename, exc.evalue, publish=True)
-            if exc.untrusted is not None:
-                self._trust_refusal = {"folder": str(exc.untrusted), "refused": reply["evalue"]}
+            if exc.untrusted is not None:  # JupyterLab offers to trust it (trust.ts)
+                self._outcome.untrusted_folder = {"folder": str(exc.untrusted),
+                                                  "refused": reply["evalue"]}
             return reply
         finally:
+            self._comms.tell(live, self._outcome)
+            if reply is None or reply["status"] != "ok":
+                self._comms.failed(self.get_parent("shell"))
             if store_history:
                 self._history.record(self.execution_count, code, self._last_output)
-
-    def finish_metadata(self, parent: Any, metadata: dict[str, Any],
-                        reply_content: dict[str, Any]) -> dict[str, Any]:
-        """The execute reply's metadata: ``TRUST_REFUSAL_KEY`` when the kernel refused the
-        cell for its folder's trust."""
-        metadata = super().finish_metadata(parent, metadata, reply_content)
-        if self._trust_refusal is not None:
-            metadata[TRUST_REFUSAL_KEY] = self._trust_refusal
-        return metadata
 
     async def do_is_complete(self, code: str) -> dict[str, str]:
         return is_complete(code)
@@ -424,7 +419,7 @@ class AgentKernel(Kernel):
             return self._ok()
         if exc is not None:
             # the package's table names it and says it in one line; a refusal that trusting
-            # a folder would lift names that folder (TRUST_REFUSAL_KEY)
+            # a folder would lift names that folder (JupyterLab is told: RunOutcome)
             shown = errors.report(exc, path=str(path) if path else None)
             if shown is None:  # a bug: its traceback goes to the log
                 self.log.error("agent run failed", exc_info=exc)
@@ -447,14 +442,13 @@ class AgentKernel(Kernel):
         if run.proposed and conversation.nb_id is not None:
             from jupyter_percent_agent import trust
 
-            # the labextension inserts them under the message (JupyterLab ignores it), and
-            # runs them when the user's config says auto_run for this folder; it finds the
-            # message by the id it sent (a UUID for a cell added there, not its short form)
-            return self._ok([{"source": PROPOSED_SOURCE,
-                              "after": cell_id if cell_id is not None else conversation.nb_id,
-                              "auto_run": trust.auto_runs(folder),
-                              "cells": [{"code": code, "language": lang}
-                                        for lang, code in run.proposed]}])
+            # the labextension inserts them under the message, and runs them when the
+            # user's config says auto_run for this folder; it finds the message by the id it
+            # sent (a UUID for a cell added there, not its short form)
+            self._outcome.proposed = {
+                "after": cell_id if cell_id is not None else conversation.nb_id,
+                "auto_run": trust.auto_runs(folder),
+                "cells": [{"code": code, "language": lang} for lang, code in run.proposed]}
         return self._ok()
 
     def _tell_count(self, count: int | None) -> None:
@@ -482,9 +476,9 @@ class AgentKernel(Kernel):
         except PercentAgentError as exc:
             raise _RunFailed(exc.ename, _one_line(str(exc))) from None
 
-    def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def _ok(self) -> dict[str, Any]:
         return {"status": "ok", "execution_count": self.execution_count,
-                "payload": payload or [], "user_expressions": {}}
+                "payload": [], "user_expressions": {}}
 
     def _error(self, ename: str, evalue: str, *, publish: bool = False) -> dict[str, Any]:
         from jupyter_percent_agent.masking import mask

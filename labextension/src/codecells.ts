@@ -6,7 +6,10 @@
  * (the fence's info string) when there is one, else Python.
  */
 
-import { ICellModel } from '@jupyterlab/cells';
+import { language } from '@codemirror/language';
+import { EditorView } from '@codemirror/view';
+import { Cell, ICellModel } from '@jupyterlab/cells';
+import { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import { NotebookPanel } from '@jupyterlab/notebook';
 
 const MIME: { [lang: string]: string } = {
@@ -47,31 +50,39 @@ function wanted(model: ICellModel): string | null {
  * The editor loads languages asynchronously and applies whichever load finishes last: the
  * notebook's Markdown, asked for first but loaded slowly, can land after the cell's own. When
  * a `[code]` cell's editor ends up in Markdown, ask for its language again (a few times at
- * most).
+ * most). JupyterLab's editor says neither which language it applied nor when; CodeMirror
+ * does (its `language` facet), to a listener given through the editor's `injectExtension`.
  */
-function watchEditor(node: HTMLElement, model: ICellModel): void {
-  const content = node.querySelector('.cm-content');
-  if (content === null) {
+function watchEditor(cell: Cell): void {
+  const editor = cell.editor;
+  if (!(editor instanceof CodeMirrorEditor)) {
     return;
   }
+  const model = cell.model;
   let retries = 3;
-  const check = (): void => {
+  const check = (view: EditorView): void => {
     const mime = wanted(model);
     if (
       mime !== null &&
-      content.getAttribute('data-language') === 'markdown' &&
+      view.state.facet(language)?.name === 'markdown' &&
       retries > 0
     ) {
       retries -= 1;
-      model.mimeType = 'text/plain';
-      model.mimeType = mime;
+      // not within CodeMirror's update: the mime type change reconfigures the editor
+      void Promise.resolve().then(() => {
+        model.mimeType = 'text/plain';
+        model.mimeType = mime;
+      });
     }
   };
-  new MutationObserver(check).observe(content, {
-    attributes: true,
-    attributeFilter: ['data-language']
-  });
-  check();
+  editor.injectExtension(
+    EditorView.updateListener.of(update => {
+      if (update.startState.facet(language) !== update.state.facet(language)) {
+        check(update.view);
+      }
+    })
+  );
+  check(editor.editor);
 }
 
 /** Keep the `[code]` cells of `panel` highlighted as their language. */
@@ -96,7 +107,7 @@ export function highlightCodeCells(panel: NotebookPanel): void {
         model.mimeTypeChanged.connect(
           () => void Promise.resolve().then(() => fix(model))
         );
-        void cell.ready.then(() => watchEditor(cell.node, model));
+        void cell.ready.then(() => watchEditor(cell));
       }
       fix(model);
     }

@@ -1,31 +1,28 @@
 /**
- * The notebook as the user sees it, sent with every execute request of a message notebook,
- * so that the agent kernel can build the history from it rather than from the file on disk.
+ * The notebook as the user sees it, sent before every run of a cell of a message notebook
+ * (on the kernel's comm, `kernelcomm.ts`, tied to that run), so that the agent kernel can
+ * build the history from it rather than from the file on disk.
  *
  * The kernel reads the saved file and lays over it the running cell's live source (and what
  * it ran itself): an agent picked in a cell's bar, a message excluded, text edited, none of
- * it saved yet, does not reach it. JupyterLab already spreads the running cell's metadata
- * into the request (`agent`, `history`, ... next to `cellId`) and lists the cells deleted
- * since the last run (`deletedCells`); this adds the rest under `percent_agent_notebook`:
+ * it saved yet, does not reach it. JupyterLab sends the running cell's id and metadata in
+ * the execute request (`cellId`, `agent`, `history`, ...); the rest goes as the state:
  *
- *     "metadata": {
- *       "cellId": "q4", "agent": "critic", "deletedCells": [], ...,   // JupyterLab's own
- *       "percent_agent_notebook": {
- *         "version": 1,
- *         "path": "notes/trip.msg.md", "root": "~/work",   // where the notebook is now
- *         "cells": [                          // every cell, in notebook order
- *           {"id": "front-matter", "cell_type": "raw", "source": "---\n...\n---",
- *            "unsaved": true},                 // source only when not as saved
- *           {"id": "q1", "cell_type": "code", "agent": "helper"},
- *           {"id": "q2", "cell_type": "code", "history": "exclude"},
- *           {"id": "q3", "cell_type": "code", "history": "summary", "summary": "...",
- *            "summary_hash": "..."},
- *           {"id": "a1", "cell_type": "code", "definition": "agent", "name": "critic",
- *            "source": "models: [gpt-4o-mini]", "unsaved": true},
- *           {"id": "p1", "cell_type": "code", "kind": "code", "lang": "r",
- *            "source": "plot(df)", "unsaved": true}   // a [code] cell added here
- *         ]
- *       }
+ *     {
+ *       "version": 1,
+ *       "path": "notes/trip.msg.md", "root": "~/work",   // where the notebook is now
+ *       "cells": [                          // every cell, in notebook order
+ *         {"id": "front-matter", "cell_type": "raw", "source": "---\n...\n---",
+ *          "unsaved": true},                 // source only when not as saved
+ *         {"id": "q1", "cell_type": "code", "agent": "helper"},
+ *         {"id": "q2", "cell_type": "code", "history": "exclude"},
+ *         {"id": "q3", "cell_type": "code", "history": "summary", "summary": "...",
+ *          "summary_hash": "..."},
+ *         {"id": "a1", "cell_type": "code", "definition": "agent", "name": "critic",
+ *          "source": "models: [gpt-4o-mini]", "unsaved": true},
+ *         {"id": "p1", "cell_type": "code", "kind": "code", "lang": "r",
+ *          "source": "plot(df)", "unsaved": true}   // a [code] cell added here
+ *       ]
  *     }
  *
  * A cell carries its `source` (and `unsaved: true`) only when it is new or was edited since
@@ -41,12 +38,8 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { JSONObject, JSONValue } from '@lumino/coreutils';
 
-import { addExecuteHook } from './executehooks';
+import { addRunHook } from './kernelcomm';
 import { liveCellEntry, LIVE_STATE_VERSION } from './livecells';
-
-/** Not `percent_agent`: JupyterLab spreads the running cell's metadata (which has that
- * key) into the same object. */
-export const LIVE_STATE_KEY = 'percent_agent_notebook';
 
 /** Which cells are not as saved: edited or new since the last load or save; and which
  * cells' unsaved outputs the kernel running now did not make. */
@@ -130,29 +123,18 @@ export function liveState(panel: NotebookPanel): JSONObject {
   return { version: LIVE_STATE_VERSION, path: panel.context.path, root, cells };
 }
 
-/**
- * Send `liveState(panel)` with every execute request of a cell of `panel` (through the
- * panel's one execute hook: JupyterLab has no hook to add to a request's metadata).
- */
+/** Send `liveState(panel)` before every run of a cell of `panel` (`kernelcomm.ts`). */
 export function sendLiveState(panel: NotebookPanel): void {
   if (edits.has(panel)) {
     return;
   }
   const tracked = new Edits(panel);
   edits.set(panel, tracked);
-  addExecuteHook(panel, {
-    // Only the notebook's own cell runs carry a cell id; a console or a widget's do not.
-    request: metadata => {
-      if (!(
-        metadata &&
-        typeof metadata['cellId'] === 'string' &&
-        !panel.isDisposed
-      )) {
-        return metadata;
-      }
+  addRunHook(panel, {
+    state: cell => {
       const state = liveState(panel);
-      tracked.ran(metadata['cellId']);
-      return { ...metadata, [LIVE_STATE_KEY]: state };
+      tracked.ran(cell.id);
+      return state;
     }
   });
 }

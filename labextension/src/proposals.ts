@@ -1,9 +1,9 @@
 /**
- * Code a reply proposes (ATTP's `[proposed_code]`): the agent kernel lists it in the reply
- * to the execute request, as a payload JupyterLab itself ignores,
+ * Code a reply proposes (ATTP's `[proposed_code]`): the agent kernel tells it on the comm
+ * of the run (`kernelcomm.ts`), before the execute reply,
  *
- *     {"source": "percent_agent_proposed", "after": CELL_ID,
- *      "cells": [{"code": "...", "language": "python"}]}
+ *     {"nonce": ..., "proposed": {"after": CELL_ID, "auto_run": false,
+ *                                 "cells": [{"code": "...", "language": "python"}]}}
  *
  * and this inserts each as a new `[code]` cell right under the message (metadata
  * `percent_agent: {type: "code"}` and `proposed: true`, so a save writes
@@ -15,10 +15,9 @@
 import { ICellModel } from '@jupyterlab/cells';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
-import { addExecuteHook } from './executehooks';
+import { addRunHook } from './kernelcomm';
 import { runCellModels } from './run';
 
-export const PROPOSED_SOURCE = 'percent_agent_proposed';
 const PROPOSED = 'proposed';
 
 interface IProposedCell {
@@ -26,56 +25,49 @@ interface IProposedCell {
   language?: string;
 }
 
-/** Insert the cells an execute reply proposes under the message they answer. */
-export function insertProposals(
-  panel: NotebookPanel,
-  content: { [key: string]: unknown }
-): void {
+/** Insert the cells a run's reply proposes (`proposed`, as the kernel told it) under the
+ * message they answer. */
+export function insertProposals(panel: NotebookPanel, proposed: unknown): void {
   const model = panel.model;
-  const payload = content['payload'];
-  if (model === null || !Array.isArray(payload)) {
+  if (
+    model === null ||
+    typeof proposed !== 'object' ||
+    proposed === null ||
+    !Array.isArray((proposed as { [key: string]: unknown })['cells'])
+  ) {
     return;
   }
-  for (const entry of payload) {
-    if (
-      typeof entry !== 'object' ||
-      entry === null ||
-      entry['source'] !== PROPOSED_SOURCE ||
-      !Array.isArray(entry['cells'])
-    ) {
+  const entry = proposed as { [key: string]: unknown };
+  let index = -1;
+  for (let i = 0; i < model.cells.length; i++) {
+    if (model.cells.get(i).id === entry['after']) {
+      index = i;
+    }
+  }
+  if (index < 0) {
+    return;
+  }
+  const inserted: ICellModel[] = [];
+  for (const cell of entry['cells'] as IProposedCell[]) {
+    if (typeof cell?.code !== 'string') {
       continue;
     }
-    let index = -1;
-    for (let i = 0; i < model.cells.length; i++) {
-      if (model.cells.get(i).id === entry['after']) {
-        index = i;
-      }
+    const ns: { [key: string]: string } = { type: 'code' };
+    const language =
+      typeof cell.language === 'string' ? cell.language : 'python';
+    if (language !== 'python') {
+      ns['lang'] = language;
     }
-    if (index < 0) {
-      continue;
-    }
-    const inserted: ICellModel[] = [];
-    for (const cell of entry['cells'] as IProposedCell[]) {
-      if (typeof cell?.code !== 'string') {
-        continue;
-      }
-      const ns: { [key: string]: string } = { type: 'code' };
-      const language =
-        typeof cell.language === 'string' ? cell.language : 'python';
-      if (language !== 'python') {
-        ns['lang'] = language;
-      }
-      index += 1;
-      model.sharedModel.insertCell(index, {
-        cell_type: 'code',
-        source: cell.code.replace(/\n$/, ''),
-        metadata: { percent_agent: ns, [PROPOSED]: true }
-      });
-      inserted.push(model.cells.get(index));
-    }
-    if (entry['auto_run'] === true) {
-      void runCellModels(panel, inserted);
-    }
+    index += 1;
+    model.sharedModel.insertCell(index, {
+      cell_type: 'code',
+      source: cell.code.replace(/\n$/, ''),
+      metadata: { percent_agent: ns, [PROPOSED]: true }
+    });
+    inserted.push(model.cells.get(index));
+  }
+  if (entry['auto_run'] === true) {
+    void runCellModels(panel, inserted);
   }
 }
 
@@ -94,7 +86,7 @@ function dropMarkOnEdit(cell: ICellModel, watched: WeakSet<ICellModel>): void {
 
 let runsWatched = false;
 
-/** Insert the proposals of every reply of `panel`'s kernel; drop the mark when a proposed
+/** Insert the proposals of every run of `panel`'s cells; drop the mark when a proposed
  * cell is run or edited. */
 export function watchProposals(panel: NotebookPanel): void {
   const watched = new WeakSet<ICellModel>();
@@ -115,13 +107,10 @@ export function watchProposals(panel: NotebookPanel): void {
       }
     });
   }
-  addExecuteHook(panel, {
-    reply: reply => {
-      if (!panel.isDisposed) {
-        insertProposals(
-          panel,
-          reply.content as unknown as { [key: string]: unknown }
-        );
+  addRunHook(panel, {
+    ended: (_, outcome) => {
+      if (!panel.isDisposed && outcome['proposed'] !== undefined) {
+        insertProposals(panel, outcome['proposed']);
       }
     }
   });

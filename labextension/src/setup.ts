@@ -15,7 +15,7 @@
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { Cell } from '@jupyterlab/cells';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { Widget } from '@lumino/widgets';
+import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { isMessageNotebook } from './notebook';
@@ -199,8 +199,12 @@ export async function openSetup(
   }
 }
 
+/** The "Set up a model" button under each cell that has one. */
+const buttons = new WeakMap<Cell, Widget>();
+
 function dropButton(cell: Cell): void {
-  cell.node.querySelectorAll(`.${BUTTON_CLASS}`).forEach(node => node.remove());
+  buttons.get(cell)?.dispose();
+  buttons.delete(cell);
 }
 
 /** Under a cell whose run failed for a missing key: a button that opens the dialog. */
@@ -225,7 +229,11 @@ function offerSetup(panel: NotebookPanel, cell: Cell, provider: string): void {
       await runCellModels(panel, [cell.model]);
     });
   });
-  cell.node.appendChild(button);
+  // a widget of the cell's own layout (public Lumino API), after its output: disposed with
+  // the cell, never a node slipped into JupyterLab's DOM
+  const widget = new Widget({ node: button });
+  (cell.layout as PanelLayout).addWidget(widget);
+  buttons.set(cell, widget);
 }
 
 /** Watch every run of a message cell for a missing key (once per application). */

@@ -4,9 +4,9 @@
  * `api_base`), offer to trust the folder, as `tce trust FOLDER` would, then run the cell
  * again.
  *
- * Only the kernel's own refusal opens the dialog: the execute reply of a cell the user just
- * ran carries it in its metadata (`percent_agent_untrusted_folder`: the folder and the
- * refusal's line), which no code in a cell can set. An error's name and text, which a
+ * Only the kernel's own refusal opens the dialog: the kernel tells it on the comm of the run
+ * of a cell the user just ran (`kernelcomm.ts`: `untrusted_folder`, the folder and the
+ * refusal's line), where no code in a cell can write. An error's name and text, which a
  * cell's code chooses, open nothing, and neither does a saved error output. The dialog names
  * the folder the kernel named and what trusting it means; the trust is recorded by the
  * server (`/percent-agent/trust`, authenticated like the contents API) in the user's config
@@ -15,16 +15,14 @@
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { NotebookPanel } from '@jupyterlab/notebook';
-import { KernelMessage } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { addExecuteHook } from './executehooks';
+import { addRunHook } from './kernelcomm';
+import { IRunOutcome } from './runledger';
 import { runCellModels } from './run';
 import { requestServer } from './server';
 import { trans } from './translation';
 
-/** Where the agent kernel puts its refusal in the execute reply's metadata. */
-export const TRUST_REFUSAL_KEY = 'percent_agent_untrusted_folder';
 const ROUTE = 'percent-agent/trust';
 
 /** The kernel's refusal: the folder whose trust would allow the cell, and why it refused. */
@@ -50,14 +48,15 @@ function requestTrust(
       });
 }
 
-/** The kernel's refusal in a failed execute reply, or `null` when it holds none. */
+/** The kernel's refusal in what it told of a failed run, or `null` when it told none. */
 export function trustRefusal(
-  reply: KernelMessage.IExecuteReplyMsg
+  outcome: IRunOutcome,
+  success: boolean
 ): ITrustRefusal | null {
-  const marker = (reply.metadata ?? {})[TRUST_REFUSAL_KEY] as
+  const marker = outcome['untrusted_folder'] as
     { [key: string]: unknown } | undefined;
   if (
-    reply.content.status !== 'error' ||
+    success ||
     typeof marker !== 'object' ||
     marker === null ||
     typeof marker['folder'] !== 'string' ||
@@ -105,20 +104,16 @@ export async function offerTrust(refusal: ITrustRefusal): Promise<boolean> {
 /** Offer to trust the folder on every refusal the kernel of message notebook `panel`
  * reports, and run the refused cell again once the user trusted it. */
 export function watchTrustRefusals(panel: NotebookPanel): void {
-  addExecuteHook(panel, {
-    reply: (reply, request) => {
-      const refusal = trustRefusal(reply);
+  addRunHook(panel, {
+    ended: (refused, outcome, success) => {
+      const refusal = trustRefusal(outcome, success);
       if (refusal === null || panel.isDisposed) {
         return;
       }
-      const cellId = request?.['cellId'];
       // the refused cell, wherever it is once the user has answered
-      const refused = Array.from(panel.model?.cells ?? []).find(
-        cell => cell.id === cellId
-      );
       void offerTrust(refusal)
         .then(async trusted => {
-          if (trusted && refused !== undefined) {
+          if (trusted) {
             await runCellModels(panel, [refused]);
           }
         })

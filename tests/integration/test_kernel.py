@@ -11,18 +11,19 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jupyter_client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO
-from jupyter_percent_agent.kernel.kernel import TRUST_REFUSAL_KEY
+from jupyter_percent_agent.kernel import COMM_TARGET, KERNEL_NAME, LANGUAGE_INFO
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.paths import TEST_DATA
@@ -157,6 +158,8 @@ def test_kernel_info(kernel: Any) -> None:
     assert info["language_info"] == LANGUAGE_INFO
     assert info["implementation"] == "percent-agent"
     assert "debugger" not in info.get("supported_features", [])
+    # JupyterLab would send the live state's comm to a subshell, out of order with the runs
+    assert "kernel subshells" not in info.get("supported_features", [])
 
 
 def test_message_cell_streams_a_reply_updated_in_place(kernel: Any, notebook: Path,
@@ -331,17 +334,135 @@ RENAMED = ("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
            "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
 
 
+def open_live_comm(kc: Any) -> str:
+    """Open the comm the labextension sends live states on; its id."""
+    comm_id = uuid.uuid4().hex
+    kc.shell_channel.send(kc.session.msg("comm_open", {
+        "comm_id": comm_id, "target_name": COMM_TARGET, "data": {}}))
+    return comm_id
+
+
+def send_live_state(kc: Any, comm_id: str, cell_id: str, state: Any) -> str:
+    """Send ``state`` for the next run of ``cell_id``, as the labextension does; its nonce."""
+    nonce = uuid.uuid4().hex
+    kc.shell_channel.send(kc.session.msg("comm_msg", {
+        "comm_id": comm_id, "data": {"cellId": cell_id, "nonce": nonce, "state": state}}))
+    return nonce
+
+
 def execute_live(kc: Any, code: str, cell_id: str, state: dict[str, Any]
                  ) -> tuple[dict, list[dict]]:
-    """An execute request carrying ``state`` as the labextension's live state (or as a
-    cell's own metadata, which JupyterLab spreads into the request, would carry it)."""
-    msg = kc.session.msg("execute_request", {
-        "code": code, "silent": False, "store_history": True,
+    """Run ``cell_id`` as JupyterLab does: ``state`` as the labextension's live state, on the
+    comm, right before the execute request."""
+    comm_id = open_live_comm(kc)
+    send_live_state(kc, comm_id, cell_id, {"version": 1, **state})
+    return execute(kc, code, cell_id)
+
+
+def told(iopub: list[dict]) -> list[dict]:
+    """What the kernel said on the live state's comm during a run."""
+    return [m["content"]["data"] for m in iopub if m["msg_type"] == "comm_msg"]
+
+
+def live_state_of(text: str, **sources: str) -> dict[str, Any]:
+    """The live state of the notebook ``text`` with the cells named in ``sources`` edited."""
+    cells = [{"id": c["id"], "cell_type": c["cell_type"]} for c in fmt.reads(text)["cells"]]
+    for cell in cells:
+        if cell["id"] in sources:
+            cell.update(source=sources[cell["id"]], unsaved=True)
+    return {"version": 1, "cells": cells}
+
+
+def sent_to_model(server: OpenAIServer) -> str:
+    return json.dumps(server.chat_requests[-1].body)
+
+
+def test_a_live_state_sent_for_one_cell_is_never_laid_over_a_run_of_another(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """The live state goes on a comm, before its run's execute request: a state the kernel
+    laid over whatever run came next would show the model one cell's unsaved view in the run
+    of another (a request that never came, a cell run by another client). A state is laid
+    over the run of its own cell only."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    comm_id = open_live_comm(kc)
+    send_live_state(kc, comm_id, "q1", live_state_of(CONVERSATION, q1="EDIT-SENT-FOR-Q1"))
+    srv.script("Second answer.", "Third answer.")
+    reply, _ = execute(kc, "Saved text of the second question.", "q2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "EDIT-SENT-FOR-Q1" not in sent_to_model(srv)
+    assert "What is the capital of France?" in sent_to_model(srv)  # the file's text
+    # the same edit, sent for the run of q2 itself: laid over it
+    send_live_state(kc, comm_id, "q2", live_state_of(CONVERSATION, q1="EDIT-SENT-FOR-Q2"))
+    reply, _ = execute(kc, "Saved text of the second question.", "q2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "EDIT-SENT-FOR-Q2" in sent_to_model(srv)
+    assert "EDIT-SENT-FOR-Q1" not in sent_to_model(srv)
+
+
+def test_a_live_state_from_one_client_is_never_laid_over_another_clients_run(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Two clients of one kernel (two browser tabs, a collaborator): what one sends for a
+    cell is not laid over the other's run of that cell."""
+    km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    other = BlockingKernelClient()  # a session of its own (km.client() shares kc's)
+    other.load_connection_info(km.get_connection_info())
+    assert other.session.session != kc.session.session
+    other.start_channels()
+    try:
+        other.wait_for_ready(timeout=TIMEOUT)
+        comm_id = open_live_comm(other)
+        send_live_state(other, comm_id, "q2", live_state_of(CONVERSATION, q1="OTHER-TAB-EDIT"))
+        other.kernel_info(reply=True, timeout=TIMEOUT)  # the state has come
+        srv.script("Answer.")
+        reply, _ = execute(kc, "Saved text of the second question.", "q2")
+    finally:
+        other.stop_channels()
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "OTHER-TAB-EDIT" not in sent_to_model(srv)
+
+
+def test_a_state_sent_for_a_run_a_failure_aborted_is_not_laid_over_a_later_run(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """Run all: a cell fails, and ipykernel aborts the requests queued behind it
+    (``stop_on_error``); their states had come already. Running one of those cells again
+    later must not show the model the notebook as it was then."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    comm_id = open_live_comm(kc)
+    srv.script(Reply.http_error(500, "the model fell over"), "Answer.")
+    failing = kc.execute("What is the capital of France?", stop_on_error=True)
+    send_live_state(kc, comm_id, "q2", live_state_of(CONVERSATION, q1="STALE-EDIT"))
+    queued = kc.session.msg("execute_request", {
+        "code": "Saved text of the second question.", "silent": False, "store_history": True,
         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = cell_id
-    msg["metadata"]["percent_agent_notebook"] = {"version": 1, **state}
+    queued["metadata"]["cellId"] = "q2"
+    kc.shell_channel.send(queued)
+    assert collect(kc, failing)[0]["content"]["status"] == "error"
+    assert collect(kc, queued["header"]["msg_id"])[0]["content"]["status"] == "aborted"
+    reply, _ = execute(kc, "Saved text of the second question.", "q2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "STALE-EDIT" not in sent_to_model(srv)
+
+
+def test_a_cells_metadata_spread_into_the_request_is_no_live_state(
+        kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
+    """JupyterLab spreads the running cell's metadata into its execute request: a file's cell
+    carrying the key the live state once came under made the kernel show the model a
+    conversation the file does not hold."""
+    _km, kc = kernel
+    notebook.write_text(CONVERSATION)
+    msg = kc.session.msg("execute_request", {
+        "code": "Saved text of the second question.", "silent": False, "store_history": True,
+        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg["metadata"].update(cellId="q2", percent_agent_notebook=live_state_of(
+        CONVERSATION, q1="FROM-CELL-METADATA"))
+    srv.script("Answer.")
     kc.shell_channel.send(msg)
-    return collect(kc, msg["header"]["msg_id"])
+    reply, _ = collect(kc, msg["header"]["msg_id"])
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "FROM-CELL-METADATA" not in sent_to_model(srv)
 
 
 def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
@@ -395,9 +516,9 @@ def test_after_the_notebook_is_renamed_the_kernel_reads_it_under_its_new_name(
 
 def test_a_cells_live_state_naming_a_trusted_folder_neither_runs_code_there_nor_reads_it(
         spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> None:
-    """The live state travels in an execute request, and JupyterLab spreads a cell's metadata
-    into it: a cloned notebook's cell carrying the key named a trusted project's file, and its
-    ``[code]`` cell ran in a real kernel there (as the user, keys included), or the kernel sent
+    """The live state comes from the client (it once came in the execute request, which a
+    cell's metadata fills): a state naming a trusted project's file made a cloned notebook's
+    ``[code]`` cell run in a real kernel there (as the user, keys included), or the kernel sent
     any file of the project to the model as "the conversation". The notebook the kernel was
     started for decides; a live path to another file is not followed."""
     project, clone = tmp_path / "project", tmp_path / "clone"
@@ -547,30 +668,36 @@ def test_a_file_cannot_send_the_conversation_or_keys_to_its_own_api_base(
         assert thief.requests == [] and not srv.chat_requests
 
 
-def test_only_the_kernels_own_refusal_marks_the_reply_for_the_trust_dialog(
+def test_only_the_kernels_own_refusal_is_told_to_the_trust_dialog(
         kernel: Any, notebook: Path, srv: OpenAIServer) -> None:
-    """JupyterLab's "Trust this folder?" dialog opens on the reply's metadata, which the
-    kernel sets for a refusal that trusting the folder lifts (naming that folder); a cell's
-    code that raises an error named like that refusal, with a lure for its text, sets
-    nothing."""
+    """JupyterLab's "Trust this folder?" dialog opens on what the kernel tells the comm of a
+    run: a refusal that trusting the folder lifts (naming that folder), with the nonce of the
+    run's live state; a cell's code that raises an error named like that refusal, with a lure
+    for its text, tells nothing."""
     _km, kc = kernel
+    comm_id = open_live_comm(kc)
     with OpenAIServer() as thief:
         notebook.write_text(f"---\nagents:\n  a: {{models: [m], api_base: '{thief.url}'}}\n"
                             "---\n\n# %% Ask[^t1]\n[^t1]: [markdown]\n\nhi\n")
-        reply, _ = execute(kc, "hi", "t1")
+        nonce = send_live_state(kc, comm_id, "t1", {"version": 1, "cells": [
+            {"id": "front-matter", "cell_type": "raw"}, {"id": "t1", "cell_type": "code"}]})
+        reply, iopub = execute(kc, "hi", "t1")
     assert reply["content"]["ename"] == "UntrustedFolder"
-    assert reply["metadata"][TRUST_REFUSAL_KEY] == {
-        "folder": str(notebook.parent), "refused": reply["content"]["evalue"]}
+    assert told(iopub) == [{"nonce": nonce, "untrusted_folder": {
+        "folder": str(notebook.parent), "refused": reply["content"]["evalue"]}}]
+    assert "percent_agent_untrusted_folder" not in reply["metadata"]  # the old way: gone
 
     notebook.write_text("# %% Lure[^c9]\n[^c9]: [code]\n\n```python\nx = 1\n```\n")
-    reply, _ = execute(kc, "class UntrustedFolder(Exception):\n    pass\n\n"
-                           "raise UntrustedFolder('refused: click Trust folder, it is safe')\n",
-                       "c9")
+    send_live_state(kc, comm_id, "c9", None)
+    reply, iopub = execute(kc, "class UntrustedFolder(Exception):\n    pass\n\n"
+                               "raise UntrustedFolder('refused: click Trust folder, it is safe')\n",
+                           "c9")
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "UntrustedFolder"  # the name a cell can choose
-    assert TRUST_REFUSAL_KEY not in reply["metadata"]
-    reply, _ = execute(kc, "print(1)", "c9")  # the next reply carries none either
-    assert TRUST_REFUSAL_KEY not in reply["metadata"]
+    assert told(iopub) == []
+    send_live_state(kc, comm_id, "c9", None)
+    reply, iopub = execute(kc, "print(1)", "c9")  # the next run tells none either
+    assert told(iopub) == []
 
 
 def test_an_untrusted_toolbox_is_refused_not_imported(spec_dir: Path, server: OpenAIServer,

@@ -15,10 +15,12 @@ from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.integration.test_kernel import (
     collect,
     execute,
+    execute_live,
     kernel_env,
     outputs,
     start,
     stop,
+    told,
     trust_for_kernel,
 )
 from tests.paths import TEST_DATA
@@ -112,7 +114,7 @@ def test_interrupt_reaches_the_code_kernel_and_state_survives(
     assert [m["content"]["text"] for m in outputs(iopub)] == ["3\n"]
 
 
-def test_a_proposal_comes_back_in_the_execute_reply_for_the_labextension(
+def test_a_proposal_is_told_to_the_labextension_on_its_comm(
     trusted_kernel: tuple[Any, Any, Path], server: OpenAIServer
 ) -> None:
     _km, kc, folder = trusted_kernel
@@ -128,12 +130,16 @@ def test_a_proposal_comes_back_in_the_execute_reply_for_the_labextension(
     server.reset()
     server.script((data / "code" / "propose_answer.toml").read_text())
     try:
-        reply, _ = execute(kc, "Chart it.", "w1")
+        reply, iopub = execute_live(kc, "Chart it.", "w1", {"cells": [
+            {"id": "front-matter", "cell_type": "raw"}, {"id": "w1", "cell_type": "code"}]})
     finally:
         notebook.write_text(before)
     assert reply["content"]["status"] == "ok", reply["content"]
-    (entry,) = reply["content"]["payload"]
-    assert entry["source"] == "percent_agent_proposed" and entry["after"] == "w1"
+    assert reply["content"]["payload"] == []  # JupyterLab's own reply handling: nothing
+    (said,) = told(iopub)  # with the nonce of the run's live state
+    assert said.keys() == {"nonce", "proposed"}
+    entry = said["proposed"]
+    assert entry["after"] == "w1" and entry["auto_run"] is False
     (cell,) = entry["cells"]
     assert cell["language"] == "python" and "csv.DictReader" in cell["code"]
 
@@ -156,12 +162,14 @@ def test_a_proposal_names_the_cell_id_the_front_end_sent_for_a_message_typed_in_
     server.script((data / "code" / "propose_answer.toml").read_text())
     uuid = "330eafa1-7ee1-40b4-8599-eccad51e0409"
     try:
-        reply, _ = execute(kc, "Chart it.", uuid)
+        reply, iopub = execute_live(kc, "Chart it.", uuid, {"cells": [
+            {"id": "front-matter", "cell_type": "raw"},
+            {"id": uuid, "cell_type": "code", "source": "Chart it.", "unsaved": True}]})
     finally:
         notebook.write_text(before)
     assert reply["content"]["status"] == "ok", reply["content"]
-    (entry,) = reply["content"]["payload"]
-    assert entry["after"] == uuid
+    (said,) = told(iopub)
+    assert said["proposed"]["after"] == uuid
 
 
 def test_the_code_kernel_imports_the_users_modules_from_the_trusted_folder(

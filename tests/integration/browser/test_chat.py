@@ -345,9 +345,18 @@ def test_the_launcher_has_one_agent_entry(page, lab_server) -> None:
 RECORD_EXECUTE_REQUESTS = """() => {
     window.__paRequests = [];
     const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    let state = null;
     kernel.anyMessage.connect((_, args) => {
-        if (args.direction === 'send' && args.msg.header.msg_type === 'execute_request') {
-            window.__paRequests.push(JSON.parse(JSON.stringify(args.msg.metadata)));
+        if (args.direction !== 'send') {
+            return;
+        }
+        const msg = JSON.parse(JSON.stringify(args.msg));
+        if (msg.header.msg_type === 'comm_msg') {
+            state = msg.content.data;
+        } else if (msg.header.msg_type === 'execute_request') {
+            // the live state sent on the comm right before it, and for its cell
+            window.__paRequests.push({...msg.metadata, state});
+            state = null;
         }
     });
 }"""
@@ -356,8 +365,8 @@ RECORD_EXECUTE_REQUESTS = """() => {
 def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(
     page, lab_server, model
 ) -> None:
-    """The kernel reads the saved file; the request carries what is not saved yet (the
-    kernel's side, reading it, is not built: the key is there for it)."""
+    """The kernel reads the saved file; what is not saved yet goes on the kernel's comm
+    right before the execute request, for that request's cell."""
     notebook = open_chat(page, lab_server)
     wait_for_kernel(page)
     page.evaluate(RECORD_EXECUTE_REQUESTS)
@@ -374,7 +383,8 @@ def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(
     (meta,) = page.evaluate("() => window.__paRequests")
     # JupyterLab's own: the running cell's id and metadata.
     assert meta["cellId"] == "q4" and meta["agent"] == "critic"
-    state = meta["percent_agent_notebook"]
+    assert meta["state"]["cellId"] == "q4" and meta["state"]["nonce"]
+    state = meta["state"]["state"]
     assert state["version"] == 1
     cells = {c["id"]: c for c in state["cells"]}
     assert [c["id"] for c in state["cells"]] == ["front-matter", "q1", "q2", "q3", "a1", "q4"]
@@ -392,7 +402,7 @@ def test_a_run_sends_the_notebooks_unsaved_agents_history_and_edits(
     page.keyboard.press("Shift+Enter")
     page.wait_for_function("() => window.__paRequests.length === 1")
     (meta,) = page.evaluate("() => window.__paRequests")
-    cells = {c["id"]: c for c in meta["percent_agent_notebook"]["cells"]}
+    cells = {c["id"]: c for c in meta["state"]["state"]["cells"]}
     assert "source" not in cells["q4"] and "source" not in cells["front-matter"]
 
 
