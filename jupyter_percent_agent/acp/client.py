@@ -138,7 +138,7 @@ class ConfinedClient:
         try:
             return self.folder.relative(path)
         except trust.TrustError:
-            return path
+            return os.path.normpath(path)
 
     # -- session/request_permission ------------------------------------------------------
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from jupyter_percent_agent import masking
 from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.trust.config import (
-    CONFIG_NAME,
     ACP_AGENTS_NAME,
+    CONFIG_NAME,
     MCP_SERVERS_NAME,
     config_dir,
     load_config,
