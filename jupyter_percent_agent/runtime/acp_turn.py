@@ -195,8 +195,8 @@ class _Recorder:
         cid, call = self.calls.pop(acp_id)
         self.done.add(acp_id)
         ok = call.status == "completed"
-        status = sandbox_word(RunStatus.OK if ok else (
-            RunStatus.INTERRUPTED if interrupted else RunStatus.ERROR), None)
+        status = str(RunStatus.INTERRUPTED) if interrupted and not call.finished else \
+            sandbox_word(RunStatus.OK if ok else RunStatus.ERROR, None)
         body = "\n".join(x for x in [call.text, *(d.unified() for d in call.diffs)] if x)
         attrs: dict[str, Any] = {"tool_status": call.status}
         if acp_id in self.permissions:
