@@ -129,8 +129,9 @@ class _Recorder:
 
     def reply(self, text: str, **attrs: Any) -> dict[str, Any]:
         """A reply output of this agent (the next output id)."""
+        kept = {k: v for k, v in attrs.items() if v is not None}
         return fmt.reply_output(text, agent=self.agent.name, out_id=self.run.next_output_id(),
-                                attrs={"agent": self.agent.name, **attrs})
+                                attrs={"agent": self.agent.name, **kept})
 
     def flush_thought(self) -> None:
         if self.thought.strip():
@@ -245,27 +246,36 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
     recorder = _Recorder(run, agent)
     protected = (options.path,) if options.path is not None else ()
     started, stop, usage, loaded = time.monotonic(), None, None, False
+    kept = options.acp_sessions
     session = acp.AcpSession(spec, options.folder, on_event=recorder,
-                             asker=options.permission_asker, protected=protected)
+                             asker=options.permission_asker, protected=protected) \
+        if kept is None else None
     try:
-        async with session:
+        try:
+            if session is None:
+                session = await kept.session(spec, options.folder, on_event=recorder,
+                                             asker=options.permission_asker,
+                                             protected=protected)
+            else:
+                await session.start()
             loaded = await session.open(recorded)
             if recorded and not loaded:
                 why_new = f"{spec.name} could not load session {recorded}"
             if why_new:
                 run.tell(Status(f"new session: {why_new}"))
-            if loaded:
-                text = message
-            else:
-                name = options.path.name if options.path is not None else "the file"
-                text = prompt_text(await messages_for(), name)
-            result = await session.prompt(text)
+            name = options.path.name if options.path is not None else "the file"
+            result = await session.prompt(
+                message if loaded else prompt_text(await messages_for(), name))
             stop, usage = result.stop_reason, result.usage
+        finally:
+            if kept is None and session is not None:
+                await session.close()
     except asyncio.CancelledError:
         recorder.finish(interrupted=True)
         if recorder.text:
             run.keep_partial(recorder.reply(recorder.text, interrupted=True,
-                                             acp=spec.name, session_id=session.session_id))
+                                            acp=spec.name,
+                                            session_id=session.session_id if session else None))
         raise
     except acp.AcpAgentError as exc:
         recorder.finish(interrupted=False)

@@ -64,6 +64,9 @@ class RunOptions:
     """The person answering an external agent's permission requests (``acp.PermissionAsker``:
     a terminal prompt, a JupyterLab dialog); None: nobody, so they are rejected unless the
     user's ``tce acp add --permissions allow`` says otherwise."""
+    acp_sessions: Any = None
+    """External agents kept running across turns (``acp.AcpSessions``: the Agent kernel's,
+    one per open conversation); None: the agent is started for the turn and ended with it."""
 
     @property
     def folder(self) -> Path:

@@ -369,3 +369,31 @@ def test_tce_and_the_runtime_start_without_the_sdk(tmp_path: Path) -> None:
                        timeout=60, env=env)
     assert p.returncode == 0, p.stderr
     assert "HEAVY []" in p.stdout and "no ACP agents" in p.stdout
+
+
+def test_kept_sessions_run_one_agent_for_the_open_conversation(project: Scripted) -> None:
+    """The Agent kernel's way (``RunOptions.acp_sessions``): one process across turns, the
+    session it has open continued without loading, ended when the conversation closes."""
+    import asyncio
+
+    from jupyter_percent_agent import acp
+    from jupyter_percent_agent.runtime.conversation import FileConversation, send
+    from jupyter_percent_agent.runtime.turn import RunOptions
+
+    project.add("echo.json")
+    kept = acp.AcpSessions()
+    options = RunOptions(base_dir=project.folder, path=project.path, acp_sessions=kept)
+
+    async def two_turns() -> list[str]:
+        replies = []
+        for text in ("first", "second"):
+            run = await send(FileConversation(project.path, text), options)
+            replies.append(run.reply)
+        await kept.close()
+        return replies
+
+    assert asyncio.run(two_turns()) == ["answer to: first", "answer to: second"]
+    started = project.calls("initialize")
+    assert len(started) == 1 and not _alive(started[0]["pid"])
+    assert project.calls("load_session") == [] and len(project.calls("new_session")) == 1
+    assert [c["text"] for c in project.calls("prompt")] == ["first", "second"]
