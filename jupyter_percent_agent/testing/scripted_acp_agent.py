@@ -17,7 +17,8 @@ true}`` (the prompt's text as a chunk), ``{"tool": {"id", "title", "kind", "stat
 ...}}``, ``{"permission": {"id", "title", "kind"}}`` (says ``permission: OPTION`` or
 ``permission: cancelled``), ``{"read": PATH}`` / ``{"write": {"path", "content"}}`` (say
 ``read: TEXT`` / ``wrote PATH`` or ``refused: ERROR``), ``{"terminal": {"command", "args"}}``
-(says ``terminal exit CODE: OUTPUT``), ``{"plan": [[CONTENT, STATUS], ...]}``, ``{"usage":
+(says ``terminal exit CODE: OUTPUT``), ``{"terminal_start": {"command", "args"}}`` (left
+running), ``{"plan": [[CONTENT, STATUS], ...]}``, ``{"usage":
 {"used", "size", "cost"}}``, ``{"sleep": SECONDS}`` (ended early by ``session/cancel``),
 ``{"wait_file": PATH}`` (until PATH exists, or the prompt is cancelled), ``{"exit": CODE}``
 (the process exits at once), ``{"garbage": TEXT}`` (a line that is not
@@ -237,6 +238,10 @@ class ScriptedAgent:
             out = await conn.terminal_output(session_id=sid, terminal_id=tid)
             await conn.release_terminal(session_id=sid, terminal_id=tid)
             return f"terminal exit {done.exit_code}: {out.output.strip()}"
+        elif kind == "terminal_start":  # left running: the client ends it with the session
+            made = await conn.create_terminal(session_id=sid, command=value["command"],
+                                              args=value.get("args", []))
+            return f"started {made.terminal_id}"
         elif kind == "plan":
             await conn.session_update(session_id=sid, update=update_plan(
                 [plan_entry(c, status=s) for c, s in value]))

@@ -397,3 +397,20 @@ def test_kept_sessions_run_one_agent_for_the_open_conversation(project: Scripted
     assert len(started) == 1 and not _alive(started[0]["pid"])
     assert project.calls("load_session") == [] and len(project.calls("new_session")) == 1
     assert [c["text"] for c in project.calls("prompt")] == ["first", "second"]
+
+
+def test_terminals_run_in_the_folder_capped_timed_and_ended_with_the_turn(
+        project: Scripted, user_config_dir: Path) -> None:
+    config = user_config_dir / "config.toml"  # the project's trust is kept there too
+    config.write_text("code_output_bytes = 2000\ntool_timeout = 2\n" + config.read_text())
+    project.add("terminals.json")
+    r = tce("chat", str(project.path), "-m", "run things")
+    assert r.exit_code == 0, r.output
+    results = [o for o in project.outputs() if fmt.output_kind(o) == "tool_result"]
+    capped, timed, left = (fmt.output_text(o) for o in results)
+    assert capped.startswith("exit 0; output cut to its last 2000 bytes\n")
+    assert capped.endswith("xEND\n") and len(capped) < 2100
+    assert timed.startswith("stopped at the time limit")
+    assert fmt.output_attrs(results[1])["status"] == "error"
+    assert left.startswith("signal SIGKILL")  # still running as the turn ended: ended with it
+    assert not _alive(int((project.folder / "left.pid").read_text()))
