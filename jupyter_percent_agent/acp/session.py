@@ -304,7 +304,7 @@ class AcpSession:
         try:
             response = await asyncio.shield(task)
         except asyncio.CancelledError:
-            self.client.cancelling = True
+            self.client.cancel_pending()
             with contextlib.suppress(Exception):
                 await self._conn.cancel(session_id=sid)
             with contextlib.suppress(Exception, asyncio.CancelledError):

@@ -163,7 +163,8 @@ class _Recorder:
             case acp.PermissionAnswered(request=request, chosen=chosen, by=by):
                 self.tool_call(request.tool_call)
                 word = chosen.kind if chosen is not None else "rejected"
-                self.permissions[request.tool_call.id] = f"{word} ({by})"
+                self.permissions[request.tool_call.id] = \
+                    "cancelled" if by == "cancelled" else f"{word} ({by})"
                 self.run.tell(Status(f"permission for {request.tool_call.title or 'a tool'}: "
                                      f"{chosen.name if chosen else 'rejected'} ({by})"))
             case acp.ClientAction() as action:

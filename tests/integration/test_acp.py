@@ -414,3 +414,24 @@ def test_terminals_run_in_the_folder_capped_timed_and_ended_with_the_turn(
     assert fmt.output_attrs(results[1])["status"] == "error"
     assert left.startswith("signal SIGKILL")  # still running as the turn ended: ended with it
     assert not _alive(int((project.folder / "left.pid").read_text()))
+
+
+def test_ctrl_c_at_a_permission_question_withdraws_it(project: Scripted) -> None:
+    project.add("permission.json")
+
+    def answer(got: bytes, terminal: int, proc: subprocess.Popen) -> bool:
+        if b"(Enter rejects)" in got:
+            proc.send_signal(signal.SIGINT)
+            return True
+        return False
+
+    code, out, answered = tce_on_terminal("chat", str(project.path), "-m", "clean",
+                                          env=dict(os.environ), answer=answer)
+    assert answered and code == 130, out
+    assert [c["method"] for c in project.calls()][-1] == "cancel"
+    outs = project.outputs()
+    # the agent heard "cancelled" for its question (not a kill): it said so, and it was kept
+    assert fmt.output_text(outs[-1]) == "permission: cancelled"
+    assert fmt.output_attrs(outs[-1])["interrupted"] is True
+    result = next(o for o in outs if fmt.output_kind(o) == "tool_result")
+    assert fmt.output_attrs(result)["permission"] == "cancelled"
