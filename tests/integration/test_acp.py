@@ -435,3 +435,17 @@ def test_ctrl_c_at_a_permission_question_withdraws_it(project: Scripted) -> None
     assert fmt.output_attrs(outs[-1])["interrupted"] is True
     result = next(o for o in outs if fmt.output_kind(o) == "tool_result")
     assert fmt.output_attrs(result)["permission"] == "cancelled"
+
+
+def test_tce_exec_runs_an_external_agents_message_with_nobody_to_ask(
+        project: Scripted) -> None:
+    project.add("permission.json")
+    project.path.write_text(HEADER.format(name="fake")
+                            + "# %% Clean up[^m1]\n[^m1]: [markdown]\n\nclean up\n")
+    p = run_tce("exec", str(project.path), env=dict(os.environ), input="")
+    assert p.returncode == 0, p.stderr
+    assert "permission: reject" in p.stdout
+    result = next(o for o in project.outputs() if fmt.output_kind(o) == "tool_result")
+    assert fmt.output_attrs(result)["permission"] == "reject_once (no person)"
+    assert project.answer()["acp_agent"] == "scripted 2.5"
+    assert not _alive(project.calls("initialize")[0]["pid"])
