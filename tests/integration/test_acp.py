@@ -449,3 +449,17 @@ def test_tce_exec_runs_an_external_agents_message_with_nobody_to_ask(
     assert fmt.output_attrs(result)["permission"] == "reject_once (no person)"
     assert project.answer()["acp_agent"] == "scripted 2.5"
     assert not _alive(project.calls("initialize")[0]["pid"])
+
+
+def test_a_new_session_gets_the_history_the_files_rules_select(project: Scripted) -> None:
+    project.add("echo.json")
+    project.path.write_text(
+        HEADER.format(name="fake")
+        + "# %% Private[^a]\n[^a]: [markdown] history=\"exclude\"\n\ndo not send this\n\n"
+        + "# %% Context[^b]\n[^b]: [markdown]\n\nsend this\n\n"
+        + "# %% Aside[^c]\n[^c]: [markdown]\n\nnot this either\n")
+    r = tce("chat", str(project.path), "-m", "now", "-e", "3")
+    assert r.exit_code == 0, r.output
+    prompt = project.calls("prompt")[0]["text"]
+    assert "do not send this" not in prompt and "not this either" not in prompt
+    assert "[user]\nsend this" in prompt and prompt.endswith("[the new message]\nnow")
