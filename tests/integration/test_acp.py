@@ -463,3 +463,14 @@ def test_a_new_session_gets_the_history_the_files_rules_select(project: Scripted
     prompt = project.calls("prompt")[0]["text"]
     assert "do not send this" not in prompt and "not this either" not in prompt
     assert "[user]\nsend this" in prompt and prompt.endswith("[the new message]\nnow")
+
+
+def test_tce_list_shows_where_an_external_agents_turns_go(project: Scripted) -> None:
+    project.add("echo.json", "--permissions", "reject")
+    r = tce("list", f"{project.path}/agent", "--json")
+    assert r.exit_code == 0, r.output
+    coder = next(json.loads(x) for x in r.stdout.splitlines() if '"coder"' in x)
+    assert coder["routes"] == [{"model": "acp:fake", "provider": "acp",
+                                "endpoint": " ".join([*AGENT, str(DATA / "echo.json")]),
+                                "key": "permissions=reject"}]
+    assert project.calls() == []  # listing starts nothing
