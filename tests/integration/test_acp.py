@@ -320,19 +320,20 @@ def test_ctrl_c_cancels_the_session_and_keeps_what_arrived(project: Scripted) ->
 
     code, out, answered = tce_on_terminal("chat", str(project.path), "-m", "run it",
                                           env=dict(os.environ), answer=answer)
-    assert answered and code == 130, out
-    assert [c["method"] for c in project.calls()][-1] == "cancel"
+    assert answered and code == 130, f"{out}\n{project.calls()}"
+    said = f"{out}\n{project.calls()}\n{project.path.read_text()}"  # shown if it fails
+    assert [c["method"] for c in project.calls()][-1] == "cancel", said
     outs = project.outputs()
     tool = next(o for o in outs if fmt.output_kind(o) == "tool_result")
-    assert fmt.output_attrs(tool)["status"] == "interrupted"
-    assert fmt.output_attrs(tool)["tool_status"] == "in_progress"
+    assert fmt.output_attrs(tool)["status"] == "interrupted", said
+    assert fmt.output_attrs(tool)["tool_status"] == "in_progress", said
     assert [fmt.output_text(o) for o in outs if fmt.output_kind(o) == "reply"] == [
-        "partial answer", "and more"]
-    assert fmt.output_attrs(outs[-1])["interrupted"] is True  # the reply that was streaming
-    assert fmt.output_attrs(outs[-1])["session_id"] == project.calls("new_session")[0][
-        "session_id"]
-    assert "never said" not in project.path.read_text()
-    assert not _alive(project.calls("initialize")[0]["pid"])
+        "partial answer", "and more"], said
+    assert fmt.output_attrs(outs[-1])["interrupted"] is True, said  # it was streaming
+    sid = project.calls("new_session")[0]["session_id"]
+    assert fmt.output_attrs(outs[-1])["session_id"] == sid, said
+    assert "never said" not in project.path.read_text(), said
+    assert not _alive(project.calls("initialize")[0]["pid"]), said
 
 
 @pytest.mark.parametrize(("script", "says"), [
