@@ -475,3 +475,23 @@ def test_tce_list_shows_where_an_external_agents_turns_go(project: Scripted) -> 
                                 "endpoint": " ".join([*AGENT, str(DATA / "echo.json")]),
                                 "key": "permissions=reject"}]
     assert project.calls() == []  # listing starts nothing
+
+
+def test_a_session_streams_events_as_an_async_iterator(project: Scripted) -> None:
+    import asyncio
+
+    from jupyter_percent_agent import acp
+
+    project.add("echo.json")
+    told: list = []
+
+    async def turn() -> list:
+        async with acp.AcpSession(acp.find_agent("fake"), project.folder,
+                                  on_event=told.append) as session:
+            await session.open()
+            return [item async for item in session.stream("hi")]
+
+    items = asyncio.run(turn())
+    assert items[:-1] == [acp.MessageChunk("answer to: "), acp.MessageChunk("hi")]
+    assert items[-1] == acp.PromptResult("end_turn", None)
+    assert told == []  # the iterator had them instead
