@@ -10,16 +10,17 @@ expects. The kernel never writes the notebook itself.
 
 Interrupts: while a cell runs, SIGINT (sent by the kernel manager, or by ipykernel's
 ``interrupt_request`` handler in ``interrupt_mode: message``) cancels the asyncio task of the
-run, which cancels the model call and the sandbox; the kernel stays up.
+run, which cancels the model call and the sandbox; the kernel stays up. ``input()`` in a
+``[code]`` cell is asked of the front end (``_stdin``).
 
 Importing this module is cheap: the runtime and the tools are imported when a cell runs, never
 at start-up. A second after the kernel has started, while the user is still typing, what the
 environment agent's first call needs is made ready (``HelperTransport.warm_up``): for an
 OpenAI-compatible ``api_base``, the HTTP client is imported here (the call goes straight to
-the server, ``runtime.direct``); for a call that needs litellm, the user's warm helper is
-started, and it makes the calls that need litellm for every kernel (a kernel never holds
-litellm's hundred-odd megabytes; with ``PERCENT_AGENT_WARM=0`` it imports litellm itself on
-a worker thread). ``PERCENT_AGENT_PRELOAD=0`` leaves all of it to the first message.
+the server, ``runtime.direct``); for one that needs litellm, the user's warm helper is started
+and makes those calls for every kernel (a kernel never holds litellm's hundred-odd megabytes;
+``PERCENT_AGENT_WARM=0``: it imports litellm on a worker thread). ``PERCENT_AGENT_PRELOAD=0``
+leaves all of it to the first message.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from jupyter_percent_agent.kernel._notebook import (
     ServedNotebook,
     notebook_path,
 )
+from jupyter_percent_agent.kernel._stdin import set_answer
 from jupyter_percent_agent.trust.withholding import Withheld, withholding
 
 PROPOSED_SOURCE = "percent_agent_proposed"
@@ -53,21 +55,19 @@ TRUST_REFUSAL_KEY = "percent_agent_untrusted_folder"
 """The execute reply's metadata that opens JupyterLab's "Trust this folder?" dialog
 (``labextension/src/trust.ts``): ``{"folder": FOLDER, "refused": LINE}``, the folder whose
 trust would allow what the kernel refused and the refusal's one line. Only the kernel's own
-refusal (``TrustError`` naming a folder) sets it: the code of a cell can raise an error of any
-name and text, never set the reply's metadata."""
+refusal (``TrustError`` naming a folder) sets it, never a cell's code (whatever it raises)."""
 
 STREAMING_ATTRS = {"incomplete": True}
-"""What a reply still streaming carries until its final form replaces it (docs/format.md):
-what JupyterLab saves meanwhile is never taken for a finished reply."""
+"""What a reply carries while it streams (docs/format.md): a save meanwhile is never taken
+for a finished reply."""
 
 UPDATE_INTERVAL = 0.1
 """Seconds between two in-place updates of a streaming reply (the last one always goes)."""
 
 UPDATE_RATE = 500_000
-"""Characters a second a streaming reply's updates may resend: each update carries the whole
-text so far, so a long reply waits ``len(text) / UPDATE_RATE`` seconds between two (a 300 KB
-reply: 0.6 s) and what the kernel sends, and the front end renders, grows with the reply's
-length, not with its square."""
+"""Characters a second a streaming reply's updates may resend: each carries the whole text so
+far, so a long reply waits ``len(text) / UPDATE_RATE`` seconds between two (300 KB: 0.6 s) and
+what is sent and rendered grows with the reply's length, not with its square."""
 
 
 def update_interval(chars: int) -> float:
@@ -290,8 +290,7 @@ class AgentKernel(Kernel):
             self.io_loop.call_later(PRELOAD_DELAY, self._transport.warm_up)
 
     def code_kernels(self, folder: Path) -> Any:
-        """This session's code kernels (``[code]`` cells in a trusted folder), started in
-        the notebook's folder on first use and stopped with this kernel."""
+        """This session's code kernels, started in ``folder`` on first use, stopped with it."""
         from jupyter_percent_agent.codekernel import CodeKernels
 
         if self._code_kernels is None or self._code_kernels.folder != folder:
@@ -305,9 +304,8 @@ class AgentKernel(Kernel):
 
     @property
     def kernel_info(self) -> dict[str, Any]:
-        info = dict(super().kernel_info)
-        info["supported_features"] = [f for f in info.get("supported_features", [])
-                                      if f != "debugger"]
+        info, no = dict(super().kernel_info), "debugger"
+        info["supported_features"] = [f for f in info.get("supported_features", []) if f != no]
         return info
 
     # -- interrupts ----------------------------------------------------------------------
@@ -332,6 +330,7 @@ class AgentKernel(Kernel):
         """Run one cell: a message (the agent answers), ``[code]``, ``[tool_call]``..."""
         self._interrupt_pending = False
         self._trust_refusal = None
+        self._allow_stdin = allow_stdin  # as IPython's kernel records it: may input() ask?
         if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
         self._last_output = None
@@ -401,8 +400,9 @@ class AgentKernel(Kernel):
         code, path = conversation.source, conversation.path
         display = _Display(self, live=cell_id is not None)
         display.conversation = conversation
+        kernels = set_answer(self, self.code_kernels(folder))  # input(): the user answers
         options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
-                             code_kernels=self.code_kernels(folder))
+                             code_kernels=kernels)
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:
