@@ -125,6 +125,7 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         check_acp_agent(agent, options.folder)
         chosen = selections(nb, options.include, options.exclude)
         check_selected(chosen, len(hist.conversation_cells(nb)))
+        attachments.check(message_of(cell, options), options.folder)
         return Plan(cell_id, index, kind, agent, None, chosen,
                     tuple(load_included(chosen, options.folder)))
     # models a file chose (not the user's own: the environment's agent, or --model)
@@ -192,17 +193,21 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     if agent is not None and agent.acp is not None:
         from jupyter_percent_agent.runtime.acp_turn import acp_turn
 
+        mentions = await values(message_of(cell, options), options.folder,
+                                options.code_kernels)
+        sent = with_values(message_of(cell, options), mentions) if mentions else None
+
         async def messages_for() -> list[dict[str, Any]]:
             history = await plan_history(
                 nb, decided.index, agent, decided.chosen, base_dir=options.folder,
                 system_prompt=agent.system_prompt, transport=transport,
-                current_text=options.current_text, included=decided.included,
-                on_event=run.tell)
+                current_text=sent if sent is not None else options.current_text,
+                included=decided.included, on_event=run.tell)
             run.dropped_groups(history.dropped)
             return history.messages
 
         await acp_turn(nb, decided.index, agent, run, options=options,
-                       messages_for=messages_for)
+                       messages_for=messages_for, sent=sent)
         return
     assert agent is not None and route is not None
     try:

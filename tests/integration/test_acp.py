@@ -495,3 +495,17 @@ def test_a_session_streams_events_as_an_async_iterator(project: Scripted) -> Non
     assert items[:-1] == [acp.MessageChunk("answer to: "), acp.MessageChunk("hi")]
     assert items[-1] == acp.PromptResult("end_turn", None)
     assert told == []  # the iterator had them instead
+
+
+def test_var_mentions_send_the_code_kernels_value_to_an_external_agent(
+        project: Scripted) -> None:
+    project.add("echo.json")
+    project.path.write_text(
+        HEADER.format(name="fake")
+        + "# %% Compute[^c1]\n[^c1]: [code]\n\n```python\nx = 41 + 1\n```\n\n"
+        + "# %% Ask[^m1]\n[^m1]: [markdown]\n\nthe answer is @var:x\n")
+    p = run_tce("exec", str(project.path), env=dict(os.environ), input="")
+    assert p.returncode == 0, p.stderr
+    prompt = project.calls("prompt")[0]["text"]
+    assert "@var:x" in prompt and "42" in prompt
+    assert "the answer is @var:x\n" in project.path.read_text()  # the file keeps the text
