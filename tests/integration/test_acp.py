@@ -96,6 +96,9 @@ def test_acp_add_keeps_the_agent_private_in_the_config_folder_and_list_starts_ea
     assert "could not start" in rows["missing"] and "No such file" in rows["missing"]
     started = project.calls("initialize")
     assert len(started) == 1 and not _alive(started[0]["pid"])  # it did not outlive the list
+    # started in an empty folder of its own, not where tce ran (a clone's settings)
+    assert os.path.basename(started[0]["cwd"]).startswith("acp-probe-")
+    assert not os.path.exists(started[0]["cwd"])
 
     assert tce("acp", "add", "fake", "--", "other").exit_code == 2  # a name taken
     assert tce("acp", "add", "fake", "--replace", "--", "other").exit_code == 0
