@@ -512,3 +512,18 @@ def test_var_mentions_send_the_code_kernels_value_to_an_external_agent(
     prompt = project.calls("prompt")[0]["text"]
     assert "@var:x" in prompt and "42" in prompt
     assert "the answer is @var:x\n" in project.path.read_text()  # the file keeps the text
+
+
+def test_an_external_agents_turn_never_imports_the_model_client(project: Scripted) -> None:
+    """tce chat warms litellm up for a model's turn; an ACP turn calls no model, and the import
+    would only compete with the agent for the processor."""
+    project.add("echo.json")
+    probe = ("import sys\nsys.argv = ['tce', 'chat', sys.argv[1], '-m', 'hi']\n"
+             "from jupyter_percent_agent.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n"
+             "    print('LITELLM' if 'litellm' in sys.modules else 'NO-LITELLM', file=sys.stderr)\n"
+             "    raise\n")
+    p = subprocess.run([sys.executable, "-c", probe, str(project.path)], env=dict(os.environ),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("answer to: hi") and "NO-LITELLM" in p.stderr
