@@ -11,7 +11,8 @@
  *   `[code]` cells highlighted as their language (`codecells.ts`).
  *
  * "Trust Notebook" trusts every cell of every notebook: the plugin puts a message
- * notebook's back; and it offers "Set up a model" under a cell that failed for a missing key.
+ * notebook's back; it offers "Set up a model" under a cell that failed for a missing key, and
+ * asks an external agent's permission requests in a dialog (`permission.ts`).
  */
 
 import {
@@ -34,6 +35,7 @@ import { highlightCodeCells } from './codecells';
 import { NOTEBOOK_FACTORY } from './filetypes';
 import { sendLiveState } from './livestate';
 import { guardNotebook, guardRenderers, untrustNotebook } from './notebook';
+import { installPermissionDialogs } from './permission';
 import { watchProposals } from './proposals';
 import { watchMissingKeys } from './setup';
 import { setTranslator } from './translation';
@@ -101,6 +103,7 @@ export const messageNotebooksPlugin: JupyterFrontEndPlugin<IMessageNotebooks> =
       const extension = new MessageNotebookExtension();
       app.docRegistry.addWidgetExtension(NOTEBOOK_FACTORY, extension);
       watchMissingKeys();
+      installPermissionDialogs();
       app.commands.commandExecuted.connect((_, executed) => {
         if (executed.id === 'notebook:trust') {
           void executed.result.then(() => {

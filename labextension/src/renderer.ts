@@ -23,6 +23,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
+import { showDiffBlocks } from './diff';
 import { el } from './dom';
 import { replaceJarvisPlaceholders } from './jarvis';
 import { extractJarvisTags } from './jarvistags';
@@ -127,7 +128,7 @@ function untrusted(model: IRenderMime.IMimeModel): IRenderMime.IMimeModel {
 
 /**
  * Render model-written Markdown into `host`: untrusted, through JupyterLab's sanitizer and
- * `untrusted.ts`, with the widget's resolver and parser.
+ * `untrusted.ts`, with the widget's resolver and parser; its `diff` code blocks as diffs.
  */
 async function markdownInto(
   widget: RenderedCommon,
@@ -147,6 +148,7 @@ async function markdownInto(
     markdownParser: widget.markdownParser,
     translator: widget.translator
   });
+  showDiffBlocks(host);
   await loadHeldMedia(host, widget.resolver);
 }
 
