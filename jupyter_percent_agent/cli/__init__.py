@@ -12,6 +12,7 @@ import importlib
 import click
 
 COMMANDS: dict[str, str] = {
+    "acp": "jupyter_percent_agent.cli.acp:acp",
     "chat": "jupyter_percent_agent.cli.chat:chat",
     "exec": "jupyter_percent_agent.cli.exec:exec_",
     "helper": "jupyter_percent_agent.cli.helper:helper",

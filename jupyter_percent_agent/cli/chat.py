@@ -169,8 +169,12 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     transport.warm_up()  # litellm's import overlaps reading the file and building the history
     conversation = FileConversation(path, message, title=title, force=force,
                                     save=(include, exclude) if save else None)
+    from jupyter_percent_agent.cli.acp import person_at_terminal, terminal_asker
+
     options = RunOptions(agent=agent, model=model, include=() if save else include,
-                         exclude=() if save else exclude, base_dir=path.parent)
+                         exclude=() if save else exclude, base_dir=path.parent, path=path,
+                         permission_asker=terminal_asker if person_at_terminal() and not as_json
+                         else None)
     printer = Printer(quiet=as_json)
     try:
         run = asyncio.run(send(conversation, options, printer, transport=transport))

@@ -219,8 +219,10 @@ async def _exec(
     if any(kinds.get(cid) == "message" for _, cid in todo):
         transport.warm_up()
     kernels = CodeKernels(path.parent)
+    # no person answers an external agent's permission requests here (a script, a pipeline):
+    # they are rejected unless the user's own tce acp add --permissions says otherwise
     options = RunOptions(agent=agent, model=model, base_dir=path.parent, code_kernels=kernels,
-                         runners={"task": _run_task})
+                         runners={"task": _run_task}, path=path)
     printer = Printer(quiet=quiet)
     from jupyter_percent_agent import trust
 

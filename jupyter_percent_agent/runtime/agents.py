@@ -56,6 +56,7 @@ class Agent:
     history_budget: int | None = None  # tokens of history (None: a share of the window)
     history_keep_last: int = 2  # the last messages always sent under history: auto
     history_model: str | None = None  # scores history: auto cells (None: the user's, or local)
+    acp: str | None = None  # an external agent the user added (tce acp add NAME): its name
     source: str = "environment"  # "preset", "cell", "environment"
 
     @property
@@ -99,6 +100,8 @@ def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
         kw["models"] = list(models)
     else:
         raise AgentError(f"agent {name!r}: models must be a model name or a list of them")
+    if "acp" in props:
+        kw["acp"] = acp_name(name, props)
     tools = kw.get("tools")
     if isinstance(tools, str):
         kw["tools"] = [tools]
@@ -118,6 +121,23 @@ def agent_from_mapping(name: str, props: Mapping[str, Any], *, source: str,
     if kw.get("system_prompt") is None:
         kw["system_prompt"] = ""
     return Agent(name=name, source=source, **kw)
+
+
+COMMAND_KEYS = ("command", "args", "env", "cmd", "permissions")
+"""What starts an external agent or decides for it: the user's alone (``tce acp add``)."""
+
+
+def acp_name(name: str, props: Mapping[str, Any]) -> str:
+    """The external agent an agent's ``acp:`` names: one the user added, by its name. A file
+    never names a command, an environment or a permission setting."""
+    value = props["acp"]
+    given = [k for k in COMMAND_KEYS if k in props] or (
+        [k for k in COMMAND_KEYS if k in value] if isinstance(value, Mapping) else [])
+    if given or not isinstance(value, str) or not value.strip():
+        what = f"sets {', '.join(given)}" if given else f"is {value!r}"
+        raise AgentError(f"agent {name!r}: acp: names one of your ACP agents (tce acp list); "
+                         f"a file cannot give its command or settings, and this one {what}")
+    return value.strip()
 
 
 _FENCE_YAML = re.compile(r"\A\s*(`{3,}|~{3,})\s*ya?ml\s*\n(.*?)\n\1[ \t]*(?:\n|\Z)", re.S)

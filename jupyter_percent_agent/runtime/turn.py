@@ -58,6 +58,12 @@ class RunOptions:
     code_kernels: Any = None
     """The session's ``codekernel.CodeKernels`` for ``[code]`` cells in a trusted folder
     (None: a kernel is started for the cell and stopped after it)."""
+    path: Path | None = None
+    """The message file itself: an external agent (ACP) may never read or write it."""
+    permission_asker: Any = None
+    """The person answering an external agent's permission requests (``acp.PermissionAsker``:
+    a terminal prompt, a JupyterLab dialog); None: nobody, so they are rejected unless the
+    user's ``tce acp add --permissions allow`` says otherwise."""
 
     @property
     def folder(self) -> Path:
@@ -106,6 +112,14 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     hist.check_history_values(nb)  # history="exlcude": one line, the cell is not sent
     agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                                          env=options.env), options.folder)
+    if agent.acp is not None:  # an external agent: the user's, in a trusted folder only
+        from jupyter_percent_agent.runtime.acp_turn import check_acp_agent
+
+        check_acp_agent(agent, options.folder)
+        chosen = selections(nb, options.include, options.exclude)
+        check_selected(chosen, len(hist.conversation_cells(nb)))
+        return Plan(cell_id, index, kind, agent, None, chosen,
+                    tuple(load_included(chosen, options.folder)))
     # models a file chose (not the user's own: the environment's agent, or --model)
     from_file = agent.source != "environment" and not options.model
     route = trust.route_agent(agent.name, agent.api_base, agent.models, from_file=from_file,
@@ -160,6 +174,21 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     if decided.kind == "async" and landed(cell, run, options.folder):
         return
     agent, route = decided.agent, decided.route
+    if agent is not None and agent.acp is not None:
+        from jupyter_percent_agent.runtime.acp_turn import acp_turn
+
+        async def messages_for() -> list[dict[str, Any]]:
+            history = await plan_history(
+                nb, decided.index, agent, decided.chosen, base_dir=options.folder,
+                system_prompt=agent.system_prompt, transport=transport,
+                current_text=options.current_text, included=decided.included,
+                on_event=run.tell)
+            run.dropped_groups(history.dropped)
+            return history.messages
+
+        await acp_turn(nb, decided.index, agent, run, options=options,
+                       messages_for=messages_for)
+        return
     assert agent is not None and route is not None
     try:
         # off the event loop: starting an MCP server may take its 30 s, and an interrupt

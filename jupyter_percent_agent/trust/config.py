@@ -34,6 +34,9 @@ CONFIG_NAME = "config.toml"
 MCP_SERVERS_NAME = "mcp.json"
 """The user's MCP servers (``tce mcp add``), in the config folder: their ``env`` and headers
 may hold credentials (``trust.keys.known_secrets`` masks them)."""
+ACP_AGENTS_NAME = "acp.json"
+"""The user's external agents over ACP (``tce acp add``), in the config folder: the commands
+a file may name by their name only; their ``env`` may hold credentials, masked as MCP's."""
 
 
 class ConfigError(PercentAgentError, ValueError):

@@ -26,6 +26,7 @@ from pathlib import Path
 from jupyter_percent_agent import masking
 from jupyter_percent_agent.errors import Kind, PercentAgentError
 from jupyter_percent_agent.trust.config import (
+    ACP_AGENTS_NAME,
     CONFIG_NAME,
     MCP_SERVERS_NAME,
     config_dir,
@@ -188,7 +189,7 @@ def known_secrets() -> dict[str, str]:
     that cannot be read names nothing."""
     found: dict[str, str] = {}
     folder = config_dir()
-    for name in (KEYS_NAME, CONFIG_NAME, MCP_SERVERS_NAME):
+    for name in (KEYS_NAME, CONFIG_NAME, MCP_SERVERS_NAME, ACP_AGENTS_NAME):
         path = folder / name
         try:
             st = os.stat(path)
@@ -200,7 +201,7 @@ def known_secrets() -> dict[str, str]:
             try:
                 if name == KEYS_NAME:
                     names = {key_variable(p): k for p, k in load_keys(path).items()}
-                elif name == MCP_SERVERS_NAME:
+                elif name in (MCP_SERVERS_NAME, ACP_AGENTS_NAME):
                     names = mcp_secrets(path)
                 else:
                     names = {e.key_env: "" for e in load_config(path).endpoints if e.key_env}
@@ -222,7 +223,8 @@ def mcp_secrets(path: Path) -> dict[str, str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    table = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
+    table = data.get("mcpServers", data.get("servers", data.get("acpAgents"))) \
+        if isinstance(data, dict) else None
     found: dict[str, str] = {}
     servers = table.items() if isinstance(table, dict) else ()
     for server, entry in servers:

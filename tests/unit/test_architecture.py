@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"envflags", "errors", "lazy", "litellm_setup", "masking", "outcome", "safe_start"},
     {"format"},
     {"trust", "tools"},
-    {"mcptools"},
+    {"mcptools", "acp"},
     {"sandbox", "codekernel"},
     {"attp", "ranking"},
     {"runtime"},

@@ -1,0 +1,312 @@
+"""One external agent's process and session: started in the conversation's folder from the
+user's command, initialised, a session made or loaded, prompted, cancelled, and ended with
+everything it started.
+
+The process runs in a process group of its own (a terminal's Ctrl-C reaches ``tce``, which
+sends ``session/cancel``, not the agent) and is ended with its group when the session closes,
+so no agent outlives its turn. What the agent writes on standard output must be JSON-RPC: the
+first line that is not ends the connection with one line saying what it wrote; a process that
+exits says its exit code and the last line of its standard error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from jupyter_percent_agent.acp import events as ev
+from jupyter_percent_agent.acp.client import ConfinedClient, PermissionAsker, environment
+from jupyter_percent_agent.acp.config import AcpAgentSpec
+from jupyter_percent_agent.acp.confine import Folder
+from jupyter_percent_agent.errors import Kind, PercentAgentError
+
+START_SECONDS = 60.0
+"""How long an agent may take to start and answer ``initialize``."""
+
+CANCEL_SECONDS = 5.0
+"""How long a cancelled prompt may take to end after ``session/cancel`` (what arrives
+meanwhile is kept)."""
+
+STOP_SECONDS = 2.0
+"""How long an agent may take to exit once its input is closed, before it is ended."""
+
+LINE_LIMIT = 50 * 1024 * 1024  # one JSON-RPC message (the SDK's own default)
+
+
+class AcpAgentError(PercentAgentError, RuntimeError):
+    """An external agent that did not start, stopped, wrote something that is not JSON-RPC,
+    or answered a request with an error; one line naming the agent and what happened."""
+
+    error_kind = Kind.MODEL
+
+
+class _Lines:
+    """Newline-delimited JSON-RPC over the process's pipes, as the SDK's message transport:
+    a line that is not a JSON object ends the stream (and is remembered, to be named)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.garbage: str | None = None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+        await stdin.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while True:
+            try:
+                line = await stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                self.garbage = f"a line longer than {LINE_LIMIT} bytes"
+                return None
+            if not line:
+                return None
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):
+                text = line.decode("utf-8", "replace").strip()
+                self.garbage = repr(text[:120] + ("…" if len(text) > 120 else ""))
+                return None
+            return message
+
+    async def close(self) -> None:
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+
+
+class AcpSession:
+    """One conversation turn (or, in the Agent kernel, one open conversation) with an
+    external agent over ACP.
+
+    ::
+
+        async with AcpSession(spec, folder, on_event=tell, asker=ask,
+                              protected=(message_file,)) as session:
+            info = session.info                      # AgentInfo: name, version, load_session
+            loaded = await session.open(recorded_id)  # session/load when it can, else new
+            result = await session.prompt(text)       # events stream to on_event
+            session.session_id                        # to record in the reply
+
+    ``folder``: the conversation's folder; the agent runs there and the client serves its file
+    and terminal requests only inside it (``protected``: files it may never touch, the open
+    message file). ``asker``: the person answering permission requests (None: nobody, so
+    they are rejected unless the user's ``spec.permissions`` is ``allow``). Cancelling the
+    task awaiting ``prompt`` sends ``session/cancel`` and keeps what arrives until the agent
+    stops (at most :data:`CANCEL_SECONDS`) before the cancellation goes on. Leaving the
+    ``async with`` ends the process, its terminals and everything it started.
+    """
+
+    def __init__(self, spec: AcpAgentSpec, folder: os.PathLike[str] | str, *,
+                 on_event: ev.OnAcpEvent = ev.ignore, asker: PermissionAsker | None = None,
+                 protected: tuple[os.PathLike[str] | str, ...] = ()) -> None:
+        self.spec = spec
+        self.folder = Folder(folder, protected=protected)
+        self.client = ConfinedClient(self.folder, on_event, permissions=spec.permissions,
+                                     asker=asker)
+        self.info: ev.AgentInfo | None = None
+        self.session_id: str | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._lines: _Lines | None = None
+        self._conn: Any = None
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._stderr_task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AcpSession:
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the process -----------------------------------------------------------------------
+
+    def _error(self, what: str) -> AcpAgentError:
+        return AcpAgentError(f"ACP agent {self.spec.name!r} ({self.spec.target}): {what}")
+
+    async def _died(self, doing: str, exc: BaseException | None = None) -> AcpAgentError:
+        """The one line for a connection that ended while ``doing``."""
+        if self._lines is not None and self._lines.garbage is not None:
+            return self._error(f"wrote something that is not ACP (JSON-RPC) while {doing}: "
+                               f"{self._lines.garbage}")
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 1)
+            if self._stderr_task is not None:
+                with contextlib.suppress(TimeoutError, Exception):
+                    await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
+            if process.returncode is not None:
+                said = f": {self._stderr[-1]}" if self._stderr else ""
+                return self._error(f"exited with code {process.returncode} while {doing}{said}")
+        why = f" ({exc})" if exc is not None and str(exc) else ""
+        return self._error(f"closed the connection while {doing}{why}")
+
+    async def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        async for raw in self._process.stderr:
+            line = raw.decode("utf-8", "replace").strip()
+            if line:
+                self._stderr.append(line[:300])
+
+    async def start(self) -> ev.AgentInfo:
+        """Start the agent in the folder and ``initialize`` it, advertising file reads,
+        file writes and terminals; ``AcpAgentError`` when it cannot start or answer."""
+        from acp import PROTOCOL_VERSION, connect_to_agent
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+        from jupyter_percent_agent import __version__
+
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                self.spec.command, *self.spec.args, cwd=self.folder.root,
+                env=environment(self.spec.env), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True, limit=LINE_LIMIT)
+        except OSError as exc:
+            raise self._error(f"cannot start: {exc.strerror or exc}") from None
+        self._stderr_task = asyncio.ensure_future(self._read_stderr())
+        self._lines = _Lines(self._process)
+        self._conn = connect_to_agent(self.client, self._lines)
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
+        try:
+            response = await asyncio.wait_for(self._conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities,
+                client_info=Implementation(name="jupyter-percent-agent", title="tce",
+                                           version=__version__)), START_SECONDS)
+        except TimeoutError:
+            raise self._error(f"did not answer initialize within {START_SECONDS:g} s") from None
+        except ConnectionError as exc:
+            raise await self._died("starting", exc) from None
+        except Exception as exc:  # the agent's own error (RequestError), or a reply that is
+            raise self._error(f"initialize failed: {exc}") from None  # not an ACP one
+        agent = response.agent_info
+        caps = response.agent_capabilities
+        self.info = ev.AgentInfo(
+            name=agent.name if agent else self.spec.name,
+            version=agent.version if agent else "",
+            title=agent.title if agent else None,
+            load_session=bool(caps and caps.load_session),
+            capabilities=caps.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if caps else {})
+        return self.info
+
+    async def close(self) -> None:
+        """End the agent: its terminals, then its input closed, then its process group
+        (terminated, then killed) once it has had :data:`STOP_SECONDS`."""
+        await self.client.close()
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.close()
+        process = self._process
+        if process is None:
+            return
+        if process.stdin is not None:
+            with contextlib.suppress(Exception):
+                process.stdin.close()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, sig)
+            try:
+                await asyncio.wait_for(process.wait(), STOP_SECONDS)
+                break
+            except TimeoutError:
+                continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # what it started and left behind
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._stderr_task
+
+    # -- the session -----------------------------------------------------------------------
+
+    async def _call(self, doing: str, call: Any) -> Any:
+        try:
+            return await call
+        except ConnectionError as exc:
+            raise await self._died(doing, exc) from None
+        except PercentAgentError:
+            raise
+        except Exception as exc:
+            message = getattr(exc, "message", None) or str(exc)
+            data = getattr(exc, "data", None)
+            if isinstance(data, dict) and data.get("details"):
+                message += f" ({data['details']})"
+            raise self._error(f"{doing} failed: {message}") from None
+
+    async def open(self, session_id: str | None = None) -> bool:
+        """Load the recorded session ``session_id`` when the agent can (its replay is not
+        told), else make a new one in the folder. True when it was loaded."""
+        assert self.info is not None, "start() first"
+        cwd = self.folder.root
+        if session_id and self.info.load_session:
+            self.client.replaying = True
+            try:
+                await self._call("loading the session", self._conn.load_session(
+                    cwd=cwd, session_id=session_id, mcp_servers=[]))
+            except AcpAgentError:
+                if self._process is not None and self._process.returncode is not None:
+                    raise
+            else:
+                self.session_id = session_id
+                return True
+            finally:
+                self.client.replaying = False
+        response = await self._call("making a session",
+                                    self._conn.new_session(cwd=cwd, mcp_servers=[]))
+        self.session_id = response.session_id
+        return False
+
+    async def prompt(self, text: str) -> ev.PromptResult:
+        """Send ``text`` as the session's next prompt; events stream to ``on_event`` until
+        the agent ends its turn."""
+        from acp import text_block
+
+        assert self.session_id is not None, "open() first"
+        sid = self.session_id
+        task = asyncio.ensure_future(self._call("answering", self._conn.prompt(
+            session_id=sid, prompt=[text_block(text)])))
+        try:
+            response = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self.client.cancelling = True
+            with contextlib.suppress(Exception):
+                await self._conn.cancel(session_id=sid)
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(task, CANCEL_SECONDS)
+            task.cancel()
+            raise
+        usage = response.usage
+        return ev.PromptResult(
+            str(response.stop_reason),
+            ev.TokenUsage(usage.input_tokens, usage.output_tokens, usage.total_tokens,
+                          usage.thought_tokens) if usage else None)
+
+
+async def probe(spec: AcpAgentSpec, folder: os.PathLike[str] | str | None = None
+                ) -> ev.AgentInfo:
+    """Start the agent (in ``folder``, else the current one), ask what it is, end it."""
+    async with AcpSession(spec, Path(folder or os.getcwd())) as session:
+        assert session.info is not None
+        return session.info
