@@ -126,6 +126,23 @@ class AcpSession:
         self._stderr: deque[str] = deque(maxlen=20)
         self._stderr_task: asyncio.Task[None] | None = None
 
+    @property
+    def running(self) -> bool:
+        """Whether the agent's process was started and has not exited."""
+        return self._process is not None and self._process.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's process id (its process group's too), once started."""
+        return self._process.pid if self._process is not None else None
+
+    def attach(self, on_event: ev.OnAcpEvent, asker: PermissionAsker | None) -> None:
+        """Tell this turn's events to ``on_event`` and ask ``asker``: a session kept from
+        turn to turn (the Agent kernel's) serves each turn's front end in turn."""
+        self.client.on_event = on_event
+        self.client.asker = asker
+        self.client.cancelling = False
+
     async def __aenter__(self) -> AcpSession:
         try:
             await self.start()

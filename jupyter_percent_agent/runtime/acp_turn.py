@@ -26,10 +26,11 @@ the message's outputs, in the order it came:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,32 @@ class _Recorder:
             self.plan = None
 
 
+@contextlib.asynccontextmanager
+async def _session_for(spec: Any, options: Any, recorder: _Recorder,
+                       protected: tuple[Path, ...]) -> AsyncIterator[Any]:
+    """This turn's session: the front end's kept one (``options.acp_sessions``), told this
+    turn's events and asker, else one started for the turn and ended after it."""
+    from jupyter_percent_agent import acp
+
+    kept = options.acp_sessions
+    if kept is None:
+        async with acp.AcpSession(spec, options.folder, on_event=recorder,
+                                  asker=options.permission_asker,
+                                  protected=protected) as session:
+            yield session
+        return
+    session = await kept.session(spec, options.folder, protected)
+    session.attach(recorder, options.permission_asker)
+    try:
+        yield session
+    finally:
+        session.attach(_ignore, None)  # between turns the agent has nobody to tell or ask
+
+
+def _ignore(event: Any) -> None:
+    """What a kept session tells between turns: nothing."""
+
+
 async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
                    options: Any, messages_for: Any) -> None:
     """Answer the cell at 1-based ``index`` with the external agent ``agent.acp``.
@@ -245,11 +272,12 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
     recorder = _Recorder(run, agent)
     protected = (options.path,) if options.path is not None else ()
     started, stop, usage, loaded = time.monotonic(), None, None, False
-    session = acp.AcpSession(spec, options.folder, on_event=recorder,
-                             asker=options.permission_asker, protected=protected)
+    session: Any = None
     try:
-        async with session:
-            loaded = await session.open(recorded)
+        async with _session_for(spec, options, recorder, protected) as session:
+            # a kept session (the Agent kernel's) that is the recorded one goes on as it is
+            loaded = ((recorded is not None and session.session_id == recorded)
+                      or await session.open(recorded))
             if recorded and not loaded:
                 why_new = f"{spec.name} could not load session {recorded}"
             if why_new:
@@ -264,8 +292,9 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
     except asyncio.CancelledError:
         recorder.finish(interrupted=True)
         if recorder.text:
-            run.keep_partial(recorder.reply(recorder.text, interrupted=True,
-                                             acp=spec.name, session_id=session.session_id))
+            run.keep_partial(recorder.reply(
+                recorder.text, interrupted=True, acp=spec.name,
+                session_id=session.session_id if session is not None else None))
         raise
     except acp.AcpAgentError as exc:
         recorder.finish(interrupted=False)

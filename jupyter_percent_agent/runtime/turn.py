@@ -64,6 +64,10 @@ class RunOptions:
     """The person answering an external agent's permission requests (``acp.PermissionAsker``:
     a terminal prompt, a JupyterLab dialog); None: nobody, so they are rejected unless the
     user's ``tce acp add --permissions allow`` says otherwise."""
+    acp_sessions: Any = None
+    """The front end's kept external agents (the Agent kernel's: one process per agent of the
+    open conversation, ``session(spec, folder, protected)`` gives a started ``AcpSession``);
+    None: the agent is started for the turn and ended after it."""
 
     @property
     def folder(self) -> Path:
