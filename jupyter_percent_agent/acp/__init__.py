@@ -26,6 +26,9 @@ conversation's session.
         loaded = await session.open(recorded_session_id)
         result = await session.prompt(text)
 
+The Agent kernel keeps one agent per open conversation: pass an :class:`AcpSessions` as
+``RunOptions.acp_sessions`` and close it with the conversation.
+
 It sits beside the runtime's own agents: the runtime (``runtime/acp_turn.py``) turns its
 events into a reply; front ends reach it through the runtime (``tce acp`` reads the config
 and probes agents itself). Importing this package is cheap: the SDK (``acp``, with pydantic)
@@ -48,7 +51,8 @@ _NAMES = {
     "PromptResult": "events", "ThoughtChunk": "events", "TokenUsage": "events",
     "AgentToolCall": "events",
     "PermissionAsker": "client",
-    "AcpAgentError": "session", "AcpSession": "session", "probe": "session",
+    "AcpAgentError": "session", "AcpSession": "session", "AcpSessions": "session",
+    "probe": "session",
 }
 
 __all__ = sorted(_NAMES)

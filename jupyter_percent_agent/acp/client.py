@@ -8,6 +8,7 @@ only when an agent runs.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 from collections.abc import Awaitable, Callable
@@ -75,6 +76,7 @@ class ConfinedClient:
         self.cancelling = False  # session/cancel sent: pending permissions are cancelled
         self.tool_calls: dict[str, ev.AgentToolCall] = {}
         self.terminals: dict[str, Terminal] = {}
+        self._asking: set[asyncio.Future[ev.PermissionOption | None]] = set()
         self._ids = itertools.count(1)
 
     def tell(self, event: ev.AcpEvent) -> None:
@@ -149,21 +151,44 @@ class ConfinedClient:
             self._tool_call(tool_call),
             tuple(ev.PermissionOption(o.option_id, o.name, str(o.kind)) for o in options))
         if self.cancelling:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        if self.permissions == "allow":
+            chosen, by = None, "cancelled"
+        elif self.permissions == "allow":
             chosen, by = request.option("allow_once", "allow_always"), "setting"
         elif self.permissions == "reject" or self.asker is None:
             chosen = request.option("reject_once", "reject_always")
             by = "setting" if self.permissions == "reject" else "no person"
         else:
-            chosen, by = await self.asker(request), "person"
-            if chosen is None:
+            chosen, by = await self._ask(request), "person"
+            if self.cancelling:
+                chosen, by = None, "cancelled"
+            elif chosen is None:
                 chosen = request.option("reject_once", "reject_always")
         self.tell(ev.PermissionAnswered(request, chosen, by))
-        if chosen is None or self.cancelling:
+        if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=chosen.id, outcome="selected"))
+
+    async def _ask(self, request: ev.PermissionRequest) -> ev.PermissionOption | None:
+        """The person's answer; None when the prompt turn is cancelled meanwhile."""
+        assert self.asker is not None
+        task = asyncio.ensure_future(self.asker(request))
+        self._asking.add(task)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if task.cancelled() and self.cancelling:
+                return None
+            raise
+        finally:
+            self._asking.discard(task)
+
+    def cancel_pending(self) -> None:
+        """``session/cancel`` is being sent: questions still waiting for the person are
+        withdrawn (answered cancelled, as ACP asks), later requests answered cancelled."""
+        self.cancelling = True
+        for task in list(self._asking):
+            task.cancel()
 
     # -- fs/* ----------------------------------------------------------------------------
 

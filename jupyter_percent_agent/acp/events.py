@@ -161,7 +161,8 @@ class PermissionRequest:
 class PermissionAnswered:
     """How a permission request was answered: ``chosen`` the option (None: rejected with no
     reject option offered, or cancelled); ``by`` is ``person``, ``setting`` (the user's
-    ``--permissions``) or ``no person`` (nobody to ask: rejected)."""
+    ``--permissions``), ``no person`` (nobody to ask: rejected) or ``cancelled`` (the turn was
+    cancelled before an answer)."""
 
     request: PermissionRequest
     chosen: PermissionOption | None

@@ -126,23 +126,6 @@ class AcpSession:
         self._stderr: deque[str] = deque(maxlen=20)
         self._stderr_task: asyncio.Task[None] | None = None
 
-    @property
-    def running(self) -> bool:
-        """Whether the agent's process was started and has not exited."""
-        return self._process is not None and self._process.returncode is None
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's process id (its process group's too), once started."""
-        return self._process.pid if self._process is not None else None
-
-    def attach(self, on_event: ev.OnAcpEvent, asker: PermissionAsker | None) -> None:
-        """Tell this turn's events to ``on_event`` and ask ``asker``: a session kept from
-        turn to turn (the Agent kernel's) serves each turn's front end in turn."""
-        self.client.on_event = on_event
-        self.client.asker = asker
-        self.client.cancelling = False
-
     async def __aenter__(self) -> AcpSession:
         try:
             await self.start()
@@ -272,10 +255,24 @@ class AcpSession:
                 message += f" ({data['details']})"
             raise self._error(f"{doing} failed: {message}") from None
 
+    @property
+    def alive(self) -> bool:
+        """Whether the agent's process is running and its connection open."""
+        return (self._process is not None and self._process.returncode is None
+                and self._lines is not None and self._lines.garbage is None)
+
+    def rebind(self, on_event: ev.OnAcpEvent, asker: PermissionAsker | None) -> None:
+        """The next turn's caller: where its events go and who answers its permissions."""
+        self.client.on_event, self.client.asker = on_event, asker
+        self.client.cancelling = False
+
     async def open(self, session_id: str | None = None) -> bool:
         """Load the recorded session ``session_id`` when the agent can (its replay is not
-        told), else make a new one in the folder. True when it was loaded."""
+        told), else make a new one in the folder. True when it was continued: loaded, or
+        the session this process has open already (a kept session: nothing to load)."""
         assert self.info is not None, "start() first"
+        if session_id and session_id == self.session_id:
+            return True
         cwd = self.folder.root
         if session_id and self.info.load_session:
             self.client.replaying = True
@@ -307,7 +304,7 @@ class AcpSession:
         try:
             response = await asyncio.shield(task)
         except asyncio.CancelledError:
-            self.client.cancelling = True
+            self.client.cancel_pending()
             with contextlib.suppress(Exception):
                 await self._conn.cancel(session_id=sid)
             with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -319,6 +316,47 @@ class AcpSession:
             str(response.stop_reason),
             ev.TokenUsage(usage.input_tokens, usage.output_tokens, usage.total_tokens,
                           usage.thought_tokens) if usage else None)
+
+
+class AcpSessions:
+    """Sessions kept open across turns, one per agent and folder: the Agent kernel keeps its
+    conversation's agent running while the conversation is open (``RunOptions.acp_sessions``)
+    and calls :meth:`close` when it ends. ``tce`` keeps none: its agent ends with the turn."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], AcpSession] = {}
+
+    async def session(self, spec: AcpAgentSpec, folder: os.PathLike[str] | str, *,
+                      on_event: ev.OnAcpEvent = ev.ignore,
+                      asker: PermissionAsker | None = None,
+                      protected: tuple[os.PathLike[str] | str, ...] = ()) -> AcpSession:
+        """The started session of ``spec`` in ``folder``, bound to this turn's ``on_event``
+        and ``asker``: the one kept, else a new one (also when the user changed the agent's
+        definition or its process ended)."""
+        key = (spec.name, os.path.realpath(os.fspath(folder)))
+        session = self._open.get(key)
+        if session is not None and (session.spec != spec or not session.alive
+                                    or session.folder.protected != Folder(
+                                        folder, protected=protected).protected):
+            await session.close()
+            session = None
+        if session is None:
+            session = AcpSession(spec, folder, on_event=on_event, asker=asker,
+                                 protected=protected)
+            try:
+                await session.start()
+            except BaseException:
+                await session.close()
+                raise
+            self._open[key] = session
+        session.rebind(on_event, asker)
+        return session
+
+    async def close(self) -> None:
+        """End every kept agent (the conversation closed, the kernel shuts down)."""
+        sessions, self._open = list(self._open.values()), {}
+        for session in sessions:
+            await session.close()
 
 
 async def probe(spec: AcpAgentSpec, folder: os.PathLike[str] | str | None = None

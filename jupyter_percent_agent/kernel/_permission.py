@@ -13,8 +13,8 @@ or diff, and the agent's options, numbered) and, beside it in the message conten
 and answers with the chosen option's id. Any answer that names no option rejects.
 
 The wait runs on a worker thread that polls the stdin socket, so the kernel's event loop
-goes on (the agent's other updates stream meanwhile) and an interrupt ends the wait: the
-request is then answered as cancelled.
+goes on (the agent's other updates stream meanwhile), and a question the turn withdraws (an
+interrupt: ``acp`` cancels the wait and answers the agent "cancelled") ends the thread too.
 """
 
 from __future__ import annotations
@@ -99,25 +99,17 @@ class StdinAsker:
         self.parent = kernel.get_parent("shell")
         self.ident = kernel._parent_ident["shell"]  # ipykernel's own, in 6.29 and in 7
         self._lock = asyncio.Lock()
-        self._waits: set[threading.Event] = set()
 
-    def cancel(self) -> None:
-        """End every wait now (an interrupt: the turn is being cancelled); safe from a
-        signal handler."""
-        for stop in list(self._waits):
-            stop.set()
 
     async def __call__(self, request: PermissionRequest) -> PermissionOption | None:
         asked = request_json(self.agent(), request)
         content = {"prompt": plain_prompt(asked), "password": False, PERMISSION_KEY: asked}
         async with self._lock:
             stop = threading.Event()
-            self._waits.add(stop)
             try:
                 answer = await asyncio.to_thread(self._ask, content, stop)
             finally:
-                stop.set()  # a cancelled wait: the thread ends at once
-                self._waits.discard(stop)
+                stop.set()  # a withdrawn question (an interrupt): the thread ends at once
         return None if answer is None else chosen_option(request, answer)
 
     def _ask(self, content: dict[str, Any], stop: threading.Event) -> str | None:

@@ -34,7 +34,6 @@ from ipykernel.kernelbase import Kernel
 from jupyter_percent_agent import __version__ as _version
 from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.kernel import LANGUAGE_INFO
-from jupyter_percent_agent.kernel._acp_sessions import AcpSessions
 from jupyter_percent_agent.kernel._console import InputHistory, is_complete
 from jupyter_percent_agent.kernel._display import CellDisplay, one_line
 from jupyter_percent_agent.kernel._notebook import (
@@ -87,6 +86,28 @@ class _RunFailed(Exception):
         self.ename, self.evalue, self.untrusted = ename, evalue, untrusted
 
 
+class KeptAgents:
+    """The open conversation's external agents (``acp.AcpSessions``: one process per ACP
+    agent, kept from message to message, ended with the kernel), made on first use: the ACP
+    SDK (pydantic with it, seconds to import) stays out of a kernel whose agents are not
+    external."""
+
+    def __init__(self) -> None:
+        self._sessions: Any = None
+
+    async def session(self, *args: Any, **kwargs: Any) -> Any:
+        """``acp.AcpSessions.session``."""
+        if self._sessions is None:
+            from jupyter_percent_agent import acp
+
+            self._sessions = acp.AcpSessions()
+        return await self._sessions.session(*args, **kwargs)
+
+    async def close(self) -> None:
+        if self._sessions is not None:
+            await self._sessions.close()
+
+
 class AgentKernel(Kernel):
     """A Jupyter kernel whose cells are messages: running one asks its agent."""
 
@@ -113,9 +134,8 @@ class AgentKernel(Kernel):
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
         self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
-        self._acp_sessions = AcpSessions()  # external agents, kept while the file is open
+        self._acp_sessions = KeptAgents()  # external agents, kept while the file is open
         self._person = False  # the running cell's front end can ask the person (allow_stdin)
-        self._asker: StdinAsker | None = None  # the running cell's, when it can ask
         self._served = ServedNotebook(notebook_path())
         self._said: set[str] = set()  # why trust was withheld, said once a session each
         self._trust_refusal: dict[str, str] | None = None  # TRUST_REFUSAL_KEY of this reply
@@ -154,8 +174,6 @@ class AgentKernel(Kernel):
         self.saved_sigint_handler = signal.signal(signal.SIGINT, self._on_sigint)
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
-        if self._asker is not None:  # a permission question open: it goes unanswered
-            self._asker.cancel()
         task = self._task
         if task is not None and not task.done():
             task.get_loop().call_soon_threadsafe(task.cancel)
@@ -243,10 +261,10 @@ class AgentKernel(Kernel):
         display.conversation = conversation
         # an external agent's permission requests: asked of the person when the front end
         # has one (allow_stdin), else answered by the user's setting or rejected
-        self._asker = StdinAsker(self, lambda: display.agent) if self._person else None
+        asker = StdinAsker(self, lambda: display.agent) if self._person else None
         options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
                              code_kernels=self.code_kernels(folder), path=path,
-                             permission_asker=self._asker, acp_sessions=self._acp_sessions)
+                             permission_asker=asker, acp_sessions=self._acp_sessions)
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:
@@ -254,7 +272,7 @@ class AgentKernel(Kernel):
         try:
             await asyncio.wait({self._task})
         finally:
-            task, self._task, self._asker = self._task, None, None
+            task, self._task = self._task, None
             if not task.done():
                 task.cancel()
         if task.cancelled():

@@ -26,11 +26,10 @@ the message's outputs, in the order it came:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +129,9 @@ class _Recorder:
 
     def reply(self, text: str, **attrs: Any) -> dict[str, Any]:
         """A reply output of this agent (the next output id)."""
+        kept = {k: v for k, v in attrs.items() if v is not None}
         return fmt.reply_output(text, agent=self.agent.name, out_id=self.run.next_output_id(),
-                                attrs={"agent": self.agent.name, **attrs})
+                                attrs={"agent": self.agent.name, **kept})
 
     def flush_thought(self) -> None:
         if self.thought.strip():
@@ -163,7 +163,8 @@ class _Recorder:
             case acp.PermissionAnswered(request=request, chosen=chosen, by=by):
                 self.tool_call(request.tool_call)
                 word = chosen.kind if chosen is not None else "rejected"
-                self.permissions[request.tool_call.id] = f"{word} ({by})"
+                self.permissions[request.tool_call.id] = \
+                    "cancelled" if by == "cancelled" else f"{word} ({by})"
                 self.run.tell(Status(f"permission for {request.tool_call.title or 'a tool'}: "
                                      f"{chosen.name if chosen else 'rejected'} ({by})"))
             case acp.ClientAction() as action:
@@ -196,8 +197,8 @@ class _Recorder:
         cid, call = self.calls.pop(acp_id)
         self.done.add(acp_id)
         ok = call.status == "completed"
-        status = sandbox_word(RunStatus.OK if ok else (
-            RunStatus.INTERRUPTED if interrupted else RunStatus.ERROR), None)
+        status = str(RunStatus.INTERRUPTED) if interrupted and not call.finished else \
+            sandbox_word(RunStatus.OK if ok else RunStatus.ERROR, None)
         body = "\n".join(x for x in [call.text, *(d.unified() for d in call.diffs)] if x)
         attrs: dict[str, Any] = {"tool_status": call.status}
         if acp_id in self.permissions:
@@ -228,32 +229,6 @@ class _Recorder:
             self.plan = None
 
 
-@contextlib.asynccontextmanager
-async def _session_for(spec: Any, options: Any, recorder: _Recorder,
-                       protected: tuple[Path, ...]) -> AsyncIterator[Any]:
-    """This turn's session: the front end's kept one (``options.acp_sessions``), told this
-    turn's events and asker, else one started for the turn and ended after it."""
-    from jupyter_percent_agent import acp
-
-    kept = options.acp_sessions
-    if kept is None:
-        async with acp.AcpSession(spec, options.folder, on_event=recorder,
-                                  asker=options.permission_asker,
-                                  protected=protected) as session:
-            yield session
-        return
-    session = await kept.session(spec, options.folder, protected)
-    session.attach(recorder, options.permission_asker)
-    try:
-        yield session
-    finally:
-        session.attach(_ignore, None)  # between turns the agent has nobody to tell or ask
-
-
-def _ignore(event: Any) -> None:
-    """What a kept session tells between turns: nothing."""
-
-
 async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
                    options: Any, messages_for: Any) -> None:
     """Answer the cell at 1-based ``index`` with the external agent ``agent.acp``.
@@ -272,29 +247,36 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
     recorder = _Recorder(run, agent)
     protected = (options.path,) if options.path is not None else ()
     started, stop, usage, loaded = time.monotonic(), None, None, False
-    session: Any = None
+    kept = options.acp_sessions
+    session = acp.AcpSession(spec, options.folder, on_event=recorder,
+                             asker=options.permission_asker, protected=protected) \
+        if kept is None else None
     try:
-        async with _session_for(spec, options, recorder, protected) as session:
-            # a kept session (the Agent kernel's) that is the recorded one goes on as it is
-            loaded = ((recorded is not None and session.session_id == recorded)
-                      or await session.open(recorded))
+        try:
+            if session is None:
+                session = await kept.session(spec, options.folder, on_event=recorder,
+                                             asker=options.permission_asker,
+                                             protected=protected)
+            else:
+                await session.start()
+            loaded = await session.open(recorded)
             if recorded and not loaded:
                 why_new = f"{spec.name} could not load session {recorded}"
             if why_new:
                 run.tell(Status(f"new session: {why_new}"))
-            if loaded:
-                text = message
-            else:
-                name = options.path.name if options.path is not None else "the file"
-                text = prompt_text(await messages_for(), name)
-            result = await session.prompt(text)
+            name = options.path.name if options.path is not None else "the file"
+            result = await session.prompt(
+                message if loaded else prompt_text(await messages_for(), name))
             stop, usage = result.stop_reason, result.usage
+        finally:
+            if kept is None and session is not None:
+                await session.close()
     except asyncio.CancelledError:
         recorder.finish(interrupted=True)
         if recorder.text:
-            run.keep_partial(recorder.reply(
-                recorder.text, interrupted=True, acp=spec.name,
-                session_id=session.session_id if session is not None else None))
+            run.keep_partial(recorder.reply(recorder.text, interrupted=True,
+                                            acp=spec.name,
+                                            session_id=session.session_id if session else None))
         raise
     except acp.AcpAgentError as exc:
         recorder.finish(interrupted=False)

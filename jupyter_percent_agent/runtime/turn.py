@@ -65,9 +65,8 @@ class RunOptions:
     a terminal prompt, a JupyterLab dialog); None: nobody, so they are rejected unless the
     user's ``tce acp add --permissions allow`` says otherwise."""
     acp_sessions: Any = None
-    """The front end's kept external agents (the Agent kernel's: one process per agent of the
-    open conversation, ``session(spec, folder, protected)`` gives a started ``AcpSession``);
-    None: the agent is started for the turn and ended after it."""
+    """External agents kept running across turns (``acp.AcpSessions``: the Agent kernel's,
+    one per open conversation); None: the agent is started for the turn and ended with it."""
 
     @property
     def folder(self) -> Path:

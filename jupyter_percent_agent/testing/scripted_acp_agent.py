@@ -7,6 +7,7 @@ external agent, and does what the script says::
     {"name": "scripted", "version": "1.0", "load_session": true,
      "start": "ok" | "exit" | "garbage",          # exit 3 / a line that is not JSON-RPC
      "log": "calls.jsonl",                         # every call it answered, one JSON a line
+                                                   # (else $SCRIPTED_ACP_LOG, if set)
      "state": "sessions/",                         # loadable sessions (default: beside log)
      "prompts": [[STEP, ...], ...]}                # the n-th prompt runs prompts[n % len]
 
@@ -16,9 +17,11 @@ true}`` (the prompt's text as a chunk), ``{"tool": {"id", "title", "kind", "stat
 ...}}``, ``{"permission": {"id", "title", "kind"}}`` (says ``permission: OPTION`` or
 ``permission: cancelled``), ``{"read": PATH}`` / ``{"write": {"path", "content"}}`` (say
 ``read: TEXT`` / ``wrote PATH`` or ``refused: ERROR``), ``{"terminal": {"command", "args"}}``
-(says ``terminal exit CODE: OUTPUT``), ``{"plan": [[CONTENT, STATUS], ...]}``, ``{"usage":
+(says ``terminal exit CODE: OUTPUT``), ``{"terminal_start": {"command", "args"}}`` (left
+running), ``{"plan": [[CONTENT, STATUS], ...]}``, ``{"usage":
 {"used", "size", "cost"}}``, ``{"sleep": SECONDS}`` (ended early by ``session/cancel``),
-``{"exit": CODE}`` (the process exits at once), ``{"garbage": TEXT}`` (a line that is not
+``{"wait_file": PATH}`` (until PATH exists, or the prompt is cancelled), ``{"exit": CODE}``
+(the process exits at once), ``{"garbage": TEXT}`` (a line that is not
 JSON-RPC), ``{"prompt_usage": {"input", "output"}}`` (the prompt response's usage).
 A path in a step is relative to the session's folder unless absolute. Loading a session
 replays its messages as ``user_message_chunk`` / ``agent_message_chunk`` updates.
@@ -73,7 +76,8 @@ class ScriptedAgent:
     def __init__(self, script: dict[str, Any]) -> None:
         self.script = script
         self.conn: Any = None
-        self.log = Path(script["log"]) if script.get("log") else None
+        log = script.get("log") or os.environ.get("SCRIPTED_ACP_LOG")
+        self.log = Path(log) if log else None
         state = script.get("state") or (str(self.log.parent / "sessions") if self.log else None)
         self.state = Path(state) if state else None
         self.sessions: dict[str, dict[str, Any]] = {}
@@ -103,7 +107,7 @@ class ScriptedAgent:
                          client_info: Any = None, **kwargs: Any) -> InitializeResponse:
         caps = client_capabilities.model_dump(by_alias=True, exclude_none=True) \
             if client_capabilities else {}
-        self.record(method="initialize", client_capabilities=caps)
+        self.record(method="initialize", client_capabilities=caps, pid=os.getpid())
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -234,6 +238,10 @@ class ScriptedAgent:
             out = await conn.terminal_output(session_id=sid, terminal_id=tid)
             await conn.release_terminal(session_id=sid, terminal_id=tid)
             return f"terminal exit {done.exit_code}: {out.output.strip()}"
+        elif kind == "terminal_start":  # left running: the client ends it with the session
+            made = await conn.create_terminal(session_id=sid, command=value["command"],
+                                              args=value.get("args", []))
+            return f"started {made.terminal_id}"
         elif kind == "plan":
             await conn.session_update(session_id=sid, update=update_plan(
                 [plan_entry(c, status=s) for c, s in value]))
@@ -246,6 +254,9 @@ class ScriptedAgent:
                 await asyncio.wait_for(cancelled.wait(), float(value))
             except TimeoutError:
                 pass
+        elif kind == "wait_file":
+            while not os.path.exists(self._path(sid, value)) and not cancelled.is_set():
+                await asyncio.sleep(0.05)
         elif kind == "exit":
             os._exit(int(value))
         elif kind == "garbage":

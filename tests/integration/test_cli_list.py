@@ -29,7 +29,7 @@ def test_list_does_not_import_heavy_modules(tmp_path: Path) -> None:
     code = ("import sys\nsys.argv = ['tce', 'list', sys.argv[1]]\n"
             "from jupyter_percent_agent.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy = sorted(m for m in ('litellm', 'nbformat', 'jupytext', 'openai', 'mcp') "
+            "heavy = sorted(m for m in ('litellm', 'nbformat', 'jupytext', 'openai', 'mcp', 'acp') "
             "if m in sys.modules)\n"
             "print('HEAVY', heavy)\n")
     p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
