@@ -34,9 +34,10 @@ export function diffLines(diff: string): IDiffLine[] {
   });
 }
 
-/** Whether a text is a unified diff: a `---`/`+++` header, then a hunk. */
-export function isUnifiedDiff(text: string): boolean {
-  return /^--- .*\n\+\+\+ .*\n@@ /m.test(text);
+/** Where the first unified diff in a text starts (a `---`/`+++` header, then a hunk), or
+ * -1 when it holds none. */
+export function diffStart(text: string): number {
+  return text.search(/^--- .*\n\+\+\+ .*\n@@ /m);
 }
 
 const CLASSES: { [kind in DiffLineKind]: string } = {

@@ -61,7 +61,8 @@ export async function askPermission(
     Dialog.createButton({
       label: option.name,
       accept: option.kind.startsWith('allow'),
-      displayType: option.kind.startsWith('allow') ? 'warn' : 'default',
+      // allowing for good is the answer to think twice about
+      displayType: option.kind === 'allow_always' ? 'warn' : 'default',
       className: `${OPTION_CLASS}${index} jp-PercentAgent-permission-${option.kind}`
     })
   );

@@ -188,3 +188,23 @@ def test_an_untrusted_folder_starts_no_agent_and_offers_to_trust_it(
     assert reply["content"]["ename"] == "UntrustedFolder"
     assert reply["metadata"][TRUST_REFUSAL_KEY]["folder"] == str(k.folder.resolve())
     assert k.agents() == [] and not agent.log.exists()
+
+
+def test_text_before_a_tool_finishes_is_a_step_not_a_reply_left_streaming(
+        scripted: Callable[..., tuple[AcpKernel, Scripted]]) -> None:
+    """Text that streams while a tool runs, then the tool's result: the text is kept as a
+    step before the result, never left on screen as a reply still marked incomplete (which
+    a save would write into the file) and said again in the answer."""
+    k, _agent = scripted({"prompts": [[
+        {"tool": {"id": "t1", "title": "Build", "kind": "execute", "status": "in_progress"}},
+        {"say": "Halfway there."},
+        {"update": {"id": "t1", "status": "completed"}},
+        {"say": "Done."}]]})
+    reply, iopub = k.run("Build it.", "q2")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    outs = k.shown(iopub)
+    assert not [o for o in outs if fmt.output_attrs(o).get("incomplete")]
+    kinds = [(fmt.output_kind(o), fmt.output_text(o)) for o in outs]
+    step = kinds.index(("reply", "Halfway there."))
+    assert kinds[step + 1][0] == "tool_result"
+    assert fmt.output_text(k.answer_of(iopub)) == "Done."

@@ -3,7 +3,7 @@
  * it is, and only a real unified diff is taken for one.
  */
 
-import { diffLines, isUnifiedDiff } from '../diff';
+import { diffLines, diffStart } from '../diff';
 
 const DIFF = [
   '--- a/notes.txt',
@@ -35,12 +35,13 @@ describe('diffLines', () => {
   });
 });
 
-describe('isUnifiedDiff', () => {
-  it('knows a unified diff', () => {
-    expect(isUnifiedDiff(DIFF)).toBe(true);
+describe('diffStart', () => {
+  it('finds the diff after the text of a tool result', () => {
+    expect(diffStart('Wrote 9 characters\n' + DIFF)).toBe(19);
+    expect(diffStart(DIFF)).toBe(0);
   });
 
   it('takes a list of plus and minus lines for no diff', () => {
-    expect(isUnifiedDiff('- one\n- two\n+ three\n')).toBe(false);
+    expect(diffStart('- one\n- two\n+ three\n')).toBe(-1);
   });
 });
