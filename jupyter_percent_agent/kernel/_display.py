@@ -40,6 +40,10 @@ class CellDisplay:
 
     def __init__(self, kernel: Any, live: bool = True) -> None:
         self.kernel = kernel
+        # the request that ran the cell: every output names it as its parent, also one an
+        # external agent kept from an earlier cell sends from a task that cell's request made
+        # (ipykernel 7 keeps the parent in a context variable, which such a task inherits)
+        self.parent = kernel.get_parent("shell")
         self.live = live
         self.agent = "agent"
         self.display_id: str | None = None
@@ -157,7 +161,8 @@ class CellDisplay:
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
         self.shown = True
-        self.kernel.send_response(self.kernel.iopub_socket, msg_type, for_clients(content))
+        self.kernel.session.send(self.kernel.iopub_socket, msg_type, for_clients(content),
+                                 self.parent)
 
 
 def for_clients(content: dict[str, Any]) -> dict[str, Any]:

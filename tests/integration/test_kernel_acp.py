@@ -82,6 +82,9 @@ def test_chunks_stream_into_the_cell_and_the_agent_stays_for_the_next_message(
 
     reply, iopub = k.run("And again.", "q3")
     assert reply["content"]["status"] == "ok", reply["content"]
+    # streamed again, into this cell: the kept agent's chunks name this request as parent
+    opened = [m for m in iopub if m["msg_type"] == "display_data"]
+    assert opened and opened[0]["content"]["data"]["text/markdown"] == "Hello"
     assert k.agents() == [process]  # the same process, kept while the conversation is open
     assert len(agent.calls("initialize")) == 1
     assert [c["session_id"] for c in agent.calls("prompt")] == [attrs["session_id"]] * 2
