@@ -18,7 +18,8 @@ Timed, medians of ``ROUNDS`` interleaved rounds:
 Shown: each median, the difference from its peer (target: within 50 ms) and the ratio. Then
 50 turns in one Agent kernel (one agent process, its session continued): seconds per turn and
 the resident memory of the kernel and of the agent, the first ten turns against the last ten
-(target: no growth).
+(target: no growth); beside it, as the peer, the same 50 turns to a model agent (the local
+server) in a kernel of its own: every turn reads the conversation so far, whoever answers.
 
 Run with ``.venv/bin/python -m benchmarks acp``. Nothing leaves 127.0.0.1; no model is called.
 """
@@ -182,6 +183,7 @@ def main() -> None:
     turns: list[float] = []
     kernel_mb: list[float] = []
     agent_mb: list[float] = []
+    model_turns: list[float] = []
     try:
         with running_kernel(KERNEL_NAME, {**env, "JPY_SESSION_NAME": str(notebook)},
                             ksm) as (km, kc):
@@ -205,6 +207,14 @@ def main() -> None:
                 turns.append(_turn(kc, f"Turn {n}?", f"t{n}"))
                 kernel_mb.append(_rss_mb(kernel.pid))
                 agent_mb.append(_rss_mb(agent.pid))
+        bare_turns = asyncio.run(_bare_warm(script, TURNS))
+        # the peer: the same turns to a model agent (the local server), in a kernel of its own
+        model_notebook = work / "m.msg.md"
+        model_notebook.write_text("", encoding="utf-8")
+        with running_kernel(KERNEL_NAME, {**env, "JPY_SESSION_NAME": str(model_notebook)},
+                            ksm) as (_, kc):
+            for n in range(TURNS):
+                model_turns.append(_turn(kc, f"Turn {n}?", f"t{n}"))
     finally:
         server.stop()
         shutil.rmtree(kernels.parent, ignore_errors=True)
@@ -224,6 +234,12 @@ def main() -> None:
                     ["seconds per turn (median)", statistics.median(turns[first]),
                      statistics.median(turns[last]),
                      statistics.median(turns[last]) / statistics.median(turns[first])],
+                    ["peer: the bare SDK client's prompt to the agent (to first chunk)",
+                     statistics.median(bare_turns[first]), statistics.median(bare_turns[last]),
+                     statistics.median(bare_turns[last]) / statistics.median(bare_turns[first])],
+                    ["peer: a model agent's turn, same kernel (median)",
+                     statistics.median(model_turns[first]), statistics.median(model_turns[last]),
+                     statistics.median(model_turns[last]) / statistics.median(model_turns[first])],
                     ["kernel RSS, MB (after)", kernel_mb[9], kernel_mb[-1],
                      kernel_mb[-1] / kernel_mb[9]],
                     ["agent RSS, MB (after)", agent_mb[9], agent_mb[-1],
