@@ -17,6 +17,7 @@ import json
 import os
 import signal
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,9 @@ class AcpSession:
             loaded = await session.open(recorded_id)  # session/load when it can, else new
             result = await session.prompt(text)       # events stream to on_event
             session.session_id                        # to record in the reply
+
+        async for item in session.stream(text):       # or: events as an async iterator,
+            ...                                       # the PromptResult last
 
     ``folder``: the conversation's folder; the agent runs there and the client serves its file
     and terminal requests only inside it (``protected``: files it may never touch, the open
@@ -316,6 +320,35 @@ class AcpSession:
             str(response.stop_reason),
             ev.TokenUsage(usage.input_tokens, usage.output_tokens, usage.total_tokens,
                           usage.thought_tokens) if usage else None)
+
+    async def stream(self, text: str) -> AsyncIterator[ev.AcpEvent | ev.PromptResult]:
+        """:meth:`prompt` as an async iterator: each event as it arrives, then the
+        :class:`PromptResult` last (the session's ``on_event`` is not called meanwhile).
+        Leaving the loop early cancels the prompt (``session/cancel``)."""
+        queue: asyncio.Queue[ev.AcpEvent | ev.PromptResult | BaseException] = asyncio.Queue()
+        told, self.client.on_event = self.client.on_event, queue.put_nowait
+
+        async def run() -> None:
+            try:
+                queue.put_nowait(await self.prompt(text))
+            except BaseException as exc:
+                queue.put_nowait(exc)
+
+        task = asyncio.ensure_future(run())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, ev.PromptResult):
+                    return
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self.client.on_event = told
 
 
 class AcpSessions:

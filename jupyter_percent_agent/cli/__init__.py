@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "acp": "jupyter_percent_agent.cli.acp:acp",
     "chat": "jupyter_percent_agent.cli.chat:chat",
     "exec": "jupyter_percent_agent.cli.exec:exec_",
+    "fork": "jupyter_percent_agent.cli.fork:fork",
     "helper": "jupyter_percent_agent.cli.helper:helper",
     "keys": "jupyter_percent_agent.cli.keys:keys",
     "list": "jupyter_percent_agent.cli.list:list_",

@@ -84,7 +84,8 @@ EPILOG = ("Exit codes: 0 done, 1 the model call failed (recorded as [error]), 2 
 @click.option("--force", is_flag=True, help="Add a Discussion section to a plain .md file.")
 @click.option("--explain", is_flag=True,
               help="Print which earlier cells the message would send, with their relevance "
-                   "scores under history: auto; send and write nothing.")
+                   "scores under history: auto, and the files it names (@file:, ![](...)); "
+                   "send and write nothing.")
 def chat(item: str, agent: str | None, message: str, include: tuple[str, ...],
          exclude: tuple[str, ...], save: bool, model: str | None, title: str | None,
          as_json: bool, force: bool, explain: bool) -> None:
@@ -114,8 +115,10 @@ def explain_history(path: Path, message: str, *, agent: str | None = None,
                     model: str | None = None, include: tuple[str, ...] = (),
                     exclude: tuple[str, ...] = (), as_json: bool = False) -> int:
     """Print, per earlier cell of ``path``, whether sending ``message`` would send it and,
-    for ``history: auto`` cells, its score (``tce chat --explain``, ``tce list --history``)."""
+    for ``history: auto`` cells, its score (``tce chat --explain``, ``tce list --history``),
+    and the files and images ``message`` names that would go with it."""
     from jupyter_percent_agent.cli._common import read_or_fail
+    from jupyter_percent_agent.runtime import attachments
     from jupyter_percent_agent.runtime import history as hist
     from jupyter_percent_agent.runtime.agents import bound_agent, resolve_agent
     from jupyter_percent_agent.runtime.context import (
@@ -137,12 +140,16 @@ def explain_history(path: Path, message: str, *, agent: str | None = None,
         rows, budget = asyncio.run(explain_rows(nb, message, the_agent, chosen,
                                                 base_dir=path.parent,
                                                 transport=command_transport()))
+        files = attachments.check(message, path.parent)
     except (PercentAgentError, OSError) as exc:
         fail_for(exc, path=path)
     if as_json:
         click.echo(json.dumps({"budget": budget, "cells": [
             {"index": r.index, "id": r.cell, "why": r.why, "tokens": r.tokens,
-             "score": r.score, "sent": r.sent} for r in rows]}, ensure_ascii=False))
+             "score": r.score, "sent": r.sent} for r in rows],
+            "attached": files.sent,
+            "left_out": [{"path": p, "reason": r} for p, r in files.left_out]},
+            ensure_ascii=False))
         return EXIT_OK
     sent = sum(r.tokens for r in rows if r.sent)
     click.echo(f"history: {sum(r.sent for r in rows)} of {len(rows)} cells, about {sent:,} "
@@ -152,6 +159,8 @@ def explain_history(path: Path, message: str, *, agent: str | None = None,
         score = f"{r.score:6.2f}" if r.score is not None else f"{'-':>6}"
         click.echo(f"{r.cell:<10} {r.index:>5} {r.why:<6} {r.tokens:>7} {score}  "
                    f"{'sent' if r.sent else '-'}")
+    for line in attachments.described(files):
+        click.echo(line)
     return EXIT_OK
 
 

@@ -8,7 +8,9 @@ sandbox, a message to its agent, a ``[tool_call]`` to its tools, a ``[task]`` to
 (``--cell N``), with ``--proposed``, or by the user's ``auto_run``. The file is saved after
 each cell (atomically, under its lock); the first cell that fails stops the run, with the exit
 code ``tce chat`` would give. Ctrl-C interrupts the kernel or the model call, keeps every
-complete output, and exits 130. The code kernels stop when the command ends.
+complete output, and exits 130. The code kernels stop when the command ends. A cell's
+``input()`` and ``getpass()`` read the terminal (the prompt shown as the terminal guard shows
+text, a password not echoed); with no terminal the cell fails in one line.
 """
 
 from __future__ import annotations
@@ -193,6 +195,45 @@ def run_exec(
         fail_for(exc, path=path)
 
 
+async def answer_from_terminal(prompt: str, password: bool) -> str:
+    """A cell's ``input(prompt)`` (``password``: ``getpass``) read from the terminal, on a
+    thread that never keeps ``tce`` from exiting; ``InputUnavailable`` with no terminal."""
+    import threading
+
+    from jupyter_percent_agent.cli._terminal import confirm_text
+    from jupyter_percent_agent.codekernel import InputUnavailable
+
+    asked = "getpass()" if password else "input()"
+    try:
+        terminal = sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if not terminal:
+        raise InputUnavailable(
+            f"the cell asked for input ({asked}) and tce has no terminal to read it from; "
+            "run tce exec in a terminal, or the cell in JupyterLab"
+        )
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        import getpass
+
+        try:
+            sys.stdout.flush()
+            shown = confirm_text(prompt)
+            value = getpass.getpass(shown) if password else input(shown)
+        except EOFError:
+            value = "\x04"  # Ctrl-D: the cell's input() raises EOFError, as in a terminal
+        except BaseException as exc:  # whatever it is, the waiting cell gets it
+            loop.call_soon_threadsafe(answered.set_exception, exc)
+            return
+        loop.call_soon_threadsafe(answered.set_result, value)
+
+    threading.Thread(target=read, name="tce-input", daemon=True).start()
+    return await answered
+
+
 async def _run_task(cell: Any, run: Any, options: Any) -> None:
     """``[task]`` cells run their workflow, as in the Agent kernel (imported when one runs)."""
     from jupyter_percent_agent.tasks.cell import run_in_turn
@@ -218,7 +259,7 @@ async def _exec(
     transport = command_transport()
     if any(kinds.get(cid) == "message" for _, cid in todo):
         transport.warm_up()
-    kernels = CodeKernels(path.parent)
+    kernels = CodeKernels(path.parent, answer=answer_from_terminal)
     # no person answers an external agent's permission requests here (a script, a pipeline):
     # they are rejected unless the user's own tce acp add --permissions says otherwise
     options = RunOptions(agent=agent, model=model, base_dir=path.parent, code_kernels=kernels,

@@ -121,6 +121,19 @@ def model_routes(agent: Any, folder: Path | None) -> list[dict[str, Any]]:
     return out
 
 
+def acp_route(agent: Any) -> list[dict[str, Any]]:
+    """Where an external agent's conversations go: its command as the user added it (MODEL
+    ``acp:NAME``, PROVIDER ``acp``), or why there is none; no key of ours is involved."""
+    from jupyter_percent_agent import acp
+
+    try:
+        spec = acp.find_agent(agent.acp)
+    except PercentAgentError as exc:
+        return [{"model": f"acp:{agent.acp}", "refused": str(exc)}]
+    return [{"model": f"acp:{agent.acp}", "provider": "acp", "endpoint": spec.target,
+             "key": f"permissions={spec.permissions}"}]
+
+
 def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
     """One row per agent: the presets and definition cells, ``default`` (the environment's
     agent, with the models it would use now), then agents seen only in replies. ``default``
@@ -151,7 +164,7 @@ def agent_rows(nb: dict, folder: Path | None = None) -> list[dict[str, Any]]:
         rows.append({"name": name, "source": agent.source, "models": agent.models,
                      "tools": agent.tools or [], "default": name == answering,
                      "limits": [b.describe() for b in budgets if b.lowered],
-                     "routes": model_routes(bounded, folder),
+                     "routes": acp_route(agent) if agent.acp else model_routes(bounded, folder),
                      "mcp_ignored": _ignored_servers(nb, folder, agent.tools or [])})
     seen = {r["name"] for r in rows}
     for cell in nb.get("cells", []):

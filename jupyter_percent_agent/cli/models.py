@@ -2,25 +2,30 @@
 
 ``tce models`` lists the chat models litellm knows for the providers with a key (from the
 cost map litellm ships, without importing litellm), and asks the user's own server
-(``PERCENT_AGENT_API_BASE``) what it serves at ``/models``, with the key that belongs to that
-server and no other. ``tce models default`` reads and writes the user's config only.
+(``PERCENT_AGENT_API_BASE``, else the one ``tce keys server`` stored) what it serves at
+``/models`` (``runtime.server_models``), with the key that belongs to that server and no
+other. ``tce models default`` reads and writes the user's config only.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from jupyter_percent_agent.cli._common import EXIT_MODEL, EXIT_USAGE, fail, fail_for
 from jupyter_percent_agent.errors import PercentAgentError
 
+if TYPE_CHECKING:
+    from jupyter_percent_agent import trust as trust_types
+
 
 @click.group("models", invoke_without_command=True)
 @click.pass_context
 def models(ctx: click.Context) -> None:
     """List the models you can reach: those litellm knows for the providers with a key, and
-    those your own server (PERCENT_AGENT_API_BASE) reports."""
+    those your own server (tce keys server, or PERCENT_AGENT_API_BASE) reports."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_)
 
@@ -40,50 +45,32 @@ def list_() -> None:
     for provider in providers:
         for model in chat_models(provider):
             click.echo(f"{model}  ({provider})")
+    from jupyter_percent_agent.runtime.server_models import server_models
+
     problem = None
-    route = trust.route_for(None, folder=None, agent="default")
+    try:
+        route = trust.route_for(None, folder=None, agent="default")
+    except PercentAgentError as exc:
+        fail_for(exc)
     if route.api_base:
+        where = trust.public_url(route.api_base)
         try:
             for model in server_models(route.api_base, route.api_key):
-                click.echo(f"{model}  ({trust.public_url(route.api_base)})")
-        except (OSError, ValueError) as exc:
-            problem = (f"cannot list the models at {trust.public_url(route.api_base)} "
-                       f"(PERCENT_AGENT_API_BASE): {exc}")
+                click.echo(f"{model}  ({where})")
+        except PercentAgentError as exc:  # it does not answer, or not with a model list
+            problem = f"cannot list the models at {where} ({_named(route)}): {exc}"
     if not providers and not route.api_base:
-        click.echo("no provider has a key: run tce keys set PROVIDER, or point "
-                   "PERCENT_AGENT_API_BASE at your own server (Ollama, vLLM, a LiteLLM proxy)")
+        click.echo("no provider has a key: run tce keys set PROVIDER, or tce keys server URL "
+                   "for your own server (Ollama, vLLM, a LiteLLM proxy)")
     click.echo(f"default: {_default()}")
     if problem:
         fail(problem, EXIT_MODEL)
 
 
-def server_models(api_base: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
-    """The model ids an OpenAI-compatible server reports at ``/models``. ``api_key`` goes to
-    that server only (``trust.route_for`` chose it)."""
-    import json
-    import urllib.error
-    import urllib.request
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        """A redirect is not followed: urllib would carry the key to wherever it points."""
-
-        def redirect_request(self, *args: object, **kwargs: object) -> None:
-            return None
-
-    request = urllib.request.Request(api_base.rstrip("/") + "/models")
-    if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.build_opener(NoRedirect).open(request, timeout=timeout) as response:
-            body = json.loads(response.read(1 << 22))
-    except urllib.error.HTTPError as exc:
-        raise ValueError(f"HTTP {exc.code}") from None
-    except urllib.error.URLError as exc:
-        raise OSError(str(exc.reason)) from None
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list):
-        raise ValueError("the answer is not a model list")
-    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+def _named(route: trust_types.Route) -> str:
+    """Where the user's server was set, for a line about it."""
+    return ("PERCENT_AGENT_API_BASE" if route.source == "environment"
+            else "your server: tce keys server")
 
 
 def _default() -> str:

@@ -9,15 +9,22 @@ ANSI stripped, under a byte cap. Heavy imports (``jupyter_client``) happen on fi
 
 from __future__ import annotations
 
-from jupyter_percent_agent.codekernel.errors import KernelDied, KernelError, NoKernelSpec
+from jupyter_percent_agent.codekernel.errors import (
+    InputUnavailable,
+    KernelDied,
+    KernelError,
+    NoKernelSpec,
+)
 from jupyter_percent_agent.codekernel.outputs import Collector, strip_ansi
-from jupyter_percent_agent.codekernel.session import CodeKernel, CodeKernels
+from jupyter_percent_agent.codekernel.session import AnswerInput, CodeKernel, CodeKernels
 from jupyter_percent_agent.codekernel.specs import kernel_name
 
 __all__ = [
+    "AnswerInput",
     "CodeKernel",
     "CodeKernels",
     "Collector",
+    "InputUnavailable",
     "KernelDied",
     "KernelError",
     "NoKernelSpec",

@@ -17,3 +17,8 @@ class NoKernelSpec(KernelError, LookupError):
 
 class KernelDied(KernelError):
     """The kernel died while it ran a cell (the next run starts a new one)."""
+
+
+class InputUnavailable(KernelError):
+    """A cell asked for input (``input()``, ``getpass()``) and nothing can answer it (``tce
+    exec`` with no terminal); the cell was interrupted."""

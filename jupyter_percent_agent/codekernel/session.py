@@ -6,6 +6,12 @@ state carries from cell to cell. ``CodeKernel.execute`` runs one cell and feeds 
 messages to a ``Collector``; cancelling it interrupts the kernel and keeps what came. A kernel
 that dies mid-cell is a ``KernelDied`` (the outputs before it are kept by the collector) and
 the next run starts a new one.
+
+A cell's ``input()`` and ``getpass()`` are the kernel's input requests (Jupyter's stdin
+channel): ``CodeKernels.answer`` (the front end's way to ask the user; None: the cell is told
+there is no stdin, as Jupyter tells it) gets the prompt and whether it is a password, and its
+answer goes back to the kernel. An answer that cannot be had (``InputUnavailable``) interrupts
+the cell and is raised.
 """
 
 from __future__ import annotations
@@ -15,17 +21,28 @@ import os
 import queue
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from jupyter_percent_agent.codekernel.errors import KernelDied, KernelError
+from jupyter_percent_agent.codekernel.errors import InputUnavailable, KernelDied, KernelError
 from jupyter_percent_agent.codekernel.outputs import Collector
-from jupyter_percent_agent.codekernel.specs import kernel_name
+from jupyter_percent_agent.codekernel.specs import ALIASES, kernel_name
 
 START_TIMEOUT = 60.0
 POLL = 0.2  # seconds between checks that the kernel is still alive while a cell runs
 DRAIN_TIMEOUT = 5.0  # seconds an interrupted cell has to say it stopped
+
+AnswerInput = Callable[[str, bool], Awaitable[str]]
+"""``answer(prompt, password)``: what the user typed for a cell's ``input(prompt)`` (``password``:
+``getpass``, never shown), or ``InputUnavailable``."""
+
+
+class _Ignored:
+    """Where the messages of a cell interrupted for want of input go: nowhere."""
+
+    def take(self, msg: Mapping[str, Any]) -> None:
+        pass
 
 
 class CodeKernel:
@@ -33,6 +50,7 @@ class CodeKernel:
 
     def __init__(self, name: str, folder: Path, env: Mapping[str, str] | None = None) -> None:
         self.name = name
+        self.language = ""  # the language of the cells it ran (``python``), once it ran one
         self.folder = folder
         self.env = dict(os.environ if env is None else env)
         self.manager: Any = None
@@ -69,23 +87,50 @@ class CodeKernel:
     async def alive(self) -> bool:
         return self.manager is not None and bool(await self.manager.is_alive())
 
-    async def execute(self, code: str, collector: Collector) -> dict[str, Any]:
-        """Run ``code``; every output goes to ``collector``. Returns the shell reply's
-        content (``status``, ``execution_count``)."""
+    async def execute(
+        self, code: str, collector: Collector, answer: AnswerInput | None = None
+    ) -> dict[str, Any]:
+        """Run ``code``; every output goes to ``collector``, every input request to
+        ``answer`` (None: the cell may not ask). Returns the shell reply's content
+        (``status``, ``execution_count``)."""
         async with self._lock:
             msg_id = self.client.execute(
-                code, store_history=True, allow_stdin=False, stop_on_error=True
+                code, store_history=True, allow_stdin=answer is not None, stop_on_error=True
             )
             try:
-                await self._until_idle(msg_id, collector, None)
+                await self._until_idle(msg_id, collector, None, answer)
             except asyncio.CancelledError:
                 await self._interrupt(msg_id, collector)
                 raise
+            except InputUnavailable:
+                await self._interrupt(msg_id, _Ignored())  # type: ignore[arg-type]
+                raise
             return await self._reply(msg_id)
 
-    async def _until_idle(self, msg_id: str, collector: Collector, deadline: float | None) -> bool:
+    async def evaluate(self, expressions: Mapping[str, str]) -> dict[str, Any]:
+        """The kernel's own rich form of each expression (Jupyter's ``user_expressions``:
+        ``{"status": "ok", "data": {MIME: ...}}`` or an error), asked with an empty, silent
+        execution: no cell runs, the execution count and history are left as they are."""
+        async with self._lock:
+            msg_id = self.client.execute(
+                "", silent=True, store_history=False, user_expressions=dict(expressions),
+                allow_stdin=False,
+            )
+            reply = await self._reply(msg_id)
+            found = reply.get("user_expressions")
+            return dict(found) if isinstance(found, Mapping) else {}
+
+    async def _until_idle(
+        self,
+        msg_id: str,
+        collector: Collector,
+        deadline: float | None,
+        answer: AnswerInput | None = None,
+    ) -> bool:
         loop = asyncio.get_running_loop()
         while deadline is None or loop.time() < deadline:
+            if answer is not None:
+                await self._answer_input(msg_id, answer)
             try:
                 msg = await self.client.get_iopub_msg(timeout=POLL)
             except (queue.Empty, TimeoutError):
@@ -103,6 +148,20 @@ class CodeKernel:
                 continue
             collector.take(msg)
         return False
+
+    async def _answer_input(self, msg_id: str, answer: AnswerInput) -> None:
+        """Answer the cell's input request, if it made one."""
+        try:
+            msg = await self.client.get_stdin_msg(timeout=0)
+        except (queue.Empty, TimeoutError):
+            return
+        if msg.get("msg_type") != "input_request":
+            return
+        if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
+            return
+        content = msg.get("content") or {}
+        value = await answer(str(content.get("prompt") or ""), bool(content.get("password")))
+        self.client.input(value)
 
     async def _interrupt(self, msg_id: str, collector: Collector) -> None:
         """Ctrl-C or the stop button: interrupt the kernel, keep what it says until idle."""
@@ -150,9 +209,17 @@ class CodeKernel:
 class CodeKernels:
     """One notebook's code kernels, by language, started in ``folder`` on first use."""
 
-    def __init__(self, folder: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        env: Mapping[str, str] | None = None,
+        answer: AnswerInput | None = None,
+    ) -> None:
         self.folder = folder
         self.env = env
+        self.answer = answer
+        """How a cell's ``input()`` is answered (None: it may not ask); a front end may set
+        it for each run."""
         self._kernels: dict[str, CodeKernel] = {}
 
     @property
@@ -172,7 +239,17 @@ class CodeKernels:
             kernel = CodeKernel(name, self.folder, self.env)
             await kernel.start()
             self._kernels[name] = kernel
+        kernel.language = ALIASES.get(language.lower(), language.lower())
         return kernel
+
+    async def started(self, language: str) -> CodeKernel | None:
+        """The kernel of ``language`` this session started, if it is still alive (None: no
+        kernel is started for the asking)."""
+        lang = ALIASES.get(language.lower(), language.lower())
+        for kernel in self._kernels.values():
+            if kernel.language == lang and await kernel.alive():
+                return kernel
+        return None
 
     async def interrupt(self) -> None:
         for kernel in self._kernels.values():

@@ -61,10 +61,11 @@ def _one_line_user_errors(record: logging.LogRecord) -> bool:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """The contents manager was set up at link time; add the trust and keys APIs for
+    """The contents manager was set up at link time; add the fork, trust and keys APIs for
     JupyterLab, and keep tracebacks of user errors out of the contents manager's log."""
-    from jupyter_percent_agent.contents import keys_api, trust_api
+    from jupyter_percent_agent.contents import fork_api, keys_api, trust_api
 
+    fork_api.register(serverapp)
     trust_api.register(serverapp)
     keys_api.register(serverapp)
     log = serverapp.contents_manager.log

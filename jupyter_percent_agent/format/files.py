@@ -267,7 +267,7 @@ def check_writable(path: str | os.PathLike[str], mode: int | None = None) -> Non
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None,
-               durable: bool = True, real: bool = False) -> None:
+               durable: bool = True, real: bool = False, exclusive: bool = False) -> None:
     """Replace the text of ``path`` atomically (UTF-8; lone surrogates escaped, never fatal).
 
     A symbolic link is written through to its target when :func:`safe_path` allows it (the
@@ -279,9 +279,13 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     permission bits; a new one gets ``mode`` (e.g. 0o600 for a private file), else the
     umask's. Temporary files of writers that were killed are swept (see the module's doc).
     ``durable=False`` leaves out the fsyncs: still atomic, and it survives the process being
-    killed, but a power loss may bring back the file as it was.
+    killed, but a power loss may bring back the file as it was. ``exclusive=True``: a new
+    file only; whatever holds the name already (a file, a link) is a ``FileExistsError``,
+    and the complete file appears under the name at once (linked, never renamed over).
     """
     path = os.fspath(path)
+    if exclusive and os.path.lexists(path):  # a link, even to nothing, is not a new name
+        raise FileExistsError(errno.EEXIST, "the file exists", path)
     target = path if real else safe_path(path)
     try:
         data = text.encode("utf-8")
@@ -291,7 +295,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
     name = os.path.basename(target)
     dfd = open_real(folder if real else os.path.realpath(folder), directory=True)
     try:
-        _write_in(dfd, folder, name, path, data, new_mode=mode, durable=durable, real=real)
+        _write_in(dfd, folder, name, path, data, new_mode=mode, durable=durable, real=real,
+                  exclusive=exclusive)
         if durable:
             with contextlib.suppress(OSError):
                 os.fsync(dfd)
@@ -300,12 +305,14 @@ def write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = No
 
 
 def _write_in(dfd: int, folder: str, name: str, path: str, data: bytes, *,
-              new_mode: int | None, durable: bool, real: bool) -> None:
+              new_mode: int | None, durable: bool, real: bool, exclusive: bool = False) -> None:
     """:func:`write_text`'s work in the folder open as ``dfd``."""
     try:
         st: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
         st = None
+    if exclusive and st is not None:
+        raise FileExistsError(errno.EEXIST, "the file exists", path)
     if st is not None and stat.S_ISLNK(st.st_mode):
         if real:
             raise RefusedFile("refused: a symbolic link now, not the file that was checked; "
@@ -335,7 +342,11 @@ def _write_in(dfd: int, folder: str, name: str, path: str, data: bytes, *,
         if fd is None:
             fd, tmp = _named_temp(dfd, name, mode is not None)
             _fill(fd, data, mode, durable)
-        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        if exclusive:  # a name taken meanwhile is an error, never written over
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            os.unlink(tmp, dir_fd=dfd)
+        else:
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp = None
     finally:
         if tmp is not None:

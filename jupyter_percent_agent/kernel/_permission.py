@@ -12,17 +12,18 @@ or diff, and the agent's options, numbered) and, beside it in the message conten
 :data:`PERMISSION_KEY`: the same as JSON, from which the labextension builds a proper dialog
 and answers with the chosen option's id. Any answer that names no option rejects.
 
-The wait runs on a worker thread that polls the stdin socket, so the kernel's event loop
-goes on (the agent's other updates stream meanwhile), and a question the turn withdraws (an
-interrupt: ``acp`` cancels the wait and answers the agent "cancelled") ends the thread too.
+The wait is ``_stdin.ask_front_end``'s, the one ``input()`` in a ``[code]`` cell uses: a poll
+on the event loop, so the agent's other updates stream meanwhile, and a question the turn
+withdraws (an interrupt: ``acp`` cancels the wait and answers the agent "cancelled") stops.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from jupyter_percent_agent.kernel._stdin import ask_front_end
 
 if TYPE_CHECKING:
     from jupyter_percent_agent.acp import PermissionOption, PermissionRequest
@@ -34,8 +35,6 @@ permission.ts``): ``{"agent", "title", "kind", "locations", "command", "diffs": 
 
 DIFF_LINES = 60
 """Lines of each diff shown in the plain prompt (the dialog shows it whole)."""
-
-POLL_SECONDS = 0.1
 
 
 def request_json(agent: str, request: PermissionRequest) -> dict[str, Any]:
@@ -90,46 +89,20 @@ def chosen_option(request: PermissionRequest, answer: str) -> PermissionOption |
 
 class StdinAsker:
     """Asks one cell's permission requests over the stdin channel of ``kernel`` (an
-    ipykernel ``Kernel``), one at a time, as the request that ran the cell; ``agent()``
-    names the agent asking (known once the turn has begun)."""
+    ipykernel ``Kernel``), one at a time, as the request that ran the cell (its parent and
+    ident taken now: the agent asks from a task an earlier cell may have started, which
+    ipykernel's context would take for that cell's); ``agent()`` names the agent asking
+    (known once the turn has begun)."""
 
     def __init__(self, kernel: Any, agent: Callable[[], str]) -> None:
         self.kernel = kernel
         self.agent = agent
-        self.parent = kernel.get_parent("shell")
-        self.ident = kernel._parent_ident["shell"]  # ipykernel's own, in 6.29 and in 7
+        self.request = (kernel.get_parent("shell"), kernel._parent_ident["shell"])
         self._lock = asyncio.Lock()
-
 
     async def __call__(self, request: PermissionRequest) -> PermissionOption | None:
         asked = request_json(self.agent(), request)
-        content = {"prompt": plain_prompt(asked), "password": False, PERMISSION_KEY: asked}
         async with self._lock:
-            stop = threading.Event()
-            try:
-                answer = await asyncio.to_thread(self._ask, content, stop)
-            finally:
-                stop.set()  # a withdrawn question (an interrupt): the thread ends at once
-        return None if answer is None else chosen_option(request, answer)
-
-    def _ask(self, content: dict[str, Any], stop: threading.Event) -> str | None:
-        """Send the request and wait for the reply (None: stopped, or no reply at all)."""
-        import zmq
-
-        socket = self.kernel.stdin_socket
-        session = self.kernel.session
-        while True:  # a reply left over from an earlier request answers nothing
-            try:
-                socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.ZMQError:
-                break
-        session.send(socket, "input_request", content, self.parent, ident=self.ident)
-        while not stop.is_set():
-            readable, _, _ = zmq.select([socket], [], [], POLL_SECONDS)
-            if not readable:
-                continue
-            _, reply = session.recv(socket)
-            if reply is not None and reply.get("msg_type") == "input_reply":
-                value = (reply.get("content") or {}).get("value")
-                return value if isinstance(value, str) else None
-        return None
+            answer = await ask_front_end(self.kernel, plain_prompt(asked), False,
+                                         request=self.request, extra={PERMISSION_KEY: asked})
+        return chosen_option(request, answer)

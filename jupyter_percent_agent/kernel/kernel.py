@@ -10,16 +10,17 @@ message file as the format expects. The kernel never writes the notebook itself.
 
 Interrupts: while a cell runs, SIGINT (sent by the kernel manager, or by ipykernel's
 ``interrupt_request`` handler in ``interrupt_mode: message``) cancels the asyncio task of the
-run, which cancels the model call and the sandbox; the kernel stays up.
+run, which cancels the model call and the sandbox; the kernel stays up. ``input()`` in a
+``[code]`` cell is asked of the front end (``_stdin``).
 
 Importing this module is cheap: the runtime and the tools are imported when a cell runs, never
 at start-up. A second after the kernel has started, while the user is still typing, what the
 environment agent's first call needs is made ready (``HelperTransport.warm_up``): for an
 OpenAI-compatible ``api_base``, the HTTP client is imported here (the call goes straight to
-the server, ``runtime.direct``); for a call that needs litellm, the user's warm helper is
-started, and it makes the calls that need litellm for every kernel (a kernel never holds
-litellm's hundred-odd megabytes; with ``PERCENT_AGENT_WARM=0`` it imports litellm itself on
-a worker thread). ``PERCENT_AGENT_PRELOAD=0`` leaves all of it to the first message.
+the server, ``runtime.direct``); for one that needs litellm, the user's warm helper is started
+and makes those calls for every kernel (a kernel never holds litellm's hundred-odd megabytes;
+``PERCENT_AGENT_WARM=0``: it imports litellm on a worker thread). ``PERCENT_AGENT_PRELOAD=0``
+leaves all of it to the first message.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from jupyter_percent_agent.kernel._notebook import (
     notebook_path,
 )
 from jupyter_percent_agent.kernel._permission import StdinAsker
+from jupyter_percent_agent.kernel._stdin import set_answer
 from jupyter_percent_agent.trust.withholding import Withheld, withholding
 
 PROPOSED_SOURCE = "percent_agent_proposed"
@@ -54,8 +56,7 @@ TRUST_REFUSAL_KEY = "percent_agent_untrusted_folder"
 """The execute reply's metadata that opens JupyterLab's "Trust this folder?" dialog
 (``labextension/src/trust.ts``): ``{"folder": FOLDER, "refused": LINE}``, the folder whose
 trust would allow what the kernel refused and the refusal's one line. Only the kernel's own
-refusal (``TrustError`` naming a folder) sets it: the code of a cell can raise an error of any
-name and text, never set the reply's metadata."""
+refusal (``TrustError`` naming a folder) sets it, never a cell's code (whatever it raises)."""
 
 HELPER_WAIT = 60.0
 """Seconds a message that needs litellm waits for the warm helper to start (it imports
@@ -135,7 +136,6 @@ class AgentKernel(Kernel):
         self._interrupt_pending = False
         self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
         self._acp_sessions = KeptAgents()  # external agents, kept while the file is open
-        self._person = False  # the running cell's front end can ask the person (allow_stdin)
         self._served = ServedNotebook(notebook_path())
         self._said: set[str] = set()  # why trust was withheld, said once a session each
         self._trust_refusal: dict[str, str] | None = None  # TRUST_REFUSAL_KEY of this reply
@@ -146,8 +146,7 @@ class AgentKernel(Kernel):
             self.io_loop.call_later(PRELOAD_DELAY, self._transport.warm_up)
 
     def code_kernels(self, folder: Path) -> Any:
-        """This session's code kernels (``[code]`` cells in a trusted folder), started in
-        the notebook's folder on first use and stopped with this kernel."""
+        """This session's code kernels, started in ``folder`` on first use, stopped with it."""
         from jupyter_percent_agent.codekernel import CodeKernels
 
         if self._code_kernels is None or self._code_kernels.folder != folder:
@@ -162,9 +161,8 @@ class AgentKernel(Kernel):
 
     @property
     def kernel_info(self) -> dict[str, Any]:
-        info = dict(super().kernel_info)
-        info["supported_features"] = [f for f in info.get("supported_features", [])
-                                      if f != "debugger"]
+        info, no = dict(super().kernel_info), "debugger"
+        info["supported_features"] = [f for f in info.get("supported_features", []) if f != no]
         return info
 
     # -- interrupts ----------------------------------------------------------------------
@@ -189,7 +187,9 @@ class AgentKernel(Kernel):
         """Run one cell: a message (the agent answers), ``[code]``, ``[tool_call]``..."""
         self._interrupt_pending = False
         self._trust_refusal = None
-        self._person = allow_stdin  # JupyterLab, jupyter console: yes; nbclient, papermill: no
+        # as IPython's kernel records it: may input() (and an external agent) ask the person?
+        # JupyterLab and jupyter console say yes; nbclient and papermill no
+        self._allow_stdin = allow_stdin
         if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
         self._last_output = None
@@ -259,12 +259,13 @@ class AgentKernel(Kernel):
         code, path = conversation.source, conversation.path
         display = CellDisplay(self, live=cell_id is not None)
         display.conversation = conversation
+        kernels = set_answer(self, self.code_kernels(folder))  # input(): the user answers
         # an external agent's permission requests: asked of the person when the front end
         # has one (allow_stdin), else answered by the user's setting or rejected
-        asker = StdinAsker(self, lambda: display.agent) if self._person else None
+        asker = StdinAsker(self, lambda: display.agent) if self._allow_stdin else None
         options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
-                             code_kernels=self.code_kernels(folder), path=path,
-                             permission_asker=asker, acp_sessions=self._acp_sessions)
+                             code_kernels=kernels, path=path, permission_asker=asker,
+                             acp_sessions=self._acp_sessions)
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:

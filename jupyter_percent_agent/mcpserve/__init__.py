@@ -2,10 +2,12 @@
 
 The tools (a front end over the same use cases as ``tce``): list and read conversations,
 append a message and get the reply (``runtime.send``, the turn ``tce chat`` runs), run a task
-document (``tasks.api.arun_task``), search a SOP folder's index. Paths are written relative
-to the folders served (``NAME/sub/file.msg.md``, NAME the folder's own name) and stay
-inside them; the trust rules are those of ``tce`` (a file in an untrusted folder gets no
-toolbox, no endpoint of its own, no MCP servers of its own).
+document (``tasks.api.arun_task``), search a SOP folder's index. With one folder served,
+paths are relative to it (``sub/file.msg.md``; the folder's own name in front is still
+understood); with several, they start with the folder's own name (``NAME/sub/file.msg.md``).
+The tools answer with paths written the same way. They stay inside the folders served; the
+trust rules are those of ``tce`` (a file in an untrusted folder gets no toolbox, no endpoint
+of its own, no MCP servers of its own).
 
 The SDK's ``MCPServer`` speaks the protocol, over stdio or streamable HTTP. Over HTTP it
 listens on 127.0.0.1 only, answers only requests bearing the token (the user's own, from
@@ -56,15 +58,32 @@ class Folders:
                 name, n = f"{real.name}-{n}", n + 1
             self.by_name[name] = real
 
+    @property
+    def single(self) -> tuple[str, Path] | None:
+        """The one folder served (its name and path), or None when there are several."""
+        return next(iter(self.by_name.items())) if len(self.by_name) == 1 else None
+
+    def how_paths_go(self) -> str:
+        """How paths are written, for the other agent."""
+        if self.single:
+            name, root = self.single
+            return f"Paths are relative to the served folder {name} ({root})."
+        return "Paths start with a served folder's name: " + ", ".join(self.by_name)
+
     def shown(self, path: Path) -> str:
         for name, root in self.by_name.items():
             if path.is_relative_to(root):
-                return f"{name}/{path.relative_to(root).as_posix()}"
+                inside = path.relative_to(root).as_posix()
+                return inside if self.single else f"{name}/{inside}"
         raise ServeError(f"{path} is not in a served folder")
 
     def resolve(self, shown: str, *, suffix: str | None = ".md", directory: bool = False) -> Path:
-        """``NAME/rest`` as a real path inside the served folder NAME (``TrustError`` for a
-        path that leaves it)."""
+        """``NAME/rest`` as a real path inside the served folder NAME; with one folder served,
+        also ``rest`` alone, or an absolute path inside it (``TrustError`` for a path that
+        leaves it)."""
+        if self.single:
+            return self._resolve_in_single(str(shown).strip(), suffix=suffix,
+                                           directory=directory)
         name, _, rest = str(shown).strip().lstrip("/").partition("/")
         if name not in self.by_name:
             known = ", ".join(self.by_name)
@@ -75,6 +94,26 @@ class Folders:
                 return root
             raise ServeError(f"{shown!r} names a folder, not a file")
         return trust.resolve_inside(root, rest, what="path", suffix=suffix, directory=directory)
+
+    def _resolve_in_single(self, text: str, *, suffix: str | None, directory: bool) -> Path:
+        """A path in the one folder served: relative to it; ``NAME/rest`` as before, unless
+        the folder holds an entry called NAME itself (then it is that entry's path)."""
+        assert self.single is not None
+        name, root = self.single
+        if os.path.isabs(text):
+            inside = os.path.abspath(text)
+            if not Path(inside).is_relative_to(root):
+                raise trust.TrustError(f"path {text!r} is outside the served folder {root}",
+                                       "write it relative to the served folder", kind="path")
+            text = os.path.relpath(inside, root)
+        first, _, rest = text.partition("/")
+        if first == name and not os.path.lexists(root / first):
+            text = rest
+        if text in ("", "."):
+            if directory:
+                return root
+            raise ServeError(f"{text or name!r} names the served folder, not a file")
+        return trust.resolve_inside(root, text, what="path", suffix=suffix, directory=directory)
 
     def conversations(self) -> list[Path]:
         found = []
@@ -160,7 +199,7 @@ def build_server(dirs: Sequence[Path]) -> Any:
         "jupyter-percent-agent",
         instructions=(
             "Agent conversations kept as Markdown message files (.msg.md) and task documents. "
-            "Paths start with a served folder's name: " + ", ".join(folders.by_name)
+            + folders.how_paths_go()
         ),
     )
 

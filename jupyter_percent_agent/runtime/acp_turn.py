@@ -231,10 +231,12 @@ class _Recorder:
 
 
 async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
-                   options: Any, messages_for: Any) -> None:
+                   options: Any, messages_for: Any, sent: str | None = None) -> None:
     """Answer the cell at 1-based ``index`` with the external agent ``agent.acp``.
     ``messages_for()``: the history as the file's rules select it (awaited only for a new
-    session); ``options``: the turn's ``RunOptions`` (folder, the message file, the asker)."""
+    session); ``options``: the turn's ``RunOptions`` (folder, the message file, the asker);
+    ``sent``: the message as it is sent when it differs from the cell's text (the values its
+    ``@var:`` mentions name)."""
     from jupyter_percent_agent import acp
 
     spec = acp.find_agent(agent.acp or "")
@@ -267,7 +269,7 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
                 run.tell(Status(f"new session: {why_new}"))
             name = options.path.name if options.path is not None else "the file"
             result = await session.prompt(
-                message if loaded else prompt_text(await messages_for(), name))
+                (sent or message) if loaded else prompt_text(await messages_for(), name))
             stop, usage = result.stop_reason, result.usage
         finally:
             if kept is None and session is not None:

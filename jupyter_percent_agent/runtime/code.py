@@ -120,7 +120,7 @@ async def _in_kernel(
     )
     try:
         kernel = await kernels.get(language)
-        reply = await kernel.execute(fmt.message_text(cell), collector)
+        reply = await kernel.execute(fmt.message_text(cell), collector, kernels.answer)
         collector.finish()
         count = reply.get("execution_count", collector.execution_count)
         if isinstance(count, int):
@@ -136,7 +136,7 @@ async def _in_kernel(
     except asyncio.CancelledError:
         collector.finish()
         raise
-    except codekernel.KernelDied as exc:
+    except (codekernel.KernelDied, codekernel.InputUnavailable) as exc:
         collector.finish()
         run.fail(exc.ename, str(exc))
         run.emit(fmt.error_output(exc.ename, str(exc), [], out_id=run.next_output_id()))

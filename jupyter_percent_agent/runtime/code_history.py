@@ -30,21 +30,30 @@ FRAME = (
 NO_VISION = "(The images are not shown: this model takes no images.)"
 
 
-def _fence(text: str, lang: str = "") -> str:
+def fence(text: str, lang: str = "") -> str:
+    """``text`` in a Markdown fence longer than any run of backticks in it."""
     ticks = "```"
     while ticks in text:
         ticks += "`"
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
 
 
-def cut(text: str, budget: int = TEXT_BUDGET) -> str:
+def cut(text: str, budget: int = TEXT_BUDGET, what: str = "output") -> str:
     """``text`` within ``budget`` characters: its head and tail, and a line saying how much
-    of the middle was cut."""
+    of the middle (of ``what``: the output, the file) was cut."""
     if len(text) <= budget:
         return text
+    return cut_ends(text, text, len(text), budget, what)
+
+
+def cut_ends(start: str, end: str, total: int, budget: int = TEXT_BUDGET,
+             what: str = "output") -> str:
+    """What ``cut`` makes of a text of ``total`` characters (more than ``budget``) that
+    starts with ``start`` and ends with ``end`` (each at least ``budget`` characters, or the
+    whole text): for a text read in pieces, never held whole."""
     head, tail = budget * 2 // 3, budget // 3
-    gone = len(text) - head - tail
-    return f"{text[:head]}\n[... {gone} characters of output cut ...]\n{text[-tail:]}"
+    gone = total - head - tail
+    return f"{start[:head]}\n[... {gone} characters of {what} cut ...]\n{end[-tail:]}"
 
 
 def _plain(value: Any) -> str:
@@ -115,9 +124,9 @@ def code_turn_parts(
                 pieces.append(f"[an output of type {', '.join(data)}]\n")
         elif kind in ("reply", "tool_result"):
             pieces.append(fmt.output_text(out) + "\n")
-    text = FRAME.format(lang=lang) + "\n" + _fence(fmt.message_text(cell), lang)
+    text = FRAME.format(lang=lang) + "\n" + fence(fmt.message_text(cell), lang)
     if pieces:
-        text += "\nIts output:\n" + _fence(cut("".join(pieces)))
+        text += "\nIts output:\n" + fence(cut("".join(pieces)))
     else:
         text += "\n(It printed nothing.)"
     return text, tuple(images)

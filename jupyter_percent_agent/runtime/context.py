@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.runtime import auto_history
+from jupyter_percent_agent.runtime import attachments, auto_history
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent
 from jupyter_percent_agent.runtime.events import OnEvent, ignore
@@ -150,7 +150,8 @@ def assemble(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections
                               exclude=exclude_here, include=include_here,
                               summaries=summaries, document=hist.preamble_text(nb),
                               default=hist.default_mode(nb),
-                              keep_last=agent.history_keep_last)
+                              keep_last=agent.history_keep_last,
+                              attach=lambda text: attachments.expand(text, base_dir))
 
 
 async def plan_history(nb: Mapping[str, Any], index: int, agent: Agent, chosen: Selections, *,

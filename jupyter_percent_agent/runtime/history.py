@@ -68,6 +68,8 @@ class History:
     """What ``select`` decided for each auto cell, best first (empty: no selection made)."""
     warning: str | None = None
     """One line for the user about the history (the always-sent cells exceed the budget)."""
+    attached: list[str] = field(default_factory=list)
+    """The files and images the current message named that go with it (``attachments``)."""
 
     @property
     def auto_sent(self) -> list[str]:
@@ -242,10 +244,17 @@ def _images(out: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(output_images(out))
 
 
+Attach = Callable[[str], Any]
+"""A message's text -> what is sent for it (``attachments.Expanded``: ``content``, ``images``,
+``sent``): the files and images it names, read from the conversation's folder."""
+
+
 def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = None,
-               kind: str | None = None, attrs: Mapping[str, Any] | None = None) -> list[Turn]:
+               kind: str | None = None, attrs: Mapping[str, Any] | None = None,
+               attach: Attach | None = None) -> list[Turn]:
     """Turns for one earlier cell; ``summary`` replaces the whole cell when given.
-    ``kind`` and ``attrs`` may be passed when the caller already has them."""
+    ``kind`` and ``attrs`` may be passed when the caller already has them; ``attach``
+    adds the files a message names."""
     if summary is not None:
         return [Turn("user", f"(Summary of an earlier part of the conversation)\n{summary}",
                      group)]
@@ -254,7 +263,7 @@ def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = Non
     if kind == "message":
         text = fmt.message_text(cell)
         failed = _failed(outputs)
-        turns = [Turn("user", text, group, joins_next=failed)] if text.strip() else []
+        turns = [_message_turn(text, group, attach, joins_next=failed)] if text.strip() else []
         return turns + output_turns(outputs, group) if outputs else turns
     attrs = attrs if attrs is not None else fmt.cell_attrs(cell)
     if kind in ("agent", "tool"):
@@ -277,6 +286,14 @@ def cell_turns(cell: Mapping[str, Any], group: str, *, summary: str | None = Non
     text = fmt.message_text(cell)
     turns = [Turn("user", text, group)] if text.strip() else []
     return turns + output_turns(outputs, group)
+
+
+def _message_turn(text: str, group: str, attach: Attach | None, *,
+                  joins_next: bool = False) -> Turn:
+    if attach is None:
+        return Turn("user", text, group, joins_next=joins_next)
+    sent = attach(text)
+    return Turn("user", sent.content, group, joins_next=joins_next, images=tuple(sent.images))
 
 
 def _failed(outputs: Sequence[Mapping[str, Any]]) -> bool:
@@ -368,7 +385,7 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
                   exclude: Iterable[int] = (), include: Iterable[int] = (),
                   summaries: Mapping[str, str] | None = None,
                   document: str | None = None, default: str = "include",
-                  keep_last: int = 0) -> History:
+                  keep_last: int = 0, attach: Attach | None = None) -> History:
     """The turns for the cell at 1-based ``index`` of ``cells``.
 
     ``summaries`` maps cell ids to summaries made in this run (stored ones are read from the
@@ -377,6 +394,7 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
     ``current_text`` overrides the current cell's text (the kernel sends the live source).
     ``default``: the mode of cells that set no ``history`` (``default_mode``); ``auto`` cells
     are listed in ``History.auto``, except those of the last ``keep_last`` turns (sent always).
+    ``attach``: messages (this one and the earlier ones) go with the files they name.
     """
     summaries = summaries or {}
     turns: list[Turn] = []
@@ -396,7 +414,7 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
         if mode == "summary":
             summary = summaries.get(cid) or stored_summary(cell)
         group = cid or str(i)
-        made = cell_turns(cell, group, summary=summary, kind=kind, attrs=attrs)
+        made = cell_turns(cell, group, summary=summary, kind=kind, attrs=attrs, attach=attach)
         if made:
             indices[group] = i
             if mode == AUTO:
@@ -405,8 +423,14 @@ def build_history(cells: Sequence[Mapping[str, Any]], index: int, *, system_prom
     current = cells[index - 1] if 0 < index <= len(cells) else None
     text = current_text if current_text is not None else (
         fmt.message_text(current) if current is not None else "")
-    turns.append(Turn("user", text, CURRENT))
-    return History(turns, auto=auto, indices=indices)
+    attached: list[str] = []
+    if attach is not None:
+        sent = attach(text)
+        turns.append(Turn("user", sent.content, CURRENT, images=tuple(sent.images)))
+        attached = list(sent.sent)
+    else:
+        turns.append(Turn("user", text, CURRENT))
+    return History(turns, auto=auto, indices=indices, attached=attached)
 
 
 def fit(history: History, budget: int | None,

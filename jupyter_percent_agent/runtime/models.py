@@ -260,7 +260,7 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
                        f"cannot reach {server} ({cause})")
     status = getattr(exc, "status_code", None)
     if status in (401, 403):
-        hint = "set PERCENT_AGENT_API_KEY" if api_base else "check the key"
+        hint = _key_hint(api_base) if api_base else "check the key"
         tail = f"refused the API key (HTTP {status}): {hint}"
         return Failure("AuthenticationError", f"{server_recorded} {tail}", f"{server} {tail}")
     line = one_line(exc)
@@ -268,6 +268,20 @@ def explain(litellm: Any, exc: BaseException, model: str, spec: CallSpec) -> Fai
         if key and key != NO_KEY:
             line = line.replace(key, "***")
     return Failure(type(exc).__name__, line, line)
+
+
+def _key_hint(api_base: str) -> str:
+    """What to do when ``api_base`` refused the key: the stored server's key is stored again
+    (``tce keys server``, where a desktop-launched JupyterLab can reach it), any other's is
+    ``PERCENT_AGENT_API_KEY``."""
+    try:
+        stored = None if os.environ.get("PERCENT_AGENT_API_BASE") else trust.stored_server()
+    except (trust.ConfigError, trust.KeysError, OSError):
+        stored = None
+    if stored is not None and stored.api_base == api_base:
+        return (f"store its key with tce keys server {public_url(api_base)} (or Agent > Set "
+                "up a model)")
+    return "set PERCENT_AGENT_API_KEY"
 
 
 def list_price(litellm: Any, model: str, tokens_in: int, tokens_out: int) -> float | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
+from jupyter_percent_agent.runtime import attachments
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent, bound_agent, resolve_agent
 from jupyter_percent_agent.runtime.asyncfile import async_file, land, landed
@@ -31,6 +32,7 @@ from jupyter_percent_agent.runtime.events import OnEvent, Status, ignore
 from jupyter_percent_agent.runtime.run import Run
 from jupyter_percent_agent.runtime.settings import check_environment
 from jupyter_percent_agent.runtime.transport import Transport, default_transport
+from jupyter_percent_agent.runtime.variables import check_mentions, values, with_values
 
 MODEL_FREE = frozenset({"code", "tool_call", "toolchain"})
 """Cell kinds that run without a model."""
@@ -100,7 +102,8 @@ def find_cell(nb: Mapping[str, Any], cell_id: str) -> tuple[int, dict[str, Any]]
 def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     """Decide the turn: ``AgentError`` (unknown agent), ``TrustError`` (an endpoint the file
     may not choose, a URL in a model's name, an ``[async]`` file it may not write),
-    ``SelectionError``, ``FormatError`` (front matter) before anything runs; ``TrustError``
+    ``SelectionError``, ``FormatError`` (front matter), ``TrustError`` or ``AttachmentError``
+    for a file the message names (``attachments.check``) before anything runs; ``TrustError``
     too for an MCP server the agent asks for that its folder may not use (one the folder
     defines, one of the user's not marked for untrusted folders). The agent's budgets are
     bounded here (``agents.bound_agent``)."""
@@ -113,6 +116,7 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         return Plan(cell_id, index, kind)
     check_environment(options.env)  # PERCENT_AGENT_RETRIES=abc: one line, nothing written
     hist.check_history_values(nb)  # history="exlcude": one line, the cell is not sent
+    check_mentions(message_of(cell, options), options.folder)  # @var: refused untrusted
     agent, _ = bound_agent(resolve_agent(nb, cell, cli_agent=options.agent, model=options.model,
                                          env=options.env), options.folder)
     if agent.acp is not None:  # an external agent: the user's, in a trusted folder only
@@ -121,6 +125,7 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         check_acp_agent(agent, options.folder)
         chosen = selections(nb, options.include, options.exclude)
         check_selected(chosen, len(hist.conversation_cells(nb)))
+        attachments.check(message_of(cell, options), options.folder)
         return Plan(cell_id, index, kind, agent, None, chosen,
                     tuple(load_included(chosen, options.folder)))
     # models a file chose (not the user's own: the environment's agent, or --model)
@@ -136,8 +141,16 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         async_file(cell, options.folder)  # a refused [async] file stops here, nothing written
     chosen = selections(nb, options.include, options.exclude)
     check_selected(chosen, len(hist.conversation_cells(nb)))
+    # a file the message names that may not or cannot go: one line, nothing sent or written
+    attachments.check(options.current_text if options.current_text is not None
+                      else fmt.message_text(cell), options.folder)
     return Plan(cell_id, index, kind, agent, route, chosen,
                 tuple(load_included(chosen, options.folder)))
+
+
+def message_of(cell: Mapping[str, Any], options: RunOptions) -> str:
+    """The text of the message being sent: the live source the kernel sent, else the file's."""
+    return options.current_text if options.current_text is not None else fmt.message_text(cell)
 
 
 def step_limit(options: RunOptions, agent: Agent) -> int:
@@ -180,17 +193,21 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     if agent is not None and agent.acp is not None:
         from jupyter_percent_agent.runtime.acp_turn import acp_turn
 
+        mentions = await values(message_of(cell, options), options.folder,
+                                options.code_kernels)
+        sent = with_values(message_of(cell, options), mentions) if mentions else None
+
         async def messages_for() -> list[dict[str, Any]]:
             history = await plan_history(
                 nb, decided.index, agent, decided.chosen, base_dir=options.folder,
                 system_prompt=agent.system_prompt, transport=transport,
-                current_text=options.current_text, included=decided.included,
-                on_event=run.tell)
+                current_text=sent if sent is not None else options.current_text,
+                included=decided.included, on_event=run.tell)
             run.dropped_groups(history.dropped)
             return history.messages
 
         await acp_turn(nb, decided.index, agent, run, options=options,
-                       messages_for=messages_for)
+                       messages_for=messages_for, sent=sent)
         return
     assert agent is not None and route is not None
     try:
@@ -212,22 +229,27 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
     offered = None
     if toolset is not None:
         cells = hist.conversation_cells(nb)
-        text = options.current_text if options.current_text is not None \
-            else fmt.message_text(cell)
-        offered = offered_tools(agent, toolset, text, cells[: decided.index - 1])
+        offered = offered_tools(agent, toolset, message_of(cell, options),
+                                cells[: decided.index - 1])
         if offered is not None:  # not all described: search_tools(words) finds the others
             toolset, offered = with_search(toolset, offered)
     await transport.ready()
+    mentions = await values(message_of(cell, options), options.folder, options.code_kernels)
     run.made_summaries(await make_summaries(nb, decided.index, agent, run, route=route,
                                             transport=transport))
     history = await plan_history(nb, decided.index, agent, decided.chosen,
                                  base_dir=options.folder,
                                  system_prompt=system_prompt_for(agent, toolset, offered),
-                                 transport=transport, current_text=options.current_text,
+                                 transport=transport,
+                                 current_text=with_values(message_of(cell, options), mentions)
+                                 if mentions else options.current_text,
                                  included=decided.included,
                                  summaries={k: v[0] for k, v in run.summaries.items()},
                                  on_event=run.tell)
     run.dropped_groups(history.dropped)
+    if mentions and mentions.images:  # a figure @var: named goes with the message
+        current = next(t for t in history.turns if t.group == hist.CURRENT)
+        current.images += mentions.images
     if history.warning:
         run.tell(Status(history.warning))
     messages = history.messages
@@ -240,6 +262,8 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         extra["history_auto"] = [g for g in history.auto_sent if g not in history.dropped]
     if offered is not None:
         extra["tools_offered"] = list(offered)
+    if history.attached:  # what went with the message: its reply's footnote says so
+        extra["attached"] = history.attached
     if toolset is None:
         from jupyter_percent_agent.runtime.reply import plain_reply
 

@@ -56,6 +56,14 @@ from jupyter_percent_agent.trust.keys import (
 )
 from jupyter_percent_agent.trust.limits import LIMITS, Bounded, Limit, clamp
 from jupyter_percent_agent.trust.paths import PATH_RULE, TOOLBOX, private_dir, resolve_inside
+from jupyter_percent_agent.trust.server import (
+    UserServer,
+    check_server_url,
+    remove_server,
+    set_server,
+    stored_server,
+    user_server,
+)
 
 __all__ = [
     "LIMITS",
@@ -70,9 +78,11 @@ __all__ = [
     "Limit",
     "Route",
     "TrustError",
+    "UserServer",
     "auto_runs",
     "bound",
     "cache_dir",
+    "check_server_url",
     "clone_below_trust",
     "config_dir",
     "config_path",
@@ -88,15 +98,19 @@ __all__ = [
     "public_url",
     "refuse_toolbox",
     "remove_key",
+    "remove_server",
     "resolve_inside",
     "route_agent",
     "route_for",
     "save_config",
     "set_key",
+    "set_server",
     "stored_key",
+    "stored_server",
     "trust_folder",
     "trusted_folders",
     "untrust_folder",
+    "user_server",
 ]
 
 

@@ -9,6 +9,7 @@ itself: ``$PERCENT_AGENT_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/jupyter-percent-a
     trusted = ["/home/me/work/notes"]     # folders whose toolbox/ and api_base are used
     default_model = "gpt-4o"              # when neither a file nor PERCENT_AGENT_MODEL names one
     history_model = "gpt-4o-mini"         # scores history="auto" cells (else a local scorer)
+    api_base = "http://localhost:11434/v1"  # your own server (server.py; its key: keys.json)
 
     [[endpoints]]                         # model servers a file's api_base may name
     api_base = "http://gpu-box:8000/v1"
@@ -98,6 +99,8 @@ class Config:
     """The model used when neither a file nor ``PERCENT_AGENT_MODEL`` names one."""
     history_model: str | None = None
     """The small model that scores ``history: auto`` cells (None: the local scorer)."""
+    api_base: str | None = None
+    """The user's own model server (``server.py``), as ``PERCENT_AGENT_API_BASE`` would be."""
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -149,9 +152,13 @@ def _parse(raw: dict[str, Any], path: Path) -> Config:
     if history_model is not None and (not isinstance(history_model, str)
                                       or not history_model.strip()):
         raise ConfigError(f"{path}: history_model must be a model name", path=path)
+    api_base = raw.get("api_base")
+    if api_base is not None and (not isinstance(api_base, str) or not api_base.strip()):
+        raise ConfigError(f"{path}: api_base must be your server's URL", path=path)
     return Config(trusted=tuple(Path(t) for t in trusted), endpoints=tuple(endpoints),
                   limits=limits, default_model=default_model.strip() if default_model else None,
-                  history_model=history_model.strip() if history_model else None, raw=raw)
+                  history_model=history_model.strip() if history_model else None,
+                  api_base=api_base.strip() if api_base else None, raw=raw)
 
 
 def save_config(config: Config, path: Path | None = None) -> Path:
@@ -172,6 +179,10 @@ def save_config(config: Config, path: Path | None = None) -> Path:
         raw["default_model"] = config.default_model
     else:
         raw.pop("default_model", None)
+    if config.api_base:
+        raw["api_base"] = config.api_base
+    else:
+        raw.pop("api_base", None)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_text(path, _dumps(raw), mode=0o600)
     return path

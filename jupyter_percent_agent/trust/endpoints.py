@@ -7,6 +7,9 @@ Keys come from the user's environment and go only to the endpoint they belong to
   provider's key to another), never ``PERCENT_AGENT_API_KEY``;
 - ``PERCENT_AGENT_API_BASE`` (the user's server, Ollama, vLLM, a LiteLLM proxy) gets
   ``PERCENT_AGENT_API_KEY``, or the placeholder key when that is unset: never a provider's;
+  with no such variable, the server stored in the user's config (``server.py``, ``tce keys
+  server``) is the user's server, and gets the key stored for exactly its URL, or the
+  placeholder;
 - an ``api_base`` written in a file (an agent preset, a ``definition="agent"`` cell, a SOP
   folder's ``_agents.yaml``) is used only when it is on the user's allow-list (then with the
   key the user tied to it, if any) or when the file's folder is trusted (then with no key at
@@ -30,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 from jupyter_percent_agent.trust.config import Config, Endpoint, load_config
 from jupyter_percent_agent.trust.errors import TrustError
 from jupyter_percent_agent.trust.folders import is_trusted
+from jupyter_percent_agent.trust.server import user_server
 
 NO_KEY = "no-key"
 """The key sent where no key of the user's may go (OpenAI-style clients insist on one)."""
@@ -46,7 +50,7 @@ class Route:
 
     api_base: str | None
     api_key: str | None
-    source: str  # "provider", "environment", "allow-list", "trusted folder"
+    source: str  # "provider", "environment", "config", "allow-list", "trusted folder"
     by_model: tuple[tuple[str, Route], ...] = ()
     file_folder: str | None = None
     key_env: str | None = None  # the variable ``api_key`` came from (None: none, or a placeholder)
@@ -60,6 +64,8 @@ class Route:
         where = public_url(self.api_base) if self.api_base else "the provider's own endpoint"
         if self.source == "environment":
             return f"{where} (PERCENT_AGENT_API_BASE)"
+        if self.source == "config":
+            return f"{where} (your server: tce keys server)"
         if self.source == "allow-list":
             return f"{where} (from the file; on your allow-list)"
         if self.source == "trusted folder":
@@ -126,19 +132,21 @@ def route_for(file_base: str | None, *, folder: Path | None, agent: str,
     (``asking``: what asked, in the refusal; by default the agent's ``api_base``).
     """
     env = os.environ if env is None else env
-    user_base = (env.get("PERCENT_AGENT_API_BASE") or "").strip() or None
-    user_key = env.get("PERCENT_AGENT_API_KEY") or None
+    config = config or load_config()
+    user = user_server(env, config)
+    user_base = user.api_base if user else None
+    user_key, user_key_env = (user.api_key, user.key_env) if user else (None, None)
+    source = user.source if user else "environment"
     if not file_base:
         if user_base:  # with no key of its own it gets none: never a provider's
-            return Route(user_base, user_key or NO_KEY, "environment", key_env=_if(user_key))
+            return Route(user_base, user_key or NO_KEY, source, key_env=user_key_env)
         # PERCENT_AGENT_API_KEY belongs to PERCENT_AGENT_API_BASE: with no base, a file's
         # model (any provider, some of which take their host from the model's name) gets
         # only its provider's own key, by litellm's rules
         return Route(None, None, "provider")
     file_base = file_base.strip()
     if user_base and _key(file_base) is not None and _key(file_base) == _key(user_base):
-        return Route(file_base, user_key or NO_KEY, "environment", key_env=_if(user_key))
-    config = config or load_config()
+        return Route(file_base, user_key or NO_KEY, source, key_env=user_key_env)
     entry = allowed_endpoint(file_base, config)
     if entry is not None:
         key = env.get(entry.key_env) if entry.key_env else None
@@ -155,10 +163,6 @@ def route_for(file_base: str | None, *, folder: Path | None, agent: str,
         f"to allow it, {trust_it}add the endpoint to your allow-list "
         f"(tce trust --endpoint {public_url(file_base)})",
         kind="api_base", folder=folder)
-
-
-def _if(user_key: str | None) -> str | None:
-    return "PERCENT_AGENT_API_KEY" if user_key else None
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,]*")

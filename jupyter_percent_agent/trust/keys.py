@@ -2,7 +2,9 @@
 
 One file, ``keys.json`` in the user's config directory (``config.config_dir``, never in a
 project), mode 0600 in a 0700 folder, written atomically: ``{"openai": "sk-..."}``, one key
-per litellm provider. A key in the environment wins over a stored one, as in ``llm``.
+per litellm provider, and the key of the user's own server under its URL
+(``{"http://gpu-box:8000/v1": "..."}``, ``trust.server``: no provider name holds ``://``).
+A key in the environment wins over a stored one, as in ``llm``.
 
 This module only keeps the keys; which key goes to which call is decided in one place,
 ``runtime.routing.resolve``, by litellm's routing of the model's name: a stored key goes only
@@ -42,6 +44,9 @@ COMMON_PROVIDERS = ("openai", "anthropic", "gemini", "mistral", "groq", "deepsee
                     "openrouter", "together_ai")
 """The providers JupyterLab's "Set up a model" dialog offers (litellm's names); ``tce keys set``
 takes any provider litellm knows."""
+
+SERVER_KEY_NAME = "your server's key"
+"""How the stored key of the user's own server is named where a key is named (never shown)."""
 
 _PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
@@ -119,7 +124,13 @@ def load_keys(path: Path | None = None) -> dict[str, str]:
     return keys
 
 
-def _save(keys: Mapping[str, str], path: Path) -> None:
+def is_server_entry(name: str) -> bool:
+    """Whether a name in the keys file is a server's URL (``trust.server``), not a provider."""
+    return "://" in name
+
+
+def save_keys(keys: Mapping[str, str], path: Path) -> None:
+    """Write ``keys`` to ``path``: atomic, this user's alone (0600 in a 0700 folder)."""
     from jupyter_percent_agent.format import write_text
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -134,7 +145,7 @@ def set_key(provider: str, key: str, path: Path | None = None) -> Path:
     path = path or keys_path()
     keys = load_keys(path)
     keys[provider] = key
-    _save(keys, path)
+    save_keys(keys, path)
     return path
 
 
@@ -145,7 +156,7 @@ def remove_key(provider: str, path: Path | None = None) -> bool:
     keys = load_keys(path)
     if keys.pop(provider, None) is None:
         return False
-    _save(keys, path)
+    save_keys(keys, path)
     return True
 
 
@@ -172,6 +183,8 @@ def key_sources(env: Mapping[str, str] | None = None, path: Path | None = None, 
         if name.endswith("_API_KEY") and value and provider in known:
             found[provider] = f"environment ({name})"
     for provider in load_keys(path):
+        if is_server_entry(provider):
+            continue
         variable = key_variable(provider)
         found[provider] = (f"environment ({variable}), over the stored key"
                            if env.get(variable) else f"config ({path})")
@@ -200,7 +213,8 @@ def known_secrets() -> dict[str, str]:
         if cached is None or cached[0] != stamp:
             try:
                 if name == KEYS_NAME:
-                    names = {key_variable(p): k for p, k in load_keys(path).items()}
+                    names = {SERVER_KEY_NAME if is_server_entry(p) else key_variable(p): k
+                             for p, k in load_keys(path).items()}
                 elif name in (MCP_SERVERS_NAME, ACP_AGENTS_NAME):
                     names = mcp_secrets(path)
                 else:

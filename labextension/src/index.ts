@@ -7,8 +7,9 @@
  *   model output rendered by its own renderers, the bar over each message, the live state,
  *   proposals, "Trust this folder?"), as a widget extension; provides `IMessageNotebooks`;
  * - `commands`: "New Agent Chat" (Launcher, File > New, palette; the agent kernel's own
- *   Launcher cards taken out) and "Set up a model" (Agent menu, palette); the menus are
- *   declared in `schema/commands.json`;
+ *   Launcher cards taken out), "Set up a model" (Agent menu, palette) and "Fork from here"
+ *   (a message notebook cell's context menu, `fork.ts`); the menus are declared in
+ *   `schema/commands.json`;
  * - `usage-status`: the open conversation's running total in the status bar;
  * - `plugin`: the settings (`loadRemoteMedia`, `schema/plugin.json`).
  */
@@ -20,7 +21,7 @@ import {
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Contents } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -29,6 +30,7 @@ import { PartialJSONObject } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { EXTENSION, fileTypesPlugin, NOTEBOOK_FACTORY } from './filetypes';
+import { FORK_COMMAND, forkFromHere } from './fork';
 import { agentChatIcon } from './icons';
 import { IMessageNotebooks, messageNotebooksPlugin } from './messagenotebooks';
 import { isMessageNotebook, KERNEL_NAME } from './notebook';
@@ -123,13 +125,20 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
     '"New Agent Chat" and "Set up a model": Launcher, menus, palette',
   autoStart: true,
   requires: [],
-  optional: [ILauncher, ICommandPalette, IDefaultFileBrowser, ITranslator],
+  optional: [
+    ILauncher,
+    ICommandPalette,
+    IDefaultFileBrowser,
+    ITranslator,
+    INotebookTracker
+  ],
   activate: (
     app: JupyterFrontEnd,
     launcher: ILauncher | null,
     palette: ICommandPalette | null,
     defaultBrowser: IDefaultFileBrowser | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    tracker: INotebookTracker | null
   ) => {
     setTranslator(translator);
     const t = trans();
@@ -165,6 +174,33 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
       label: t.__('Set up a model'),
       caption: t.__("Store a provider's API key and choose the default model"),
       execute: () => openSetup()
+    });
+    const forkable = (): NotebookPanel | null => {
+      const panel = tracker?.currentWidget ?? null;
+      return panel !== null &&
+        isMessageNotebook(panel) &&
+        panel.content.activeCell !== null
+        ? panel
+        : null;
+    };
+    commands.addCommand(FORK_COMMAND, {
+      label: t.__('Fork from here'),
+      caption: t.__(
+        'Copy the conversation up to this cell, with its outputs, into a new file and open it'
+      ),
+      isVisible: () => forkable() !== null,
+      execute: async () => {
+        const panel = forkable();
+        if (panel === null) {
+          return null;
+        }
+        return forkFromHere(panel, path =>
+          commands.execute('docmanager:open', {
+            path,
+            factory: NOTEBOOK_FACTORY
+          })
+        );
+      }
     });
     // Its own section: cards in the Notebook section show kernel logos, not icons.
     if (launcher) {

@@ -7,8 +7,9 @@
  *   untrusted (`notebook.ts`);
  * - once it is known to be a message notebook (its path, its kernel, its kernelspec): the
  *   bar over each message (`cellbar.ts`), the live state in each request (`livestate.ts`),
- *   the code a reply proposes (`proposals.ts`), "Trust this folder?" (`trust.ts`), and
- *   `[code]` cells highlighted as their language (`codecells.ts`).
+ *   the code a reply proposes (`proposals.ts`), "Trust this folder?" (`trust.ts`),
+ *   `[code]` cells highlighted as their language (`codecells.ts`), and an image pasted
+ *   into a message saved beside the conversation and linked (`pasteimages.ts`).
  *
  * "Trust Notebook" trusts every cell of every notebook: the plugin puts a message
  * notebook's back; it offers "Set up a model" under a cell that failed for a missing key, and
@@ -25,6 +26,7 @@ import {
   INotebookTracker,
   NotebookPanel
 } from '@jupyterlab/notebook';
+import { Contents } from '@jupyterlab/services';
 import { ITranslator } from '@jupyterlab/translation';
 import { Token } from '@lumino/coreutils';
 import { DisposableSet, IDisposable } from '@lumino/disposable';
@@ -35,6 +37,7 @@ import { highlightCodeCells } from './codecells';
 import { NOTEBOOK_FACTORY } from './filetypes';
 import { sendLiveState } from './livestate';
 import { guardNotebook, guardRenderers, untrustNotebook } from './notebook';
+import { watchPastedImages } from './pasteimages';
 import { installPermissionDialogs } from './permission';
 import { watchProposals } from './proposals';
 import { watchMissingKeys } from './setup';
@@ -60,6 +63,9 @@ export class MessageNotebookExtension
     DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel>,
     IMessageNotebooks
 {
+  /** `contents`: where an image pasted into a message is saved. */
+  constructor(private readonly _contents: Contents.IManager) {}
+
   get found(): ISignal<this, NotebookPanel> {
     return this._found;
   }
@@ -77,6 +83,7 @@ export class MessageNotebookExtension
       watchProposals(panel);
       watchTrustRefusals(panel);
       highlightCodeCells(panel);
+      parts.add(watchPastedImages(panel, this._contents));
       this._found.emit(panel);
     });
     return parts;
@@ -100,7 +107,9 @@ export const messageNotebooksPlugin: JupyterFrontEndPlugin<IMessageNotebooks> =
       translator: ITranslator | null
     ): IMessageNotebooks => {
       setTranslator(translator);
-      const extension = new MessageNotebookExtension();
+      const extension = new MessageNotebookExtension(
+        app.serviceManager.contents
+      );
       app.docRegistry.addWidgetExtension(NOTEBOOK_FACTORY, extension);
       watchMissingKeys();
       installPermissionDialogs();

@@ -320,19 +320,20 @@ def test_ctrl_c_cancels_the_session_and_keeps_what_arrived(project: Scripted) ->
 
     code, out, answered = tce_on_terminal("chat", str(project.path), "-m", "run it",
                                           env=dict(os.environ), answer=answer)
-    assert answered and code == 130, out
-    assert [c["method"] for c in project.calls()][-1] == "cancel"
+    assert answered and code == 130, f"{out}\n{project.calls()}"
+    said = f"{out}\n{project.calls()}\n{project.path.read_text()}"  # shown if it fails
+    assert [c["method"] for c in project.calls()][-1] == "cancel", said
     outs = project.outputs()
     tool = next(o for o in outs if fmt.output_kind(o) == "tool_result")
-    assert fmt.output_attrs(tool)["status"] == "interrupted"
-    assert fmt.output_attrs(tool)["tool_status"] == "in_progress"
+    assert fmt.output_attrs(tool)["status"] == "interrupted", said
+    assert fmt.output_attrs(tool)["tool_status"] == "in_progress", said
     assert [fmt.output_text(o) for o in outs if fmt.output_kind(o) == "reply"] == [
-        "partial answer", "and more"]
-    assert fmt.output_attrs(outs[-1])["interrupted"] is True  # the reply that was streaming
-    assert fmt.output_attrs(outs[-1])["session_id"] == project.calls("new_session")[0][
-        "session_id"]
-    assert "never said" not in project.path.read_text()
-    assert not _alive(project.calls("initialize")[0]["pid"])
+        "partial answer", "and more"], said
+    assert fmt.output_attrs(outs[-1])["interrupted"] is True, said  # it was streaming
+    sid = project.calls("new_session")[0]["session_id"]
+    assert fmt.output_attrs(outs[-1])["session_id"] == sid, said
+    assert "never said" not in project.path.read_text(), said
+    assert not _alive(project.calls("initialize")[0]["pid"]), said
 
 
 @pytest.mark.parametrize(("script", "says"), [
@@ -449,3 +450,62 @@ def test_tce_exec_runs_an_external_agents_message_with_nobody_to_ask(
     assert fmt.output_attrs(result)["permission"] == "reject_once (no person)"
     assert project.answer()["acp_agent"] == "scripted 2.5"
     assert not _alive(project.calls("initialize")[0]["pid"])
+
+
+def test_a_new_session_gets_the_history_the_files_rules_select(project: Scripted) -> None:
+    project.add("echo.json")
+    project.path.write_text(
+        HEADER.format(name="fake")
+        + "# %% Private[^a]\n[^a]: [markdown] history=\"exclude\"\n\ndo not send this\n\n"
+        + "# %% Context[^b]\n[^b]: [markdown]\n\nsend this\n\n"
+        + "# %% Aside[^c]\n[^c]: [markdown]\n\nnot this either\n")
+    r = tce("chat", str(project.path), "-m", "now", "-e", "3")
+    assert r.exit_code == 0, r.output
+    prompt = project.calls("prompt")[0]["text"]
+    assert "do not send this" not in prompt and "not this either" not in prompt
+    assert "[user]\nsend this" in prompt and prompt.endswith("[the new message]\nnow")
+
+
+def test_tce_list_shows_where_an_external_agents_turns_go(project: Scripted) -> None:
+    project.add("echo.json", "--permissions", "reject")
+    r = tce("list", f"{project.path}/agent", "--json")
+    assert r.exit_code == 0, r.output
+    coder = next(json.loads(x) for x in r.stdout.splitlines() if '"coder"' in x)
+    assert coder["routes"] == [{"model": "acp:fake", "provider": "acp",
+                                "endpoint": " ".join([*AGENT, str(DATA / "echo.json")]),
+                                "key": "permissions=reject"}]
+    assert project.calls() == []  # listing starts nothing
+
+
+def test_a_session_streams_events_as_an_async_iterator(project: Scripted) -> None:
+    import asyncio
+
+    from jupyter_percent_agent import acp
+
+    project.add("echo.json")
+    told: list = []
+
+    async def turn() -> list:
+        async with acp.AcpSession(acp.find_agent("fake"), project.folder,
+                                  on_event=told.append) as session:
+            await session.open()
+            return [item async for item in session.stream("hi")]
+
+    items = asyncio.run(turn())
+    assert items[:-1] == [acp.MessageChunk("answer to: "), acp.MessageChunk("hi")]
+    assert items[-1] == acp.PromptResult("end_turn", None)
+    assert told == []  # the iterator had them instead
+
+
+def test_var_mentions_send_the_code_kernels_value_to_an_external_agent(
+        project: Scripted) -> None:
+    project.add("echo.json")
+    project.path.write_text(
+        HEADER.format(name="fake")
+        + "# %% Compute[^c1]\n[^c1]: [code]\n\n```python\nx = 41 + 1\n```\n\n"
+        + "# %% Ask[^m1]\n[^m1]: [markdown]\n\nthe answer is @var:x\n")
+    p = run_tce("exec", str(project.path), env=dict(os.environ), input="")
+    assert p.returncode == 0, p.stderr
+    prompt = project.calls("prompt")[0]["text"]
+    assert "@var:x" in prompt and "42" in prompt
+    assert "the answer is @var:x\n" in project.path.read_text()  # the file keeps the text

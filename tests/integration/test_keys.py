@@ -26,6 +26,7 @@ from tests.unit.test_keys import MSGS, SECRET
 
 @pytest.mark.parametrize(("args", "says"), [(["keys", "set", "openai"], "stored the key"),
                                             (["keys", "list"], "no keys"),
+                                            (["keys", "server"], "no server"),
                                             (["models", "default", "gpt-4o"], "default model"),
                                             (["models"], "default: gpt-4o-mini")])
 def test_keys_and_models_default_do_not_import_litellm(no_keys, args: list[str],

@@ -93,3 +93,46 @@ async def test_a_keys_file_that_is_not_private_is_the_status_of_its_kind_not_500
         await jp_fetch("percent-agent", "keys")
     assert err.value.code == report(refused.value).http_status != 500
     assert "chmod 600" in json.loads(err.value.response.body)["message"]
+
+
+SERVER_KEY = "sk-dialog-server-0123456789"
+
+
+async def test_the_dialog_stores_the_users_own_server_with_its_key(
+        jp_fetch, user_config_dir, openai_server, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    assert json.loads((await jp_fetch("percent-agent", "keys")).body)["server"] is None
+    r = await jp_fetch("percent-agent", "keys", method="POST", body=json.dumps(
+        {"server": openai_server.url, "server_key": SERVER_KEY, "default_model": "test-model"}))
+    answer = json.loads(r.body)
+    assert answer["server"] == {"url": openai_server.url, "source": "config", "has_key": True}
+    assert answer["default_model"] == "test-model" and answer["warning"] is None
+    assert SERVER_KEY not in r.body.decode() and SERVER_KEY not in caplog.text
+    (asked,) = openai_server.requests  # its model list, asked with its key
+    assert asked.headers["authorization"] == f"Bearer {SERVER_KEY}"
+    assert trust.load_keys() == {openai_server.url: SERVER_KEY}
+    assert trust.load_config().api_base == openai_server.url
+    # saved again with the key field empty: the key stored for that same URL stays
+    r = await jp_fetch("percent-agent", "keys", method="POST",
+                       body=json.dumps({"server": openai_server.url}))
+    assert json.loads(r.body)["server"]["has_key"] is True
+    r = await jp_fetch("percent-agent", "keys", method="POST",
+                       body=json.dumps({"remove_server": True}))
+    assert json.loads(r.body)["server"] is None and trust.load_keys() == {}
+
+
+@pytest.mark.parametrize(("server", "status", "says"), [
+    ("http://me:pw@127.0.0.1:9/v1", 400, "holds a user name or password"),
+    ("file:///etc/passwd", 400, "is not an http:// or https:// URL"),
+    ("http://127.0.0.1:9/v1", 502, "cannot list the models at http://127.0.0.1:9/v1: "
+                                   "cannot connect (Connection refused); nothing stored"),
+])
+async def test_a_server_the_dialog_cannot_use_is_one_line_and_stores_nothing(
+        jp_fetch, user_config_dir, server: str, status: int, says: str) -> None:
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("percent-agent", "keys", method="POST", body=json.dumps(
+            {"server": server, "server_key": SERVER_KEY}))
+    message = json.loads(err.value.response.body)["message"]
+    assert err.value.code == status and says in message and "\n" not in message
+    assert SERVER_KEY not in message and "pw" not in message.replace("passw", "")
+    assert list(user_config_dir.iterdir()) == []

@@ -103,7 +103,7 @@ def _check(result: dict, served: Path) -> None:
         "run_task",
         "search_sops",
     } <= result["tools"]
-    assert result["listed"]["result"] == [{"path": "notes/sub/hello.msg.md", "messages": 1}]
+    assert result["listed"]["result"] == [{"path": "sub/hello.msg.md", "messages": 1}]
     assert "Say hello." in result["read"]
     sent = result["sent"]
     assert sent["status"] == "ok" and sent["reply"] == "Bonjour !"
@@ -113,6 +113,67 @@ def _check(result: dict, served: Path) -> None:
     assert fmt.output_text(cells[-1]["outputs"][-1]) == "Bonjour !"
     out = result["out"]
     assert out.is_error and "refused: path '../secret.msg.md' leads out of" in out.content[0].text
+
+
+def _serve(folders: list[Path], openai_server: OpenAIServer, user_config_dir: Path) -> object:
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(command=str(BIN / "tce"),
+                                 args=["mcp", "serve", *map(str, folders)],
+                                 env=_env(openai_server, user_config_dir), cwd=str(folders[0]))
+
+
+def _read_all(params: object, paths: list[str]) -> list[tuple[bool, str]]:
+    """read_conversation of each path over the SDK's client: (is an error, its text)."""
+    from mcp import Client
+
+    async def go() -> list[tuple[bool, str]]:
+        async with Client(_stdio(params), read_timeout_seconds=60) as client:
+            out = []
+            for path in paths:
+                r = await client.call_tool("read_conversation", {"path": path})
+                out.append((r.is_error, r.content[0].text))
+            return out
+
+    return asyncio.run(go())
+
+
+def test_with_one_folder_paths_are_relative_to_it_and_the_prefixed_form_still_works(
+    served: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    """Other agents wrote ``sub/hello.msg.md`` on their first call, and were told paths
+    start with the folder's name; now that is the path, and ``notes/...`` still is."""
+    (served / "sub" / "link.msg.md").symlink_to(served.parent / "secret.msg.md")
+    (served / "sub" / "dirlink").symlink_to(served.parent)
+    got = _read_all(_serve([served], openai_server, user_config_dir), [
+        "sub/hello.msg.md", "./sub/hello.msg.md", "notes/sub/hello.msg.md",
+        str(served / "sub" / "hello.msg.md"),
+        "../secret.msg.md", "sub/../../secret.msg.md", "notes/../secret.msg.md",
+        str(served.parent / "secret.msg.md"), "/etc/passwd.md",
+        "sub/link.msg.md", "sub/dirlink/secret.msg.md",
+    ])
+    assert [err for err, _ in got[:4]] == [False] * 4, got
+    assert all("Say hello." in text for _, text in got[:4])
+    refused = [text for _, text in got[4:]]
+    assert all(err for err, _ in got[4:]) and len(refused) == 7
+    assert all(text.count("\n") == 0 and "refused: path" in text for text in refused), refused
+    assert "Say hello." not in "".join(refused)
+    assert "outside the served folder" in refused[3] and "outside the served folder" in refused[4]
+
+
+def test_with_several_folders_paths_start_with_the_folders_name(
+    served: Path, tmp_path: Path, openai_server: OpenAIServer, user_config_dir: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "hi.msg.md").write_text(CHAT)
+    got = _read_all(_serve([served, other], openai_server, user_config_dir), [
+        "notes/sub/hello.msg.md", "other/hi.msg.md", "sub/hello.msg.md",
+        "notes/../other/hi.msg.md"])
+    assert [err for err, _ in got] == [False, False, True, True], got
+    assert got[2][1].endswith("'sub/hello.msg.md': paths start with a served folder's name "
+                              "(notes, other)")
+    assert "refused: path '../other/hi.msg.md' leads out of" in got[3][1]
 
 
 def test_another_agent_reads_and_continues_a_conversation_over_stdio(
@@ -218,7 +279,7 @@ def test_another_agent_runs_a_task_document_and_searches_the_sops(
     ran, found = asyncio.run(go())
     assert not ran.is_error, ran.content
     assert ran.structured_content["status"] == "succeeded"
-    assert ran.structured_content["transcript"].startswith("notes/runs/greet")
+    assert ran.structured_content["transcript"].startswith("runs/greet")
     assert "blog/validate_outline" in [h["task_id"] for h in found.structured_content["result"]]
 
 
@@ -373,7 +434,7 @@ def test_a_url_server_the_user_added_is_reached_over_http_with_its_headers(
         assert "str: the result" in r.output  # {"result": ...} unwrapped
         r = runner.invoke(main, ["tools", "call", "list_conversations", "-m", "notes"])
         assert r.exit_code == 0, r.output
-        assert json.loads(r.output)["data"] == [{"path": "notes/sub/hello.msg.md", "messages": 1}]
+        assert json.loads(r.output)["data"] == [{"path": "sub/hello.msg.md", "messages": 1}]
         runner.invoke(main, ["mcp", "add", "notes", "--replace", "--url", url])
         r = runner.invoke(main, ["tools", "list", "-m", "notes"])
         assert r.exit_code == 4 and "MCP server 'notes' did not start" in r.output

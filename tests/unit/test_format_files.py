@@ -243,3 +243,18 @@ def test_make_durable_syncs_the_file_and_its_folder(tmp_path: Path,
     assert synced == [path.stat().st_ino, tmp_path.stat().st_ino]
     make_durable(tmp_path / "gone.msg.md")  # no error
     assert synced[-1] == tmp_path.stat().st_ino
+
+
+def test_an_exclusive_write_makes_a_new_file_and_never_replaces_what_holds_the_name(
+        tmp_path: Path) -> None:
+    path = tmp_path / "fork.msg.md"
+    write_text(path, "first\n", exclusive=True)
+    assert path.read_text() == "first\n"
+    with pytest.raises(FileExistsError):
+        write_text(path, "second\n", exclusive=True)
+    assert path.read_text() == "first\n"
+    link = tmp_path / "link.msg.md"  # a link, even one to nothing yet, is a name taken
+    link.symlink_to(tmp_path / "target.msg.md")
+    with pytest.raises(FileExistsError):
+        write_text(link, "third\n", exclusive=True)
+    assert sorted(os.listdir(tmp_path)) == ["fork.msg.md", "link.msg.md"]  # no temporary left

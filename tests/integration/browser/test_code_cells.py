@@ -4,6 +4,7 @@ message is sent with that plot as an image part to a vision model (the local mod
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -13,7 +14,15 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.testing.openai_server import Reply
 from tests.paths import TEST_DATA
 
-from .labpage import cell_with, open_notebook, run_cell, save, wait_for_kernel
+from .labpage import (
+    KERNEL_IDLE,
+    MODEL_DIRTY,
+    cell_with,
+    open_notebook,
+    run_cell,
+    save,
+    wait_for_kernel,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -268,3 +277,43 @@ def test_auto_run_runs_the_proposal_meant_while_the_user_moves_and_selects_cells
         expect(cell_with(notebook, text).locator(".jp-OutputArea-output")).to_have_count(0)
     assert len(model.chat_requests) == 1  # only the question went to the model
     assert "The last message" in page.evaluate(ACTIVE_CELL_SOURCE)
+
+
+ASKING = (
+    "# %% Ask me[^i1]\n[^i1]: [code]\n\n```python\nimport getpass\n"
+    "name = input('Your name? ')\ntoken = getpass.getpass('Token? ')\n"
+    "print('hello', name, len(token))\n```\n"
+)
+
+
+def test_input_and_getpass_ask_in_jupyterlab_and_the_password_is_not_shown(
+    page, lab_server, trusted_root
+) -> None:
+    (trusted_root / "asking.msg.md").write_text(ASKING)
+    notebook = open_notebook(page, lab_server, "asking.msg.md")
+    wait_for_kernel(page)
+    cell = cell_with(notebook, "getpass.getpass")
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    box = cell.locator(".jp-Stdin-input")
+    expect(box).to_be_visible(timeout=60_000)
+    expect(cell.locator(".jp-Stdin-prompt")).to_have_text("Your name? ")
+    assert box.get_attribute("type") != "password"
+    box.fill("Ada")
+    box.press("Enter")
+    # the answered box stays a moment, with what was typed; the new one comes after it
+    expect(cell.locator(".jp-Stdin-prompt").last).to_have_text("Token? ", timeout=30_000)
+    box = cell.locator(".jp-Stdin-input").last
+    assert box.get_attribute("type") == "password"  # getpass: the box does not echo
+    box.fill("hunter2")
+    box.press("Enter")
+    outputs = cell.locator(".jp-OutputArea")
+    expect(outputs).to_contain_text("hello Ada 7", timeout=60_000)
+    expect(outputs).not_to_contain_text("hunter2")
+    expect(cell.locator(".jp-InputPrompt").first).to_have_text(re.compile(r"^\[\d+\]:$"))
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)  # the run is over: nothing changes
+    # focus may still be in the answered box, where Ctrl+S is the box's: File > Save
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(f"() => !({MODEL_DIRTY.removeprefix('() => ')})")
+    text = (trusted_root / "asking.msg.md").read_text()
+    assert "stdout> hello Ada 7" in text and "hunter2" not in text

@@ -82,3 +82,51 @@ def test_the_agent_menu_and_the_palette_open_the_dialog(first_run_page, fresh) -
     expect(dialog).to_contain_text("Set up a model")
     dialog.get_by_role("button", name="Cancel").click()
     assert not (fresh.user_config / "keys.json").exists()
+
+
+SERVER_KEY = "sk-own-server-from-the-dialog-0123456789"
+
+
+def test_the_dialog_sets_up_the_users_own_server_and_the_cell_runs_on_it(
+        first_run_page, fresh, model) -> None:
+    """No variable names a server (a desktop-launched JupyterLab): the dialog's "own server"
+    path stores its URL, a key tied to it and the default model; the next run goes there."""
+    page, lab = first_run_page, fresh
+    notebook = open_notebook(page, lab, "first.msg.md")
+    wait_for_kernel(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Agent").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Set up a model").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog.locator(".jp-PercentAgent-setupUrl")).to_be_hidden()
+    dialog.locator(".jp-PercentAgent-setupProvider").select_option("own server")
+    dialog.locator(".jp-PercentAgent-setupUrl").fill("ftp://" + model.url.split("://")[1])
+    dialog.locator(".jp-PercentAgent-setupKey").fill(SERVER_KEY)
+    dialog.locator(".jp-PercentAgent-setupModel").fill("test-model")
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog.locator(".jp-PercentAgent-setupProblem")).to_contain_text(
+        "is not an http:// or https:// URL")  # refused: asked again, what was typed kept
+    expect(dialog.locator(".jp-PercentAgent-setupModel")).to_have_value("test-model")
+    expect(dialog.locator(".jp-PercentAgent-setupKey")).to_have_value("")
+    assert not model.requests
+    dialog.locator(".jp-PercentAgent-setupUrl").fill(model.url)
+    dialog.locator(".jp-PercentAgent-setupKey").fill(SERVER_KEY)
+    dialog.get_by_role("button", name="Save").click()
+    saved = lab.user_config / "config.toml"
+    for _ in range(300):  # the answer is in once the config is written
+        if saved.exists():
+            break
+        page.wait_for_timeout(100)
+    assert f'api_base = "{model.url}"' in saved.read_text()
+    expect(dialog).to_have_count(0)
+    model.script("Hello from your own server.")
+    cell = cell_with(notebook, "Hello, model.")
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-OutputArea")).to_contain_text("Hello from your own server.",
+                                                           timeout=60_000)
+    (request,) = model.chat_requests
+    assert request.headers["authorization"] == f"Bearer {SERVER_KEY}"
+    assert request.body["model"] == "test-model"
+    assert f'"{model.url}": "{SERVER_KEY}"' in (lab.user_config / "keys.json").read_text()
+    assert SERVER_KEY not in page.content()
+    assert SERVER_KEY not in lab.log.read_text(errors="replace")
