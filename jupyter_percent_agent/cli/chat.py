@@ -174,8 +174,7 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     from jupyter_percent_agent.runtime.transport import command_transport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
-    transport = command_transport()
-    transport.warm_up()  # litellm's import overlaps reading the file and building the history
+    transport = command_transport()  # warmed once the turn is known to call a model
     conversation = FileConversation(path, message, title=title, force=force,
                                     save=(include, exclude) if save else None)
     from jupyter_percent_agent.cli.acp import person_at_terminal, terminal_asker
