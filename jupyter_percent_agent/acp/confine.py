@@ -51,8 +51,10 @@ class Folder:
         ``write``, ``terminal folder``); ``TrustError`` (kind ``path``) in one line when the
         rules refuse it."""
         rel = self.relative(path)
+        # a file read must have no other hard link (its other name may lie anywhere); a write
+        # replaces the name (the atomic write), never the content another name shares
         real = trust.resolve_inside(self.root, rel, what=f"ACP {what} of",
-                                    directory=what == "terminal folder")
+                                    directory=what == "terminal folder", one_link=what == "read")
         if os.fspath(real) in self.protected:
             raise trust.TrustError(f"ACP {what} of {rel!r}: the open message file itself",
                                    "the conversation's file changes only through its replies",

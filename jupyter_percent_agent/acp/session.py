@@ -394,7 +394,11 @@ class AcpSessions:
 
 async def probe(spec: AcpAgentSpec, folder: os.PathLike[str] | str | None = None
                 ) -> ev.AgentInfo:
-    """Start the agent (in ``folder``, else the current one), ask what it is, end it."""
-    async with AcpSession(spec, Path(folder or os.getcwd())) as session:
-        assert session.info is not None
-        return session.info
+    """Start the agent (in ``folder``, else in an empty temporary folder: the current one may
+    be a clone whose settings an agent reads at start), ask what it is, end it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="acp-probe-") as empty:
+        async with AcpSession(spec, Path(folder or empty)) as session:
+            assert session.info is not None
+            return session.info

@@ -13,6 +13,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -164,6 +165,25 @@ def explain_history(path: Path, message: str, *, agent: str | None = None,
     return EXIT_OK
 
 
+class WarmingUp:
+    """The conversation, with the model client's import started as soon as the turn is planned
+    (it then overlaps building the history), and only when the turn may call a model: an
+    external agent's turn (ACP) calls none, and the import would only compete with the agent
+    for the processor (it nearly doubled such a command's time)."""
+
+    def __init__(self, conversation: Any, transport: Any) -> None:
+        self.conversation, self.transport = conversation, transport
+
+    def begin(self, options: Any) -> tuple[dict[str, Any], Any]:
+        nb, decided = self.conversation.begin(options)
+        if decided.agent is None or decided.agent.acp is None:
+            self.transport.warm_up()
+        return nb, decided
+
+    def finish(self, run: Any) -> None:
+        self.conversation.finish(run)
+
+
 def run_chat(path: Path, message: str, *, agent: str | None = None,
              include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), save: bool = False,
              model: str | None = None, title: str | None = None, as_json: bool = False,
@@ -174,7 +194,7 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     from jupyter_percent_agent.runtime.transport import command_transport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
-    transport = command_transport()  # warmed once the turn is known to call a model
+    transport = command_transport()
     conversation = FileConversation(path, message, title=title, force=force,
                                     save=(include, exclude) if save else None)
     from jupyter_percent_agent.cli.acp import person_at_terminal, terminal_asker
@@ -185,7 +205,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
                          else None)
     printer = Printer(quiet=as_json)
     try:
-        run = asyncio.run(send(conversation, options, printer, transport=transport))
+        run = asyncio.run(send(WarmingUp(conversation, transport), options, printer,
+                               transport=transport))
     except KeyboardInterrupt:
         if conversation.cell_id is None:
             raise

@@ -51,14 +51,9 @@ async def send(conversation: Conversation, options: RunOptions, on_event: OnEven
                *, transport: Transport | None = None) -> Run:
     """Run the conversation's new (or re-run) message and keep what it produced."""
     nb, decided = conversation.begin(options)
-    transport = transport or default_transport()
-    if decided.route is not None:
-        # a model will be called: its client's import overlaps building the history (an
-        # external agent's turn, or a code cell's, never pays for it)
-        transport.warm_up()
     run = new_run(nb, decided.cell_id, on_event)
     try:
-        await run_turn(nb, decided.cell_id, options, transport=transport,
+        await run_turn(nb, decided.cell_id, options, transport=transport or default_transport(),
                        decided=decided, run=run)
     finally:
         conversation.finish(run)

@@ -107,7 +107,8 @@ class ScriptedAgent:
                          client_info: Any = None, **kwargs: Any) -> InitializeResponse:
         caps = client_capabilities.model_dump(by_alias=True, exclude_none=True) \
             if client_capabilities else {}
-        self.record(method="initialize", client_capabilities=caps, pid=os.getpid())
+        self.record(method="initialize", client_capabilities=caps, pid=os.getpid(),
+                    cwd=os.getcwd())
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(

@@ -96,6 +96,9 @@ def test_acp_add_keeps_the_agent_private_in_the_config_folder_and_list_starts_ea
     assert "could not start" in rows["missing"] and "No such file" in rows["missing"]
     started = project.calls("initialize")
     assert len(started) == 1 and not _alive(started[0]["pid"])  # it did not outlive the list
+    # started in an empty folder of its own, not where tce ran (a clone's settings)
+    assert os.path.basename(started[0]["cwd"]).startswith("acp-probe-")
+    assert not os.path.exists(started[0]["cwd"])
 
     assert tce("acp", "add", "fake", "--", "other").exit_code == 2  # a name taken
     assert tce("acp", "add", "fake", "--replace", "--", "other").exit_code == 0
@@ -509,3 +512,18 @@ def test_var_mentions_send_the_code_kernels_value_to_an_external_agent(
     prompt = project.calls("prompt")[0]["text"]
     assert "@var:x" in prompt and "42" in prompt
     assert "the answer is @var:x\n" in project.path.read_text()  # the file keeps the text
+
+
+def test_an_external_agents_turn_never_imports_the_model_client(project: Scripted) -> None:
+    """tce chat warms litellm up for a model's turn; an ACP turn calls no model, and the import
+    would only compete with the agent for the processor."""
+    project.add("echo.json")
+    probe = ("import sys\nsys.argv = ['tce', 'chat', sys.argv[1], '-m', 'hi']\n"
+             "from jupyter_percent_agent.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n"
+             "    print('LITELLM' if 'litellm' in sys.modules else 'NO-LITELLM', file=sys.stderr)\n"
+             "    raise\n")
+    p = subprocess.run([sys.executable, "-c", probe, str(project.path)], env=dict(os.environ),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("answer to: hi") and "NO-LITELLM" in p.stderr

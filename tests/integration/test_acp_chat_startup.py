@@ -1,7 +1,8 @@
-"""``tce chat`` whose agent is external starts the agent, not litellm: the model client's
-import (seconds of CPU on a small machine) is started once the turn is known to call a
-model, so an ACP reply's first chunk comes as soon as from a bare SDK client
-(benchmarks/bench_acp.py)."""
+"""``tce chat`` whose agent is external starts the agent, not litellm (``cli/chat.py``'s
+``WarmingUp``), for a user whose model litellm routes (no endpoint of their own, so the
+warm-up would import litellm itself, seconds of CPU beside the agent's start); a model's turn
+still imports it. Measured with ``-X importtime`` of the real command
+(benchmarks/bench_acp.py times the first chunk)."""
 
 from __future__ import annotations
 

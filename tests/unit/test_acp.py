@@ -115,6 +115,11 @@ def test_the_folder_rules_for_the_client_side(tmp_path: Path) -> None:
                        (str(message), "the open message file itself")]:
         with pytest.raises(trust.TrustError, match=says):
             rules.check(path, "write")
+    os.link(tmp_path / "secret.txt", folder / "hard.txt")  # another name, outside
+    with pytest.raises(trust.TrustError, match="hard links"):
+        rules.read("hard.txt")
+    rules.write("hard.txt", "replaced\n")  # the name is replaced, not the shared content
+    assert (tmp_path / "secret.txt").read_text() == "secret"
     written = rules.write(str(folder / "new" / "b.txt"), "made\n")
     assert written.read_text() == "made\n" and os.path.dirname(written) == str(
         (folder / "new").resolve())
