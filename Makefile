@@ -6,9 +6,9 @@ BIN    := $(VENV)/bin
 UV     := .uv/bin/uv
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: setup test test-fast test-js lint-js test-latest lock lint bench bench-peers clean
+.PHONY: setup test test-fast test-js lint-js test-latest lock lock-acp lint bench bench-peers clean
 
-setup:  ## install everything: Debian Chromium, uv, then exactly uv.lock in .venv (package, front end, test extras)
+setup:  ## install everything: Debian Chromium, uv, exactly uv.lock in .venv (package, front end, test extras), fast-agent in .venv-acp
 	bash scripts/setup.sh
 
 test-fast:  ## ruff on the whole tree, then tests/unit (no process, server or network): under a minute
@@ -40,6 +40,11 @@ test-latest:  ## the same suite on the newest packages pyproject.toml allows, in
 lock:   ## refresh uv.lock to the newest allowed packages; then `make setup test`, and commit it alone
 	UV_PYTHON_DOWNLOADS=never $(UV) lock --upgrade --python $(PYTHON)
 
+lock-acp:  ## resolve requirements/fast-agent.in (the real ACP agent the tests drive, Python 3.12+) into requirements/fast-agent.txt
+	UV_PYTHON_DOWNLOADS=never $(UV) pip compile -q requirements/fast-agent.in --python-version 3.12 \
+		--python-platform x86_64-unknown-linux-gnu --no-annotate --custom-compile-command "make lock-acp" \
+		-o requirements/fast-agent.txt
+
 lint:  ## ruff on the Python, then eslint, prettier and stylelint on the labextension; each runs even when one fails
 	status=0; \
 	$(BIN)/ruff check . || status=1; \
@@ -56,4 +61,4 @@ bench-peers:  ## the peers, for benchmarks only: smolagents, LangGraph and bm25s
 	.venv-llm/bin/python -m pip install -q llm
 
 clean:
-	rm -rf $(VENV) .venv-latest .venv-llm .uv build dist jupyter_percent_agent/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) .venv-latest .venv-llm .venv-acp .uv build dist jupyter_percent_agent/labextension labextension/lib labextension/node_modules

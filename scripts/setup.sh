@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up for a fresh machine: Debian's Chromium for the browser tests, uv (from the package
 # registry), then exactly the locked set (uv.lock) in .venv: the package, editable, with its
-# front end built, and its test extras.
+# front end built, and its test extras; then a real ACP agent for the tests in its own
+# .venv-acp (scripts/setup-acp.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,4 +36,5 @@ export UV_PYTHON_DOWNLOADS=never UV_COMPILE_BYTECODE=1 PLAYWRIGHT_SKIP_BROWSER_D
 # first import, which never writes it where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines), and then every `tce` run and kernel start compiles the sources again (~40 ms).
 .venv/bin/python -m compileall -q jupyter_percent_agent >/dev/null
+bash scripts/setup-acp.sh
 echo "setup: done. Activate with: source .venv/bin/activate"

@@ -29,22 +29,26 @@ def set_answer(kernel: Any, kernels: Any) -> Any:
     return kernels
 
 
-async def ask_front_end(kernel: Any, prompt: str, password: bool) -> str:
-    """Send ``input_request`` to the front end of the shell request being handled and wait,
-    without blocking the event loop, for its ``input_reply``; the value typed (``"\\x04"``,
-    end of input, is passed on: the cell's ``input()`` raises ``EOFError``)."""
+async def ask_front_end(kernel: Any, prompt: str, password: bool, *,
+                        request: tuple[Any, Any] | None = None,
+                        extra: dict[str, Any] | None = None) -> str:
+    """Send ``input_request`` to the front end of the shell request being handled (or of
+    ``request``: its parent and ident, taken when it was handled) and wait, without blocking
+    the event loop, for its ``input_reply``; the value typed (``"\\x04"``, end of input, is
+    passed on: the cell's ``input()`` raises ``EOFError``). ``extra``: more of the request's
+    content (an external agent's permission request, for the labextension's dialog)."""
     import zmq
 
     session, socket = kernel.session, kernel.stdin_socket
     while session.recv(socket, mode=zmq.NOBLOCK) != (None, None):
         pass  # a stale reply (to a request interrupted before) is not this one's answer
-    parent = kernel.get_parent("shell")
+    parent, ident = request or (kernel.get_parent("shell"), kernel._parent_ident["shell"])
     session.send(
         socket,
         "input_request",
-        {"prompt": prompt, "password": password},
+        {"prompt": prompt, "password": password, **(extra or {})},
         parent,
-        ident=kernel._parent_ident["shell"],
+        ident=ident,
     )
     while True:
         _, reply = session.recv(socket, mode=zmq.NOBLOCK)

@@ -3,10 +3,10 @@
 A thin front end over ``runtime.send``: running a cell hands the runtime a
 ``LiveConversation`` (the notebook this kernel serves, ``JPY_SESSION_NAME``, read with the
 format core, with the running cell's live source and this session's unsaved runs laid over it)
-and turns the typed events into iopub messages: the reply streams as one ``display_data``
-updated in place; tool calls, results, stdout/stderr and errors are further outputs, built by
-the format core so that JupyterLab's save writes them into the message file as the format
-expects. The kernel never writes the notebook itself.
+and turns the typed events into iopub messages (``_display.CellDisplay``): the reply streams as
+one ``display_data`` updated in place; tool calls, results, stdout/stderr and errors are
+further outputs, built by the format core so that JupyterLab's save writes them into the
+message file as the format expects. The kernel never writes the notebook itself.
 
 Interrupts: while a cell runs, SIGINT (sent by the kernel manager, or by ipykernel's
 ``interrupt_request`` handler in ``interrupt_mode: message``) cancels the asyncio task of the
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,31 +37,16 @@ from jupyter_percent_agent.envflags import env_flag
 from jupyter_percent_agent.kernel import LANGUAGE_INFO
 from jupyter_percent_agent.kernel._comm import LiveStateComms, RunOutcome
 from jupyter_percent_agent.kernel._console import InputHistory, is_complete
+from jupyter_percent_agent.kernel._display import CellDisplay, one_line
 from jupyter_percent_agent.kernel._notebook import (
     KernelMemory,
     LiveConversation,
     ServedNotebook,
     notebook_path,
 )
+from jupyter_percent_agent.kernel._permission import StdinAsker
 from jupyter_percent_agent.kernel._stdin import set_answer
 from jupyter_percent_agent.trust.withholding import Withheld, withholding
-
-STREAMING_ATTRS = {"incomplete": True}
-"""What a reply carries while it streams (docs/format.md): a save meanwhile is never taken
-for a finished reply."""
-
-UPDATE_INTERVAL = 0.1
-"""Seconds between two in-place updates of a streaming reply (the last one always goes)."""
-
-UPDATE_RATE = 500_000
-"""Characters a second a streaming reply's updates may resend: each carries the whole text so
-far, so a long reply waits ``len(text) / UPDATE_RATE`` seconds between two (300 KB: 0.6 s) and
-what is sent and rendered grows with the reply's length, not with its square."""
-
-
-def update_interval(chars: int) -> float:
-    """Seconds to wait before the next in-place update of a reply ``chars`` long."""
-    return max(UPDATE_INTERVAL, chars / UPDATE_RATE)
 
 HELPER_WAIT = 60.0
 """Seconds a message that needs litellm waits for the warm helper to start (it imports
@@ -93,155 +77,26 @@ class _RunFailed(Exception):
         self.ename, self.evalue, self.untrusted = ename, evalue, untrusted
 
 
-def _one_line(text: str, limit: int = 400) -> str:
-    return " ".join(str(text).split())[:limit]
+class KeptAgents:
+    """The open conversation's external agents (``acp.AcpSessions``: one process per ACP
+    agent, kept from message to message, ended with the kernel), made on first use: the ACP
+    SDK (pydantic with it, seconds to import) stays out of a kernel whose agents are not
+    external."""
 
+    def __init__(self) -> None:
+        self._sessions: Any = None
 
-class _Display:
-    """Sends a run's typed events to the front end as iopub messages.
+    async def session(self, *args: Any, **kwargs: Any) -> Any:
+        """``acp.AcpSessions.session``."""
+        if self._sessions is None:
+            from jupyter_percent_agent import acp
 
-    ``live``: the client named the cell it runs (JupyterLab, nbclient): the reply streams as one
-    display updated in place. A client that names none (``jupyter console``, ``jupyter run``)
-    shows no update of a display, so it gets the reply once, whole."""
+            self._sessions = acp.AcpSessions()
+        return await self._sessions.session(*args, **kwargs)
 
-    def __init__(self, kernel: AgentKernel, live: bool = True) -> None:
-        self.kernel = kernel
-        self.live = live
-        self.agent = "agent"
-        self.display_id: str | None = None
-        self.text = ""
-        self.sent_at = 0.0
-        self.sent_text = ""
-        self.errors: list[dict[str, Any]] = []
-        self.shown = False
-        self.conversation: Any = None  # its kind is known once the run has begun
-        self.live_streams = False  # a code kernel's stdout/stderr was shown as it came
-
-    # -- the streaming reply -----------------------------------------------------------
-
-    def _streaming_content(self) -> dict[str, Any]:
-        from jupyter_percent_agent import format as fmt
-        from jupyter_percent_agent.masking import streamed
-
-        shown, _ = streamed(self.text)  # not even the start of a key before it is whole
-        # marked incomplete until the last update replaces it: a save (or JupyterLab's
-        # autosave) while it streams writes the reply so far as one that did not finish
-        out = fmt.reply_output(fmt.escape_surrogates(shown), agent=self.agent,
-                               out_id=None,  # type: ignore[arg-type]  # id: on the last update
-                               attrs=STREAMING_ATTRS)
-        return {"data": out["data"], "metadata": out["metadata"]}
-
-    def _push(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and (now - self.sent_at < update_interval(len(self.sent_text))
-                          or self.text == self.sent_text):
-            return
-        self._send("update_display_data", {**self._streaming_content(),
-                                           "transient": {"display_id": self.display_id}})
-        self.sent_at, self.sent_text = now, self.text
-
-    def _open(self) -> None:
-        import uuid
-
-        self.display_id = uuid.uuid4().hex
-        self._send("display_data", {**self._streaming_content(),
-                                    "transient": {"display_id": self.display_id}})
-        self.sent_at, self.sent_text = time.monotonic(), self.text
-
-    def _close_with(self, out: dict[str, Any]) -> None:
-        """Replace the streaming reply by its final form, with every attribute."""
-        self._send("update_display_data", {"data": out["data"], "metadata": out["metadata"],
-                                           "transient": {"display_id": self.display_id}})
-        self.display_id, self.text, self.sent_text = None, "", ""
-
-    # -- events --------------------------------------------------------------------------
-
-    def __call__(self, event: Any) -> None:
-        from jupyter_percent_agent.runtime import events as ev
-
-        match event:
-            case ev.Answering(agent=agent):
-                self.agent = agent
-            case ev.Delta(text=text):
-                self.text += text
-                if not self.live:
-                    pass
-                elif self.display_id is None:
-                    if self.text.strip():
-                        self._open()
-                else:
-                    self._push()
-            case ev.Retry(reason=reason):
-                # the next attempt starts afresh; the text shown stays until it streams (or,
-                # when every attempt fails, until the runtime's incomplete reply replaces it):
-                # never an empty reply left behind
-                self.text = ""
-                self.kernel.log.info("agent: %s", reason)
-            case ev.CodeText(name=name, text=text):
-                self.live_streams = True
-                self._send("stream", {"name": name, "text": text})
-            case ev.OutputMade(output=out):
-                self._output(out)
-            case ev.Interrupted(partial=partial):
-                if not self.live and partial is not None:
-                    self._output(partial)
-                elif self.display_id is not None:
-                    if partial is not None:
-                        self._close_with(partial)
-                    else:
-                        self._push(force=True)
-            case ev.Status() | ev.Chunk():
-                self.kernel.log.info("agent: %s", event)
-
-    def _output(self, out: dict[str, Any]) -> None:
-        from jupyter_percent_agent import format as fmt
-
-        if fmt.output_kind(out) == "reply" and self.display_id is not None:
-            self._close_with(out)
-            return
-        self.display_id, self.text = None, ""
-        ot = out.get("output_type")
-        if ot == "stream":
-            if not self.live_streams:  # a code kernel's streams were shown as they came
-                self._send("stream", {"name": out["name"], "text": fmt.output_text(out)})
-        elif ot == "execute_result":
-            count = out.get("execution_count")  # a [code] cell's: its kernel's count
-            self._send("execute_result", {"data": out["data"], "metadata": out["metadata"],
-                                          "execution_count": count if isinstance(count, int)
-                                          else self.kernel.execution_count})
-        elif ot == "error":
-            self.errors.append(out)
-            # a [code] cell's traceback comes from its kernel: shown whole, as Jupyter does
-            code = getattr(self.conversation, "kind", None) == "code"
-            traceback = (list(out.get("traceback") or []) if code and out.get("traceback")
-                         else _short_traceback(out))
-            self._send("error", {"ename": out["ename"], "evalue": out["evalue"],
-                                 "traceback": traceback})
-        else:
-            self._send("display_data", {"data": out["data"], "metadata": out["metadata"],
-                                        "transient": {}})
-
-    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
-        self.shown = True
-        self.kernel.send_response(self.kernel.iopub_socket, msg_type, for_clients(content))
-
-
-def for_clients(content: dict[str, Any]) -> dict[str, Any]:
-    """What leaves the kernel: a ``text/plain`` beside rich types (``jupyter console`` and
-    ``jupyter run`` show only that; the file does not keep it), every secret masked."""
-    from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent.masking import mask_data
-
-    if isinstance(content.get("data"), dict):
-        content = dict(fmt.with_plain_text(content))
-    return mask_data(content)
-
-
-def _short_traceback(out: dict[str, Any]) -> list[str]:
-    """The reason on one line, then the attempts the runtime listed (a line each)."""
-    lines = [f"{out['ename']}: {_one_line(out['evalue'])}"]
-    lines += [_one_line(t) for t in (out.get("traceback") or [])[:10]]
-    return lines
+    async def close(self) -> None:
+        if self._sessions is not None:
+            await self._sessions.close()
 
 
 class AgentKernel(Kernel):
@@ -270,6 +125,7 @@ class AgentKernel(Kernel):
         self._task: asyncio.Task[Any] | None = None
         self._interrupt_pending = False
         self._code_kernels: Any = None  # codekernel.CodeKernels, on the first [code] cell
+        self._acp_sessions = KeptAgents()  # external agents, kept while the file is open
         self._served = ServedNotebook(notebook_path())
         self._said: set[str] = set()  # why trust was withheld, said once a session each
         # the live state JupyterLab sends on a comm, and what a run tells it back (_comm)
@@ -291,6 +147,7 @@ class AgentKernel(Kernel):
         return self._code_kernels
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        await self._acp_sessions.close()  # the conversation's external agents end with it
         if self._code_kernels is not None:
             await self._code_kernels.shutdown()
         return {"status": "ok", "restart": restart}
@@ -325,7 +182,9 @@ class AgentKernel(Kernel):
                          ) -> dict[str, Any]:
         """Run one cell: a message (the agent answers), ``[code]``, ``[tool_call]``..."""
         self._interrupt_pending = False
-        self._allow_stdin = allow_stdin  # as IPython's kernel records it: may input() ask?
+        # as IPython's kernel records it: may input() (and an external agent) ask the person?
+        # JupyterLab and jupyter console say yes; nbclient and papermill no
+        self._allow_stdin = allow_stdin
         self._outcome = RunOutcome()
         if silent or not code.strip():  # silent requests are a front end's machinery
             return self._ok()
@@ -393,11 +252,15 @@ class AgentKernel(Kernel):
         from jupyter_percent_agent.runtime import RunOptions, send
 
         code, path = conversation.source, conversation.path
-        display = _Display(self, live=cell_id is not None)
+        display = CellDisplay(self, live=cell_id is not None)
         display.conversation = conversation
         kernels = set_answer(self, self.code_kernels(folder))  # input(): the user answers
+        # an external agent's permission requests: asked of the person when the front end
+        # has one (allow_stdin), else answered by the user's setting or rejected
+        asker = StdinAsker(self, lambda: display.agent) if self._allow_stdin else None
         options = RunOptions(base_dir=folder, current_text=code, runners=TASK_RUNNERS,
-                             code_kernels=kernels)
+                             code_kernels=kernels, path=path, permission_asker=asker,
+                             acp_sessions=self._acp_sessions)
         self._task = asyncio.ensure_future(
             send(conversation, options, display, transport=self._transport))
         if self._interrupt_pending:
@@ -423,8 +286,8 @@ class AgentKernel(Kernel):
             shown = errors.report(exc, path=str(path) if path else None)
             if shown is None:  # a bug: its traceback goes to the log
                 self.log.error("agent run failed", exc_info=exc)
-                raise _RunFailed(type(exc).__name__, _one_line(str(exc)))
-            raise _RunFailed(shown.ename, _one_line(shown.message), shown.trust_folder)
+                raise _RunFailed(type(exc).__name__, one_line(str(exc)))
+            raise _RunFailed(shown.ename, one_line(shown.message), shown.trust_folder)
         run = task.result()
         self._last_output = run.reply or run.error
         if by_text and path is not None:
@@ -432,11 +295,11 @@ class AgentKernel(Kernel):
         if run.status == "error":
             if display.errors:
                 err = display.errors[-1]
-                return self._error(err["ename"], _one_line(err["evalue"]))
+                return self._error(err["ename"], one_line(err["evalue"]))
             # a [code] cell's traceback went to stderr, a failed tool call is a [tool]
             # result: an error output only when nothing was shown
             ename = run.error_type or "Error"
-            reason = _one_line(run.error or "failed")
+            reason = one_line(run.error or "failed")
             return self._error(ename, reason.removeprefix(f"{ename}: "),
                                publish=not display.shown)
         if run.proposed and conversation.nb_id is not None:
@@ -474,7 +337,7 @@ class AgentKernel(Kernel):
         try:
             return conversation_by_text(Path.cwd(), code, ran)
         except PercentAgentError as exc:
-            raise _RunFailed(exc.ename, _one_line(str(exc))) from None
+            raise _RunFailed(exc.ename, one_line(str(exc))) from None
 
     def _ok(self) -> dict[str, Any]:
         return {"status": "ok", "execution_count": self.execution_count,

@@ -191,6 +191,7 @@ class _Recorder:
             self.run.tell(Status(f"tool: {call.title} ({call.kind})"))
         self.calls[call.id] = (cid, call)
         if call.finished:
+            self.flush_text()  # what the agent said while the tool ran comes before its result
             self.tool_result(call.id, interrupted=False)
 
     def tool_result(self, acp_id: str, *, interrupted: bool) -> None:

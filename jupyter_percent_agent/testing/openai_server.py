@@ -34,61 +34,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from jupyter_percent_agent.testing.openai_replies import (
+    DEFAULT_REPLY,
+    Reply,
+    completion_body,
+    split_text,
+    tool_call_deltas,
+    usage_of,
+)
+
 __all__ = ["Headers", "OpenAIServer", "RecordedRequest", "Reply", "hashed_embedding"]
-
-DEFAULT_REPLY = "Hello from the local test server."
-
-
-@dataclass
-class Reply:
-    """One scripted answer: text, or a fault.
-
-    ``status`` other than 200 answers with an OpenAI-style error body. ``delay`` waits before
-    the first byte (longer than the client's timeout = a timeout). ``disconnect_after`` cuts
-    the connection after that many content chunks. ``malformed`` sends a chunk that is not
-    JSON. ``reasoning`` is streamed as ``reasoning_content`` before the content.
-    """
-
-    content: str = DEFAULT_REPLY
-    status: int = 200
-    error: str = ""
-    delay: float = 0.0
-    chunk_delay: float = 0.0
-    chunk_size: int = 8
-    disconnect_after: int | None = None
-    malformed: bool = False
-    reasoning: str = ""
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    """Function calls to answer with (``{"name": ..., "arguments": {...}}``), as a model
-    driving tools with JSON function calling does (not streamed: ``stream`` is refused)."""
-
-    @classmethod
-    def http_error(cls, status: int, message: str = "", **kw: Any) -> Reply:
-        """An HTTP error (429 rate limit, 500, 503...)."""
-        return cls(status=status, error=message or f"injected error {status}", **kw)
-
-    @classmethod
-    def slow(cls, seconds: float, content: str = DEFAULT_REPLY) -> Reply:
-        """Wait ``seconds`` before answering: a timeout for a client that waits less."""
-        return cls(content=content, delay=seconds)
-
-    @classmethod
-    def disconnect(cls, content: str = DEFAULT_REPLY, after: int = 1) -> Reply:
-        """Stream ``after`` chunks of ``content``, then drop the connection."""
-        return cls(content=content, disconnect_after=after)
-
-    @classmethod
-    def garbage(cls) -> Reply:
-        """A stream whose data is not JSON."""
-        return cls(content="", malformed=True)
-
 
 class Headers(dict):
     """Request headers as received, looked up by name in any case (HTTP field names are
@@ -315,16 +274,12 @@ class _Handler(BaseHTTPRequestHandler):
                             {"Retry-After": "0", **reply.headers})
             return
         model = body.get("model", state.models[0])
-        usage = recorded.usage = _usage(body, reply)
-        if body.get("stream") and reply.tool_calls:
-            self._send_json(400, {"error": {"message": "scripted tool calls are not streamed",
-                                            "type": "invalid_request_error"}})
-            return
+        usage = recorded.usage = usage_of(body, reply)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(reply, model, usage if include_usage else None)
         else:
-            self._send_json(200, _completion(reply, model, usage), reply.headers)
+            self._send_json(200, completion_body(reply, model, usage), reply.headers)
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         state = self.server_state
@@ -386,11 +341,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write_chunk(b"")
                 return
             self._event(chunk({"role": "assistant", "content": ""}))
-            pieces = _split(reply.reasoning, reply.chunk_size)
+            pieces = split_text(reply.reasoning, reply.chunk_size)
             for piece in pieces:
                 self._event(chunk({"reasoning_content": piece}))
             sent = 0
-            for piece in _split(reply.content, reply.chunk_size):
+            for piece in split_text(reply.content, reply.chunk_size):
                 if reply.disconnect_after is not None and sent >= reply.disconnect_after:
                     self.close_connection = True
                     self.connection.shutdown(2)  # cut without the terminating chunk
@@ -403,7 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
-            self._event(chunk({}, "stop"))
+            for delta in tool_call_deltas(reply):
+                self._event(chunk(delta))
+            self._event(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
             if usage is not None:
                 self._event({"id": cid, "object": "chat.completion.chunk", "created": created,
                              "model": model, "choices": [], "usage": usage})
@@ -411,54 +368,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
-
-
-def _split(text: str, size: int) -> list[str]:
-    """Split text into pieces of about ``size`` characters (a stream of several chunks)."""
-    size = max(1, size)
-    return [text[i:i + size] for i in range(0, len(text), size)]
-
-
-def _count_words(body: dict[str, Any]) -> int:
-    """The prompt's size in words: every message, the function calls in it, and the tool
-    schemas sent along (they are part of what a model reads)."""
-    n = len(json.dumps(body["tools"]).split()) if body.get("tools") else 0
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if isinstance(content, list):
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        n += len(str(content or "").split()) + 4
-        for call in m.get("tool_calls") or []:
-            n += len(json.dumps(call.get("function", {})).split())
-    return n
-
-
-def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
-    p = reply.prompt_tokens if reply.prompt_tokens is not None else _count_words(body)
-    c = (reply.completion_tokens if reply.completion_tokens is not None
-         else len(reply.content.split()) + len(json.dumps(reply.tool_calls).split())
-         * bool(reply.tool_calls))
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
-
-
-def _completion(reply: Reply, model: str, usage: dict[str, int]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.reasoning:
-        message["reasoning_content"] = reply.reasoning
-    if reply.malformed:
-        message = {"role": "assistant", "content": None, "garbage": "{not json"}
-    finish = "stop"
-    if reply.tool_calls:
-        message["content"] = reply.content or None
-        message["tool_calls"] = [
-            {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-             "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
-            for c in reply.tool_calls]
-        finish = "tool_calls"
-    return {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion",
-            "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,7 @@
 """pytest fixtures shared by the test suite (listed in tests/conftest.py): the local
 OpenAI-compatible server, the environment that points a test and its processes at it, and the
-configuration of pytest-jupyter's in-process Jupyter server."""
+configuration of pytest-jupyter's in-process Jupyter server, and fast-agent (a real ACP
+agent) on the local server."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from jupyter_percent_agent.testing.fast_agent import (
+    FastAgent,
+    fast_agent_executable,
+    fast_agent_for,
+)
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 
@@ -48,6 +54,22 @@ def env(local_model: OpenAIServer) -> dict[str, str]:
     """The environment of a process this test starts: this process's, with the local model
     server as its model (``local_model``) and the test's own user config directory."""
     return dict(os.environ)
+
+
+@pytest.fixture
+def fast_agent(local_model: OpenAIServer, request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> FastAgent:
+    """fast-agent (``make setup`` installs it in ``.venv-acp``) with the local model server
+    as its model: ``tce(*fast_agent.acp_add_args("coder"))`` adds it. Without it the test
+    is skipped, and fails under ``CI=true``, as the browser tests do without Chromium."""
+    executable = fast_agent_executable(request.config.rootpath)
+    if executable is None:
+        message = ("fast-agent is not installed in .venv-acp (it needs Python 3.12+): "
+                   "make setup installs it")
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; CI must have it")
+        pytest.skip(message)
+    return fast_agent_for(executable, local_model.url, tmp_path_factory.mktemp("fast-agent"))
 
 
 @pytest.fixture

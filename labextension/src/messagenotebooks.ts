@@ -12,7 +12,8 @@
  *   into a message saved beside the conversation and linked (`pasteimages.ts`).
  *
  * "Trust Notebook" trusts every cell of every notebook: the plugin puts a message
- * notebook's back; and it offers "Set up a model" under a cell that failed for a missing key.
+ * notebook's back; it offers "Set up a model" under a cell that failed for a missing key, and
+ * asks an external agent's permission requests in a dialog (`permission.ts`).
  */
 
 import {
@@ -37,6 +38,7 @@ import { NOTEBOOK_FACTORY } from './filetypes';
 import { sendLiveState } from './livestate';
 import { guardNotebook, guardRenderers, untrustNotebook } from './notebook';
 import { watchPastedImages } from './pasteimages';
+import { installPermissionDialogs } from './permission';
 import { watchProposals } from './proposals';
 import { watchMissingKeys } from './setup';
 import { setTranslator } from './translation';
@@ -110,6 +112,7 @@ export const messageNotebooksPlugin: JupyterFrontEndPlugin<IMessageNotebooks> =
       );
       app.docRegistry.addWidgetExtension(NOTEBOOK_FACTORY, extension);
       watchMissingKeys();
+      installPermissionDialogs();
       app.commands.commandExecuted.connect((_, executed) => {
         if (executed.id === 'notebook:trust') {
           void executed.result.then(() => {

@@ -23,9 +23,11 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { IAttpReply, looksLikeAttp, parseAttp } from './attp';
+import { diffStart, renderDiff, showDiffBlocks } from './diff';
 import { el } from './dom';
 import { replaceJarvisPlaceholders } from './jarvis';
 import { extractJarvisTags } from './jarvistags';
+import { renderPlan } from './steps';
 import { trans } from './translation';
 import { armRemoteMedia, loadHeldMedia, modelSanitizer } from './untrusted';
 import { formatUsage, IUsage, usageOf } from './usage';
@@ -127,7 +129,7 @@ function untrusted(model: IRenderMime.IMimeModel): IRenderMime.IMimeModel {
 
 /**
  * Render model-written Markdown into `host`: untrusted, through JupyterLab's sanitizer and
- * `untrusted.ts`, with the widget's resolver and parser.
+ * `untrusted.ts`, with the widget's resolver and parser; its `diff` code blocks as diffs.
  */
 async function markdownInto(
   widget: RenderedCommon,
@@ -147,6 +149,7 @@ async function markdownInto(
     markdownParser: widget.markdownParser,
     translator: widget.translator
   });
+  showDiffBlocks(host);
   await loadHeldMedia(host, widget.resolver);
 }
 
@@ -161,7 +164,22 @@ async function renderToolCall(
 ): Promise<void> {
   const name = text(attrs['name'] ?? attrs['tool']) || 'tool';
   const details = el('details', 'jp-PercentAgent-toolCall');
-  details.appendChild(el('summary', '', trans().__('tool call: %1', name)));
+  const kind = text(attrs['kind']);
+  details.appendChild(
+    el(
+      'summary',
+      '',
+      kind
+        ? trans().__('tool call: %1 (%2)', name, kind)
+        : trans().__('tool call: %1', name)
+    )
+  );
+  if (kind) {
+    // an external agent's call: its title, locations and input, as text
+    details.appendChild(el('pre', '', source));
+    widget.node.appendChild(details);
+    return;
+  }
   const body = el('div', 'jp-PercentAgent-toolCode');
   // A tool call is Python written by the model, or the call's own Markdown.
   const code = /^\s*(`{3,}|~{3,})/.test(source)
@@ -200,7 +218,17 @@ function renderToolResult(
   if (failed && error && !source.includes(error)) {
     details.appendChild(el('div', 'jp-PercentAgent-toolError', error));
   }
-  details.appendChild(el('pre', '', source));
+  const diffAt = diffStart(source);
+  if (diffAt < 0) {
+    details.appendChild(el('pre', '', source));
+  } else {
+    // an edit (an external agent's): the text, then the diff shown as a diff, in view
+    if (source.slice(0, diffAt).trim()) {
+      details.appendChild(el('pre', '', source.slice(0, diffAt)));
+    }
+    details.appendChild(renderDiff(source.slice(diffAt)));
+    details.open = true;
+  }
   widget.node.appendChild(details);
 }
 
@@ -358,6 +386,30 @@ export class AgentMarkdown extends RenderedMarkdown {
     const body = el('div', 'jp-PercentAgent-replyBody');
     this.node.appendChild(body);
     const streaming = isStreaming(attrs);
+    if (attrs['plan'] === true) {
+      // an external agent's plan: a checklist
+      body.appendChild(renderPlan(source));
+      return;
+    }
+    if (attrs['thought'] === true) {
+      // an external agent's thinking, folded as an ATTP step's thought is
+      return this._renderStep(
+        {
+          prose: '',
+          thought: source,
+          answer: null,
+          toolCall: null,
+          complete: true
+        },
+        body
+      );
+    }
+    if (attrs['reasoning'] && !attrs['attp_error'] && !looksLikeAttp(source)) {
+      // an external agent's text before a tool call: prose, not an ATTP step (the
+      // runtime records one that does not parse with its `attp_error`)
+      await this._markdownWithMedia(source, body);
+      return;
+    }
     if (attrs['reasoning'] || (streaming && looksLikeAttp(source))) {
       const step = parseAttp(source, streaming);
       if (step === null) {

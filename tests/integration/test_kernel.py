@@ -287,7 +287,7 @@ def test_a_long_reply_streams_in_few_updates_and_ends_complete_and_exact(
 
 
 def test_a_longer_reply_waits_longer_between_two_updates() -> None:
-    from jupyter_percent_agent.kernel.kernel import UPDATE_INTERVAL, update_interval
+    from jupyter_percent_agent.kernel._display import UPDATE_INTERVAL, update_interval
 
     assert update_interval(0) == update_interval(10_000) == UPDATE_INTERVAL
     assert update_interval(300_000) > 5 * UPDATE_INTERVAL

@@ -173,7 +173,34 @@ def test_scripted_function_calls_and_the_usage_they_are_counted_with(
     without_tools = 2 + 4  # "log please" and a message's overhead
     assert reply["usage"]["prompt_tokens"] > without_tools
     assert openai_server.chat_requests[-1].usage == reply["usage"]
-    openai_server.script(Reply("", tool_calls=[{"name": "x"}]))
-    status, _ = _post(openai_server, {"model": "m", "stream": True,
-                                      "messages": [{"role": "user", "content": "hi"}]})
-    assert status == 400
+
+
+def test_scripted_function_calls_stream_as_openai_streams_them(
+        openai_server: OpenAIServer) -> None:
+    """An agent that streams (fast-agent, most harnesses) gets scripted function calls as
+    the OpenAI SDK's own stream reader assembles them: two calls, each whole, after the
+    text, and the stream ends for tool calls."""
+    import openai
+
+    openai_server.script(Reply("Reading first.", tool_calls=[
+        {"name": "read_text_file", "arguments": {"path": "/w/a.txt"}},
+        {"name": "write_text_file", "arguments": {"path": "/w/a.txt",
+                                                  "content": "a longer text " * 5}}]))
+    client = openai.OpenAI(base_url=openai_server.url, api_key="none", max_retries=0)
+    stream = client.chat.completions.create(model="m", messages=MSGS, stream=True)
+    text, calls, finish = "", {}, None
+    for chunk in stream:
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        for part in delta.tool_calls or []:
+            call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+            call["id"] += part.id or ""
+            call["name"] += (part.function and part.function.name) or ""
+            call["arguments"] += (part.function and part.function.arguments) or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert text == "Reading first."
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == [
+        ("read_text_file", {"path": "/w/a.txt"}),
+        ("write_text_file", {"path": "/w/a.txt", "content": "a longer text " * 5})]
+    assert all(c["id"].startswith("call_") for c in calls.values())
+    assert finish == "tool_calls"

@@ -1,0 +1,57 @@
+"""``tce chat`` whose agent is external starts the agent, not litellm (``cli/chat.py``'s
+``WarmingUp``), for a user whose model litellm routes (no endpoint of their own, so the
+warm-up would import litellm itself, seconds of CPU beside the agent's start); a model's turn
+still imports it. Measured with ``-X importtime`` of the real command
+(benchmarks/bench_acp.py times the first chunk)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from jupyter_percent_agent.testing.environment import run_tce, tce
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+
+CHAT = "---\nagents:\n  coder: {acp: scripted}\ndefault_agent: coder\n---\n"
+
+
+def _imported(stderr: str) -> set[str]:
+    """The top-level packages ``-X importtime`` says were imported."""
+    return {line.split("|")[-1].strip().split(".")[0] for line in stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_tce_chat_with_an_external_agent_never_imports_litellm(
+        tmp_path: Path, trusted: Callable[[Path], Path], env: dict[str, str]) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"prompts": [[{"sleep": 2}, {"say": "Hello."}]]}))
+    assert tce("acp", "add", "scripted", "--", sys.executable, "-m",
+               "jupyter_percent_agent.testing.scripted_acp_agent", str(script)).exit_code == 0
+    folder = tmp_path / "work"
+    folder.mkdir()
+    trusted(folder)
+    (folder / "chat.msg.md").write_text(CHAT, encoding="utf-8")
+    # the user's environment names a model litellm routes (no endpoint of their own)
+    user = {k: v for k, v in env.items() if k != "PERCENT_AGENT_API_BASE"}
+    done = run_tce("chat", str(folder / "chat.msg.md"), "-m", "Hi",
+                   env={**user, "PERCENT_AGENT_MODEL": "gpt-4o-mini", "PERCENT_AGENT_WARM": "0",
+                        "PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Hello." in done.stdout
+    imported = _imported(done.stderr)
+    assert "acp" in imported  # the measure works: the ACP SDK's import is seen
+    assert "litellm" not in imported
+
+
+def test_tce_chat_with_a_model_agent_still_imports_litellm_while_it_plans(
+        tmp_path: Path, local_model: OpenAIServer, env: dict[str, str]) -> None:
+    """The import overlaps building the history, as before: a model turn needs it."""
+    local_model.script("Hi there.")
+    done = run_tce("chat", str(tmp_path / "chat.msg.md"), "-m", "Hi",
+                   env={**env, "PERCENT_AGENT_WARM": "0", "PERCENT_AGENT_DIRECT": "0",
+                        "PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Hi there." in done.stdout
+    assert "litellm" in _imported(done.stderr)
