@@ -38,7 +38,7 @@ import { NOTEBOOK_FACTORY } from './filetypes';
 import { sendLiveState } from './livestate';
 import { guardNotebook, guardRenderers, untrustNotebook } from './notebook';
 import { watchPastedImages } from './pasteimages';
-import { installPermissionDialogs } from './permission';
+import { askPermissionsInDialogs } from './permission';
 import { watchProposals } from './proposals';
 import { watchMissingKeys } from './setup';
 import { setTranslator } from './translation';
@@ -82,6 +82,7 @@ export class MessageNotebookExtension
       sendLiveState(panel);
       watchProposals(panel);
       watchTrustRefusals(panel);
+      askPermissionsInDialogs(panel);
       highlightCodeCells(panel);
       parts.add(watchPastedImages(panel, this._contents));
       this._found.emit(panel);
@@ -112,7 +113,6 @@ export const messageNotebooksPlugin: JupyterFrontEndPlugin<IMessageNotebooks> =
       );
       app.docRegistry.addWidgetExtension(NOTEBOOK_FACTORY, extension);
       watchMissingKeys();
-      installPermissionDialogs();
       app.commands.commandExecuted.connect((_, executed) => {
         if (executed.id === 'notebook:trust') {
           void executed.result.then(() => {

@@ -14,6 +14,8 @@
  */
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { CodeCell } from '@jupyterlab/cells';
+import { NotebookPanel } from '@jupyterlab/notebook';
 import { OutputArea } from '@jupyterlab/outputarea';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
@@ -80,42 +82,94 @@ export async function askPermission(
   return index >= 0 ? request.options[index].id : '';
 }
 
-let installed = false;
+/** The permission request each kernel has asked and not yet had answered, as it arrived. */
+const asked = new WeakMap<
+  Kernel.IKernelConnection,
+  KernelMessage.IInputRequestMsg
+>();
+const heard = new WeakSet<Kernel.IKernelConnection>();
+const watchedAreas = new WeakSet<OutputArea>();
 
-/**
- * Show the Agent kernel's permission requests as a dialog in every output area (any
- * other input request keeps JupyterLab's own prompt box). Once per page.
- */
-export function installPermissionDialogs(): void {
-  if (installed) {
+/** Note the Agent kernel's permission requests as they arrive (`anyMessage` is emitted
+ * before the request is handed to the cell's output area). */
+function hearRequests(kernel: Kernel.IKernelConnection): void {
+  if (heard.has(kernel)) {
     return;
   }
-  installed = true;
-  const proto = OutputArea.prototype as unknown as {
-    onInputRequest(
-      msg: KernelMessage.IInputRequestMsg,
-      future: Kernel.IShellFuture
-    ): void;
-  };
-  const prompt = proto.onInputRequest;
-  proto.onInputRequest = function (
-    this: OutputArea,
-    msg: KernelMessage.IInputRequestMsg,
-    future: Kernel.IShellFuture
-  ): void {
-    const request = permissionRequest(msg.content);
-    if (request === null) {
-      return prompt.call(this, msg, future);
+  heard.add(kernel);
+  kernel.anyMessage.connect((_, { msg, direction }) => {
+    if (
+      direction === 'recv' &&
+      msg.channel === 'stdin' &&
+      KernelMessage.isInputRequestMsg(msg) &&
+      permissionRequest(msg.content) !== null
+    ) {
+      asked.set(kernel, msg);
     }
-    void askPermission(request)
-      .catch(reason => {
-        console.error('jupyter-percent-agent: permission', reason);
-        return '';
-      })
-      .then(value => {
-        if (!future.isDisposed) {
-          future.sendInputReply({ status: 'ok', value }, msg.header);
-        }
-      });
+  });
+}
+
+/**
+ * Ask a cell's permission request in a dialog: JupyterLab's prompt box for it is hidden and
+ * the answer goes back on the cell's request (`OutputArea.future.sendInputReply`).
+ */
+function onInputRequested(
+  panel: NotebookPanel,
+  area: OutputArea,
+  stdin: Widget
+): void {
+  const kernel = panel.sessionContext.session?.kernel;
+  const msg = kernel ? asked.get(kernel) : undefined;
+  const request = msg ? permissionRequest(msg.content) : null;
+  if (!kernel || !msg || request === null) {
+    return; // input() and getpass(): JupyterLab's own prompt box
+  }
+  asked.delete(kernel);
+  (stdin.parent ?? stdin).hide();
+  void askPermission(request)
+    .catch(reason => {
+      console.error('jupyter-percent-agent: permission', reason);
+      return '';
+    })
+    .then(value => {
+      const future = area.future;
+      if (future && !future.isDisposed) {
+        future.sendInputReply({ status: 'ok', value }, msg.header);
+      }
+    });
+}
+
+/**
+ * Show the Agent kernel's permission requests in `panel` as a dialog (any other input
+ * request keeps JupyterLab's own prompt box), through public signals only: the kernel
+ * connection's `anyMessage` and each code cell's `OutputArea.inputRequested`.
+ */
+export function askPermissionsInDialogs(panel: NotebookPanel): void {
+  const watchKernel = (): void => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (kernel) {
+      hearRequests(kernel);
+    }
   };
+  const watchCells = (): void => {
+    if (panel.isDisposed) {
+      return;
+    }
+    for (const cell of panel.content.widgets) {
+      if (cell instanceof CodeCell && !watchedAreas.has(cell.outputArea)) {
+        const area = cell.outputArea;
+        watchedAreas.add(area);
+        area.inputRequested.connect((_, stdin) =>
+          onInputRequested(panel, area, stdin)
+        );
+      }
+    }
+  };
+  panel.sessionContext.kernelChanged.connect(watchKernel);
+  panel.sessionContext.ready.then(watchKernel).catch(() => undefined);
+  watchKernel();
+  watchCells();
+  panel.model?.cells.changed.connect(
+    () => void Promise.resolve().then(watchCells)
+  );
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,29 @@ def test_no_function_in_the_format_core_takes_more_than_six_positional_parameter
                 if n > MAX_POSITIONAL:
                     wide.append(f"{path.name}:{node.lineno} {node.name} ({n})")
     assert wide == []
+
+
+# A method of another object replaced in place (``kernel.requestExecute = ...``,
+# ``proto.onInputRequest = function ...``) or a prototype touched; DOM event handler
+# properties (``reader.onload = ...``) are the DOM's public way and are not counted.
+PATCH = re.compile(r"\.prototype\b|\b(?!this\b)[A-Za-z_]\w*\.(?!on[a-z]+\b)[A-Za-z_]\w*\s*=\s*"
+                   r"(?:function\b|async\b|\([^)]*\)\s*(?::\s*[\w<>\[\]| ]+)?\s*=>)")
+
+
+def _patches(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if PATCH.search(line)]
+
+
+def test_the_labextension_patches_no_jupyterlab_object() -> None:
+    sources = sorted((paths.ROOT / "labextension" / "src").glob("*.ts"))
+    assert sources
+    found = {p.name: _patches(p.read_text()) for p in sources if not p.name.endswith(".spec.ts")}
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+def test_the_patch_rule_finds_the_patches_the_extension_once_had() -> None:
+    assert _patches("    kernel.requestExecute = (content, disposeOnDone, metadata) => {")
+    assert _patches("  const proto = OutputArea.prototype as unknown as {")
+    assert _patches("  proto.onInputRequest = function (")
+    assert not _patches("    reader.onload = () => {")
+    assert not _patches("    this.value = (a) => a;")
