@@ -177,12 +177,11 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     transport = command_transport()
     conversation = FileConversation(path, message, title=title, force=force,
                                     save=(include, exclude) if save else None)
-    from jupyter_percent_agent.cli.acp import person_at_terminal, terminal_asker
+    from jupyter_percent_agent.cli.acp import person_asker
 
     options = RunOptions(agent=agent, model=model, include=() if save else include,
                          exclude=() if save else exclude, base_dir=path.parent, path=path,
-                         permission_asker=terminal_asker if person_at_terminal() and not as_json
-                         else None)
+                         permission_asker=person_asker(quiet=as_json))
     printer = Printer(quiet=as_json)
     try:
         run = asyncio.run(send(WarmingUp(conversation, transport), options, printer,
