@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_percent_agent.runtime.code_history import NO_VISION
 from jupyter_percent_agent.testing.environment import tce, tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.integration.test_acp import DATA, HEADER, Scripted
@@ -124,3 +125,36 @@ def test_tce_run_of_external_agents_steps_only_never_imports_the_model_client(
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["context"]["answer"].startswith("answer to: hi")
     assert "NO-LITELLM" in p.stderr
+
+
+# -- images in an external agent's prompt --------------------------------------------------
+
+def _images(call: dict) -> list[dict]:
+    return [b for b in call["blocks"] if b["type"] == "image"]
+
+
+def test_images_go_to_an_agent_that_takes_them_as_image_blocks(project: Scripted) -> None:
+    shutil.copy(DATA / "plot.png", project.folder / "plot.png")
+    project.add("images.json")
+    r = tce("chat", str(project.path), "-m", "what is in ![a plot](plot.png)?")
+    assert r.exit_code == 0, r.output
+    r = tce("chat", str(project.path), "-m", "and now? ![again](plot.png)")  # continued
+    assert r.exit_code == 0, r.output
+    first, second = project.calls("prompt")
+    assert [c["method"] for c in project.calls()].count("load_session") == 1
+    for call in (first, second):
+        (image,) = _images(call)
+        assert image["mimeType"] == "image/png" and image["bytes"] > 0
+        assert "[image 1: plot.png (image/png)]" in call["text"]
+        assert NO_VISION not in call["text"]
+    assert first["blocks"][0]["type"] == "text"  # the message's text, then its image
+
+
+def test_an_agent_that_takes_no_images_gets_the_line_non_vision_models_get(
+        project: Scripted) -> None:
+    shutil.copy(DATA / "plot.png", project.folder / "plot.png")
+    project.add("echo.json")
+    r = tce("chat", str(project.path), "-m", "what is in ![a plot](plot.png)?")
+    assert r.exit_code == 0, r.output
+    (call,) = project.calls("prompt")
+    assert _images(call) == [] and call["text"].endswith(NO_VISION)
