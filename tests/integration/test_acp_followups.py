@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent.runtime.code_history import NO_VISION
-from jupyter_percent_agent.testing.environment import tce, tce_on_terminal
+from jupyter_percent_agent.testing.environment import run_tce, tce, tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.integration.test_acp import DATA, HEADER, Scripted
+from tests.paths import TEST_DATA
 
 
 @pytest.fixture
@@ -158,3 +159,19 @@ def test_an_agent_that_takes_no_images_gets_the_line_non_vision_models_get(
     assert r.exit_code == 0, r.output
     (call,) = project.calls("prompt")
     assert _images(call) == [] and call["text"].endswith(NO_VISION)
+
+
+def test_a_code_cells_plot_in_the_history_reaches_an_agent_that_takes_images(
+        project: Scripted) -> None:
+    """The plot of a code cell run by tce exec (a real kernel) goes to the external agent
+    answering the question after it, as an image block."""
+    code = TEST_DATA / "code"
+    shutil.copy(code / "red-2000x1000.png", project.folder / "red-2000x1000.png")
+    project.path.write_text(HEADER.format(name="fake")
+                            + (code / "done_when.msg.md").read_text())
+    project.add("images.json")
+    p = run_tce("exec", str(project.path), env=dict(os.environ), input="")
+    assert p.returncode == 0, p.stderr
+    (call,) = project.calls("prompt")
+    (image,) = _images(call)
+    assert image["mimeType"] == "image/png" and "[image 1: image/png]" in call["text"]
