@@ -17,7 +17,7 @@ import json
 import os
 import signal
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -296,15 +296,19 @@ class AcpSession:
         self.session_id = response.session_id
         return False
 
-    async def prompt(self, text: str) -> ev.PromptResult:
-        """Send ``text`` as the session's next prompt; events stream to ``on_event`` until
-        the agent ends its turn."""
-        from acp import text_block
+    async def prompt(self, text: str | Sequence[Mapping[str, str]]) -> ev.PromptResult:
+        """Send ``text`` as the session's next prompt (a text, or ACP content blocks as
+        JSON: ``{"type": "text", "text"}``, ``{"type": "image", "mimeType", "data"}``);
+        events stream to ``on_event`` until the agent ends its turn."""
+        from acp import image_block, text_block
 
         assert self.session_id is not None, "open() first"
         sid = self.session_id
+        blocks = [text_block(text)] if isinstance(text, str) else [
+            image_block(b["data"], b["mimeType"]) if b["type"] == "image"
+            else text_block(b["text"]) for b in text]
         task = asyncio.ensure_future(self._call("answering", self._conn.prompt(
-            session_id=sid, prompt=[text_block(text)])))
+            session_id=sid, prompt=blocks)))
         try:
             response = await asyncio.shield(task)
         except asyncio.CancelledError:

@@ -121,6 +121,14 @@ def _read_line(loop: asyncio.AbstractEventLoop, future: asyncio.Future[str]) -> 
     loop.call_soon_threadsafe(lambda: future.done() or future.set_result(line))
 
 
+def person_asker(*, quiet: bool = False) -> Any:
+    """Who answers an external agent's permission requests in a command: the person at the
+    terminal (:func:`terminal_asker`) when there is one and the output is not for a program
+    (``quiet``: ``--json``); else None, and the requests are rejected unless the user's own
+    ``tce acp add --permissions`` says otherwise."""
+    return terminal_asker if person_at_terminal() and not quiet else None
+
+
 async def terminal_asker(request: Any) -> Any:
     """Ask the person at the terminal (``acp.PermissionAsker``): the tool's title, kind,
     locations, its command or diff, and the agent's options by number; an empty answer,

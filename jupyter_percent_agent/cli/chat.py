@@ -13,7 +13,6 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -165,44 +164,24 @@ def explain_history(path: Path, message: str, *, agent: str | None = None,
     return EXIT_OK
 
 
-class WarmingUp:
-    """The conversation, with the model client's import started as soon as the turn is planned
-    (it then overlaps building the history), and only when the turn may call a model: an
-    external agent's turn (ACP) calls none, and the import would only compete with the agent
-    for the processor (it nearly doubled such a command's time)."""
-
-    def __init__(self, conversation: Any, transport: Any) -> None:
-        self.conversation, self.transport = conversation, transport
-
-    def begin(self, options: Any) -> tuple[dict[str, Any], Any]:
-        nb, decided = self.conversation.begin(options)
-        if decided.agent is None or decided.agent.acp is None:
-            self.transport.warm_up()
-        return nb, decided
-
-    def finish(self, run: Any) -> None:
-        self.conversation.finish(run)
-
-
 def run_chat(path: Path, message: str, *, agent: str | None = None,
              include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), save: bool = False,
              model: str | None = None, title: str | None = None, as_json: bool = False,
              force: bool = False) -> int:
     """The whole command, returning the exit code."""
     from jupyter_percent_agent import format as fmt
-    from jupyter_percent_agent.runtime.conversation import FileConversation, send
+    from jupyter_percent_agent.runtime.conversation import FileConversation, WarmingUp, send
     from jupyter_percent_agent.runtime.transport import command_transport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
     transport = command_transport()
     conversation = FileConversation(path, message, title=title, force=force,
                                     save=(include, exclude) if save else None)
-    from jupyter_percent_agent.cli.acp import person_at_terminal, terminal_asker
+    from jupyter_percent_agent.cli.acp import person_asker
 
     options = RunOptions(agent=agent, model=model, include=() if save else include,
                          exclude=() if save else exclude, base_dir=path.parent, path=path,
-                         permission_asker=terminal_asker if person_at_terminal() and not as_json
-                         else None)
+                         permission_asker=person_asker(quiet=as_json))
     printer = Printer(quiet=as_json)
     try:
         run = asyncio.run(send(WarmingUp(conversation, transport), options, printer,

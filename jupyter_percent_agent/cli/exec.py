@@ -252,13 +252,11 @@ async def _exec(
 ) -> int:
     from jupyter_percent_agent.cli._printer import Printer
     from jupyter_percent_agent.codekernel import CodeKernels
-    from jupyter_percent_agent.runtime.conversation import CellInFile, send
+    from jupyter_percent_agent.runtime.conversation import CellInFile, WarmingUp, send
     from jupyter_percent_agent.runtime.transport import command_transport
     from jupyter_percent_agent.runtime.turn import RunOptions
 
-    transport = command_transport()
-    if any(kinds.get(cid) == "message" for _, cid in todo):
-        transport.warm_up()
+    transport = command_transport()  # a cell whose turn calls a model warms it up
     kernels = CodeKernels(path.parent, answer=answer_from_terminal)
     # no person answers an external agent's permission requests here (a script, a pipeline):
     # they are rejected unless the user's own tce acp add --permissions says otherwise
@@ -271,7 +269,8 @@ async def _exec(
         """Run one cell; the exit code when it failed, else None."""
         if not quiet:
             click.echo(label, err=True)
-        run = await send(CellInFile(path, cid), options, printer, transport=transport)
+        run = await send(WarmingUp(CellInFile(path, cid), transport), options, printer,
+                         transport=transport)
         if printer.wrote:
             click.echo()
             printer.wrote = False

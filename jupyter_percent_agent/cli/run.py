@@ -279,12 +279,14 @@ def _interrupted(progress: Progress, as_json: bool) -> int:
 
 def _one(sop: Any, task_id: str, context: dict[str, Any], runs: Path | None, max_steps: int,
          as_json: bool, **options: Any) -> int:
+    from jupyter_percent_agent.cli.acp import person_asker
     from jupyter_percent_agent.tasks.api import arun_task
 
     progress = Progress(as_json)
     try:
         result = asyncio.run(arun_task(sop, task_id, context, runs_dir=runs,
-                                       max_steps=max_steps, on_event=progress, **options))
+                                       max_steps=max_steps, on_event=progress,
+                                       permission_asker=person_asker(quiet=as_json), **options))
     except KeyboardInterrupt:
         return _interrupted(progress, as_json)
     except OSError as exc:
@@ -325,6 +327,7 @@ def resume_paths(given: list[str]) -> list[str]:
 
 def _resume(paths: list[str], max_steps: int | None, model: str | None,
             as_json: bool, concurrency: int = 8) -> int:
+    from jupyter_percent_agent.cli.acp import person_asker
     from jupyter_percent_agent.tasks.api import aresume_task
     from jupyter_percent_agent.tasks.batch import BATCH_SUFFIX
 
@@ -342,7 +345,8 @@ def _resume(paths: list[str], max_steps: int | None, model: str | None,
         progress.path = Path(path)
         try:
             result = asyncio.run(aresume_task(path, max_steps=max_steps, model=model,
-                                              on_event=progress))
+                                              on_event=progress,
+                                              permission_asker=person_asker(quiet=as_json)))
         except KeyboardInterrupt:
             return _interrupted(progress, as_json)
         except (PercentAgentError, OSError) as exc:

@@ -36,8 +36,10 @@ from typing import Any
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent import trust
 from jupyter_percent_agent.outcome import RunStatus, sandbox_word
+from jupyter_percent_agent.runtime import attachments
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.runtime.agents import Agent
+from jupyter_percent_agent.runtime.code_history import with_images
 from jupyter_percent_agent.runtime.events import Delta, Reasoning, Status
 from jupyter_percent_agent.runtime.run import Run
 
@@ -92,21 +94,46 @@ def recorded_session(cells: list[Mapping[str, Any]], agent: Agent) -> tuple[str 
     return None, ""
 
 
-def prompt_text(messages: list[dict[str, Any]], file_name: str) -> str:
-    """The history the file's rules selected, as one prompt for a new session: the earlier
-    turns labelled by role, then the new message."""
-    def text(content: Any) -> str:
-        if isinstance(content, str):
-            return content
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+def takes_images(info: Any) -> bool:
+    """Whether the agent said at ``initialize`` that its prompts take images
+    (``promptCapabilities.image``)."""
+    caps = info.capabilities if info is not None else {}
+    return bool((caps.get("promptCapabilities") or {}).get("image"))
 
+
+def _split(content: Any) -> tuple[str, list[dict[str, str]]]:
+    """A chat message's content (``code_history.with_images``: a text, or a text part and
+    image parts as data URLs) as its text and its ACP image blocks."""
+    if isinstance(content, str):
+        return content, []
+    texts, images = [], []
+    for part in content:
+        if part.get("type") == "image_url":
+            head, _, data = part["image_url"]["url"].partition(",")
+            images.append({"type": "image", "mimeType": head.removeprefix("data:")
+                           .removesuffix(";base64"), "data": data})
+        else:
+            texts.append(part.get("text", ""))
+    return "\n".join(texts), images
+
+
+def prompt_blocks(messages: list[dict[str, Any]], file_name: str) -> list[dict[str, str]]:
+    """The history the file's rules selected, as one prompt for a new session (ACP content
+    blocks): the earlier turns labelled by role, then the new message; each turn's images
+    (an agent that takes them) as image blocks after its text."""
     *earlier, last = messages
-    if not earlier:
-        return text(last["content"])
-    parts = [f"The conversation so far, from the message file {file_name}:"]
-    parts += [f"[{m['role']}]\n{text(m['content'])}" for m in earlier]
-    parts.append(f"[the new message]\n{text(last['content'])}")
-    return "\n\n".join(parts)
+    turns = [(f"[{m['role']}]\n", m["content"]) for m in earlier]
+    turns.append(("[the new message]\n" if earlier else "", last["content"]))
+    blocks: list[dict[str, str]] = []
+    text = f"The conversation so far, from the message file {file_name}:\n\n" if earlier \
+        else ""
+    for n, (label, content) in enumerate(turns):
+        said, images = _split(content)
+        text += label + said + ("\n\n" if n < len(turns) - 1 else "")
+        if images:
+            blocks += [{"type": "text", "text": text}, *images]
+            text = ""
+    return blocks + ([{"type": "text", "text": text}] if text or not blocks else [])
 
 
 class _Recorder:
@@ -233,8 +260,10 @@ class _Recorder:
 async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
                    options: Any, messages_for: Any, sent: str | None = None) -> None:
     """Answer the cell at 1-based ``index`` with the external agent ``agent.acp``.
-    ``messages_for()``: the history as the file's rules select it (awaited only for a new
-    session); ``options``: the turn's ``RunOptions`` (folder, the message file, the asker);
+    ``messages_for(vision)``: the history as the file's rules select it, its images as image
+    parts when ``vision`` (the agent takes images) else the line saying they are not shown
+    (awaited only for a new session); ``options``: the turn's ``RunOptions`` (folder, the
+    message file, the asker);
     ``sent``: the message as it is sent when it differs from the cell's text (the values its
     ``@var:`` mentions name)."""
     from jupyter_percent_agent import acp
@@ -268,8 +297,14 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
             if why_new:
                 run.tell(Status(f"new session: {why_new}"))
             name = options.path.name if options.path is not None else "the file"
-            result = await session.prompt(
-                (sent or message) if loaded else prompt_text(await messages_for(), name))
+            vision = takes_images(session.info)
+            if loaded:  # the new message alone, with the files it names
+                expanded = attachments.expand(sent or message, options.folder)
+                content = with_images(expanded.content, expanded.images, vision=vision)
+                prompt = prompt_blocks([{"role": "user", "content": content}], name)
+            else:
+                prompt = prompt_blocks(await messages_for(vision), name)
+            result = await session.prompt(prompt)
             stop, usage = result.stop_reason, result.usage
         finally:
             if kept is None and session is not None:

@@ -156,6 +156,27 @@ class CellInFile:
             store.apply_run(self.path, run)  # a refused cell made nothing: nothing is written
 
 
+class WarmingUp:
+    """A conversation whose turn starts the model client's import (``transport.warm_up``) as
+    soon as it is planned, so the import overlaps building the history, and only when the
+    turn goes to a model through litellm: an external agent's turn (ACP), a code, tool or
+    task cell calls none (a task's model steps import it when they call), and the import
+    would only compete with the agent for the processor (it nearly doubled such a command's
+    time: 3.0 s against 1.7 s)."""
+
+    def __init__(self, conversation: Conversation, transport: Transport) -> None:
+        self.conversation, self.transport = conversation, transport
+
+    def begin(self, options: RunOptions) -> tuple[dict[str, Any], Plan]:
+        nb, decided = self.conversation.begin(options)
+        if decided.agent is not None and decided.agent.acp is None:
+            self.transport.warm_up()
+        return nb, decided
+
+    def finish(self, run: Run) -> None:
+        self.conversation.finish(run)
+
+
 class CellGone(PercentAgentError, LookupError):
     """The cell to run was removed from the file meanwhile."""
 

@@ -197,14 +197,14 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
                                 options.code_kernels)
         sent = with_values(message_of(cell, options), mentions) if mentions else None
 
-        async def messages_for() -> list[dict[str, Any]]:
+        async def messages_for(vision: bool) -> list[dict[str, Any]]:
             history = await plan_history(
                 nb, decided.index, agent, decided.chosen, base_dir=options.folder,
                 system_prompt=agent.system_prompt, transport=transport,
                 current_text=sent if sent is not None else options.current_text,
                 included=decided.included, on_event=run.tell)
             run.dropped_groups(history.dropped)
-            return history.messages
+            return history.messages_for(vision=vision)
 
         await acp_turn(nb, decided.index, agent, run, options=options,
                        messages_for=messages_for, sent=sent)

@@ -51,17 +51,22 @@ def step_run(cell: Mapping[str, Any], on_event: OnEvent | None = None) -> Any:
 
 
 async def run_step(turn_nb: Mapping[str, Any], cell: dict[str, Any], run: Any, *,
-                   base_dir: Path, model: str | None = None) -> Any:
+                   base_dir: Path, model: str | None = None, document: Path | None = None,
+                   permission_asker: Any = None) -> Any:
     """Run a step's ``cell`` (a cell of the transcript) through the runtime's turn, in
     ``turn_nb`` (:func:`turn_notebook`): its agent answers a message cell, a
     ``[tool_call]`` cell calls its tool (from ``toolbox/`` in ``base_dir`` and entry points).
     ``run`` (:func:`step_run`) fills as outputs arrive, so a cancelled step keeps what it
-    had; model and tool failures end in ``run.status == "error"``."""
+    had; model and tool failures end in ``run.status == "error"``. An external agent (ACP)
+    may never read or write ``document`` (the step's task document), and its permission
+    requests go to ``permission_asker`` (None: nobody, so rejected unless the user's own
+    setting for that agent allows them)."""
     from jupyter_percent_agent.runtime import RunOptions, run_turn
 
     cell_id = fmt.cell_id(cell)
     nb = {**turn_nb, "cells": [*turn_nb.get("cells", []), cell]}
-    return await run_turn(nb, cell_id, RunOptions(base_dir=base_dir, model=model), run=run)
+    return await run_turn(nb, cell_id, RunOptions(base_dir=base_dir, model=model, path=document,
+                                                  permission_asker=permission_asker), run=run)
 
 
 def import_models_soon() -> None:
@@ -171,6 +176,32 @@ def toolbox_refusal(base_dir: Path, tool_ids: Collection[str],
     if not needs:
         return None
     return trust.refuse_toolbox(base_dir, f"{what} ({'; '.join(needs)})")
+
+
+def acp_refusal(base_dir: Path, agents: Mapping[str, Mapping[str, Any]]) -> Any:
+    """The ``TrustError`` the first step answered by an external agent (ACP) of ``agents``
+    (name -> settings) would meet in ``base_dir`` while it is untrusted (the runtime's own
+    check, ``acp_turn.check_acp_agent``), told before any step runs; ``None`` when the folder
+    is trusted or no agent is an external one. An agent the user never added is left to its
+    step, which says so."""
+    from jupyter_percent_agent import trust
+
+    if not any(isinstance(p, Mapping) and p.get("acp") for p in agents.values()):
+        return None
+    from jupyter_percent_agent.acp import AcpConfigError
+    from jupyter_percent_agent.runtime.acp_turn import check_acp_agent
+    from jupyter_percent_agent.runtime.agents import AgentError, agent_from_mapping
+
+    for name, props in sorted(agents.items()):
+        try:
+            agent = agent_from_mapping(name, props, source="preset")
+            if agent.acp is not None:
+                check_acp_agent(agent, base_dir)
+        except (AgentError, TypeError, AcpConfigError):
+            continue
+        except trust.TrustError as exc:
+            return exc
+    return None
 
 
 def tool_names(base_dir: Path) -> tuple[set[str], list[tuple[str, str]]]:

@@ -64,7 +64,7 @@ async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
                     runs_dir: str | os.PathLike[str] | None = None,
                     max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None,
                     on_event: OnEvent | None = None, tag: str | None = None,
-                    lowered: tuple[str, ...] = ()) -> TaskResult:
+                    lowered: tuple[str, ...] = (), permission_asker: Any = None) -> TaskResult:
     """Run ``task_id`` of ``sop`` (a folder or a loaded :class:`Sop`) on ``context``.
 
     Writes ``runs/TASK-TIMESTAMP.msg.md`` beside the folder (or in ``runs_dir``) after every
@@ -72,7 +72,9 @@ async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
     ``ValueError`` for a context that is not a JSON object; a step that fails is not an
     exception: the result says ``failed`` and why. ``lowered``: the caller's own budgets
     that were lowered (a ``[task]`` cell's ``max_steps``), recorded in the transcript with the
-    folder's (``Sop.lowered_limits``).
+    folder's (``Sop.lowered_limits``). ``permission_asker``: who answers an external agent's
+    (ACP) permission requests (``acp.PermissionAsker``; None: nobody, so they are rejected
+    unless the user's own setting for that agent allows them).
     """
     loaded = as_sop(sop)
     check_task(loaded, task_id)
@@ -85,7 +87,7 @@ async def arun_task(sop: Sop | str | os.PathLike[str], task_id: str,
     state = State(context=json.loads(json.dumps(start)), stack=[Item(task_id)],
                   frames={0: [task_id]})
     runner = Runner(loaded, task_id, nb, path, state, max_steps=max_steps, model=model,
-                    on_event=on_event, limits=limits)
+                    on_event=on_event, limits=limits, permission_asker=permission_asker)
     return await runner.run()
 
 
@@ -123,9 +125,11 @@ def transcript_result(transcript: str | os.PathLike[str]) -> TaskResult:
 async def aresume_task(transcript: str | os.PathLike[str], *,
                        sop: Sop | str | os.PathLike[str] | None = None,
                        max_steps: int | None = None, model: str | None = None,
-                       on_event: OnEvent | None = None) -> TaskResult:
+                       on_event: OnEvent | None = None,
+                       permission_asker: Any = None) -> TaskResult:
     """Continue the run recorded in ``transcript`` from its last finished step. A run that
-    had ended (succeeded or failed) is returned as it was, nothing is called."""
+    had ended (succeeded or failed) is returned as it was, nothing is called.
+    ``permission_asker``: as for :func:`arun_task`."""
     path = Path(transcript)
     nb, header, status, state = _read_transcript(path)
     task_id = header["task"]
@@ -143,7 +147,7 @@ async def aresume_task(transcript: str | os.PathLike[str], *,
             f"{path}: the run goes on with {', '.join(map(repr, gone))}, which the SOP folder "
             f"no longer has; nothing was run (start the task afresh)")
     runner = Runner(loaded, task_id, nb, path, state, max_steps=steps, model=model,
-                    on_event=on_event)
+                    on_event=on_event, permission_asker=permission_asker)
     return await runner.run()
 
 

@@ -147,13 +147,16 @@ class _Outputs:
 
 async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
                         on_event: OnEvent | None = None, run: TaskCellRun | None = None,
-                        model: str | None = None) -> TaskCellRun:
+                        model: str | None = None, permission_asker: Any = None
+                        ) -> TaskCellRun:
     """Run a ``[task]`` cell (``cell`` as in the notebook, its outputs those of earlier runs)
     for the notebook in ``base_dir``. Streams through ``on_event`` (the runtime's typed
     events: ``OutputMade`` with each new output of the cell, ``Delta`` with live model text);
     returns what to record in the cell.
     Problems (a bad context, a SOP folder with problems) end as an error output, never an
-    exception; cancel the task to interrupt (``run.outputs`` then says how to continue)."""
+    exception; cancel the task to interrupt (``run.outputs`` then says how to continue).
+    ``permission_asker``: who answers its external agents' permission requests (the
+    turn's: a JupyterLab dialog; None: nobody)."""
     from jupyter_percent_agent import errors
     from jupyter_percent_agent.tasks.api import aresume_task, arun_task
     from jupyter_percent_agent.tasks.sop import load_sop
@@ -171,7 +174,8 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
                 tr.run_header(saved, resume)["sop"], base_dir))
             outputs.line(f"continuing {resume.relative_to(base_dir)}")
             result = await aresume_task(resume, sop=load_sop(sop_dir, real=True),
-                                        model=model, on_event=outputs)
+                                        model=model, on_event=outputs,
+                                        permission_asker=permission_asker)
         else:
             task_id, sop, context = _read(cell, attrs, base_dir)
             runs = trust.resolve_inside(base_dir, str(attrs["runs"]), what="[task] runs",
@@ -180,7 +184,8 @@ async def run_task_cell(cell: dict[str, Any], *, base_dir: Path,
             # the folder as checked: its documents are read without following a link
             result = await arun_task(load_sop(sop, real=True), task_id, context,
                                      runs_dir=runs, model=model,
-                                     on_event=outputs, max_steps=int(steps.value or 0),
+                                     on_event=outputs, permission_asker=permission_asker,
+                                     max_steps=int(steps.value or 0),
                                      lowered=(f"[task] cell: {steps.describe()}",)
                                      if steps.lowered else ())
     except (errors.PercentAgentError, ValueError, OSError) as exc:
@@ -251,7 +256,8 @@ async def run_in_turn(cell: Any, run: Any, options: Any) -> None:
         else:
             run.tell(event)
 
-    await run_task_cell(dict(cell), base_dir=options.folder, on_event=on_event, run=task_run)
+    await run_task_cell(dict(cell), base_dir=options.folder, on_event=on_event, run=task_run,
+                        permission_asker=options.permission_asker)
     if task_run.status is RunStatus.ERROR:
         run.fail(task_run.error_type or "TaskFailed", task_run.error or "the task failed")
     elif task_run.result is not None:

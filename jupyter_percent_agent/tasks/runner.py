@@ -46,7 +46,6 @@ PROMPT_TOO_LARGE = "prompt_too_large"
 REPLAN_FAILED = "replan_failed"
 
 
-
 class _StepFailed(Exception):
     def __init__(self, error_type: str, message: str, final: bool = False) -> None:
         super().__init__(message)
@@ -62,7 +61,8 @@ class Runner:
 
     def __init__(self, sop: Sop, task_id: str, nb: dict[str, Any], path: Path, state: State,
                  *, max_steps: int = DEFAULT_MAX_STEPS, model: str | None = None,
-                 on_event: OnEvent | None = None, limits: tuple[str, ...] = ()) -> None:
+                 on_event: OnEvent | None = None, limits: tuple[str, ...] = (),
+                 permission_asker: Any = None) -> None:
         self.sop = sop
         self.task_id = task_id
         self.nb = nb
@@ -71,6 +71,7 @@ class Runner:
         self.max_steps = max_steps
         self.model = model
         self.on_event = on_event or _noop
+        self.permission_asker = permission_asker  # an external agent's questions: who answers
         self._current: dict[str, Any] | None = None
         self.saver = tr.Saver(path)
         self.turn_nb = adapter.turn_notebook(sop.agents)
@@ -91,7 +92,7 @@ class Runner:
         state = self.state
         self.on_event(RunStarted(self.path, self.limits))
         await self._save("running")  # the run exists from its start, resumable at once
-        refusal = self._toolbox_refusal()
+        refusal = self._refusal()
         if refusal is not None:  # before any model call: a later tool step would be refused
             return await self._finish(RunStatus.ERROR, {"task_id": self.task_id,
                                                  "error_type": TRUST_ERROR,
@@ -125,18 +126,16 @@ class Runner:
                 return result
         return await self._finish(RunStatus.OK, None)
 
-    def _toolbox_refusal(self) -> trust.TrustError | None:
-        """The refusal a step of this run would meet for the untrusted toolbox/ beside the
-        SOP folder (a tool only the toolbox has, an agent given its tools), found before the
-        first step: a run that cannot finish calls no model."""
+    def _refusal(self) -> trust.TrustError | None:
+        """The refusal a step would meet in an untrusted folder (its toolbox/, an external
+        agent), found before the first step: a run that cannot finish calls no model."""
         docs = self.sop.reachable(self.task_id)
         tools = {d.tool_id for d in docs if d.tool_id is not None and not d.is_llm}
-        agents = {d.agent or "default" for d in docs if d.is_llm}
-        if any(d.on_failure.replan for d in docs):
-            agents.add(PLANNER_AGENT)
-        return adapter.toolbox_refusal(
-            self.sop.base_dir, tools, {a: self.sop.agents[a] for a in agents
-                                       if a in self.sop.agents}, f"task {self.task_id!r}")
+        names = {d.agent or "default" for d in docs if d.is_llm} | \
+            ({PLANNER_AGENT} if any(d.on_failure.replan for d in docs) else set())
+        agents = {a: self.sop.agents[a] for a in names if a in self.sop.agents}
+        return adapter.acp_refusal(self.sop.base_dir, agents) or adapter.toolbox_refusal(
+            self.sop.base_dir, tools, agents, f"task {self.task_id!r}")
 
     async def _finish(self, status: RunStatus, error: dict[str, Any] | None) -> TaskResult:
         self.state.error = error
@@ -257,7 +256,7 @@ class Runner:
                 attempt=item.attempt, step=self.state.steps, tool=doc.tool_id, args=params))
         run = adapter.step_run(cell, self.on_event)
         try:
-            await self._run_cell(cell, run)
+            await self._run_cell(cell, run, doc)
         except Exception as exc:  # recorded, not raised
             shown = errors.report(exc)
             if shown is not None and shown.kind is errors.Kind.REFUSED:
@@ -290,11 +289,12 @@ class Runner:
             return cell, failure, outcome.seconds
         return cell, self._write_outputs(doc, value), outcome.seconds
 
-    async def _run_cell(self, cell: dict[str, Any], run: Any) -> None:
-        """Run a step's cell through the runtime; outputs land in it even if it fails."""
+    async def _run_cell(self, cell: dict[str, Any], run: Any, doc: TaskDocument) -> None:
+        """Run a step's cell (of ``doc``) through the runtime; outputs land in it anyway."""
         try:
             await adapter.run_step(self.turn_nb, cell, run, base_dir=self.sop.base_dir,
-                                   model=self.model)
+                                   model=self.model, document=self.sop.root / doc.path,
+                                   permission_asker=self.permission_asker)
         finally:
             cell["outputs"] = list(run.outputs)
 
@@ -472,7 +472,7 @@ class Runner:
                                            agent=agent))
         run = adapter.step_run(cell, self.on_event)
         try:
-            await self._run_cell(cell, run)
+            await self._run_cell(cell, run, doc)
         except Exception as exc:
             return [], f"the planner's call failed: {type(exc).__name__}: {exc}"
         if not run.ok:

@@ -85,8 +85,14 @@ class Sop:
 
     def calls_model(self, task_id: str) -> bool:
         """Whether running ``task_id`` may call a model: an LLM step among the documents it
-        can reach (plan steps, error routes), or a replan."""
-        return any(d.is_llm or d.on_failure.replan for d in self.reachable(task_id))
+        can reach (plan steps, error routes) that no external agent (ACP) answers, or a
+        replan."""
+        def external(name: str) -> bool:
+            props = self.agents.get(name)
+            return isinstance(props, dict) and bool(props.get("acp"))
+
+        return any((d.is_llm and not external(d.agent or "default")) or d.on_failure.replan
+                   for d in self.reachable(task_id))
 
     def lowered_limits(self) -> list[str]:
         """The budgets this folder asks for that the trust rules lower (retries of its

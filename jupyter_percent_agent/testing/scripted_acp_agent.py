@@ -5,6 +5,7 @@ path in ``SCRIPTED_ACP_SCRIPT``) speaks ACP on its standard input and output lik
 external agent, and does what the script says::
 
     {"name": "scripted", "version": "1.0", "load_session": true,
+     "images": false,                              # promptCapabilities.image
      "start": "ok" | "exit" | "garbage",          # exit 3 / a line that is not JSON-RPC
      "log": "calls.jsonl",                         # every call it answered, one JSON a line
                                                    # (else $SCRIPTED_ACP_LOG, if set)
@@ -23,7 +24,9 @@ running), ``{"plan": [[CONTENT, STATUS], ...]}``, ``{"usage":
 ``{"wait_file": PATH}`` (until PATH exists, or the prompt is cancelled), ``{"exit": CODE}``
 (the process exits at once), ``{"garbage": TEXT}`` (a line that is not
 JSON-RPC), ``{"prompt_usage": {"input", "output"}}`` (the prompt response's usage).
-A path in a step is relative to the session's folder unless absolute. Loading a session
+Each prompt is logged with its text and its ``blocks`` (type, and an image's ``mimeType``
+and the length of its ``data``). A path in a step is relative to the session's folder unless
+absolute. Loading a session
 replays its messages as ``user_message_chunk`` / ``agent_message_chunk`` updates.
 """
 
@@ -57,6 +60,7 @@ from acp.schema import (
     LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
+    PromptCapabilities,
     PromptResponse,
     ToolCallLocation,
     ToolCallUpdate,
@@ -112,7 +116,9 @@ class ScriptedAgent:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=bool(self.script.get("load_session", True))),
+                load_session=bool(self.script.get("load_session", True)),
+                prompt_capabilities=PromptCapabilities(
+                    image=bool(self.script.get("images", False)))),
             agent_info=Implementation(name=self.script.get("name", "scripted"),
                                       version=str(self.script.get("version", "1.0"))))
 
@@ -146,7 +152,9 @@ class ScriptedAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         text = "".join(getattr(b, "text", "") for b in prompt)
-        self.record(method="prompt", session_id=session_id, text=text)
+        blocks = [{"type": b.type, "mimeType": b.mime_type, "bytes": len(b.data)}
+                  if b.type == "image" else {"type": b.type} for b in prompt]
+        self.record(method="prompt", session_id=session_id, text=text, blocks=blocks)
         turns = self.script.get("prompts") or [[{"say": "ok"}]]
         steps = turns[self.prompts % len(turns)]
         self.prompts += 1

@@ -923,7 +923,7 @@ def test_a_trust_error_in_the_middle_of_a_run_ends_it_without_retry_or_route(
     from jupyter_percent_agent.tasks import runner as runner_mod
 
     # the check before the run misses it
-    monkeypatch.setattr(runner_mod.Runner, "_toolbox_refusal", lambda self: None)
+    monkeypatch.setattr(runner_mod.Runner, "_refusal", lambda self: None)
     result = asyncio.run(arun_task(load_sop(untrusted_blog / "sop"), "blog/generate_blog",
                                    START))
     assert result.status == "error"
