@@ -28,7 +28,14 @@ from typing import Any, Final
 from .attrs import NS, json_text
 from .errors import FormatError
 from .lines import fence_for, split_fenced
-from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record
+from .record import (
+    CELL_TYPE_OF,
+    OUTPUT_KINDS,
+    STREAMS,
+    TYPE_OF_CELL,
+    Record,
+    output_of,
+)
 from .rules import INPUT_TYPES
 from .runner import is_runner_cell_key
 from .safe_yaml import load_yaml
@@ -44,12 +51,9 @@ __all__ = [
     "NBFORMAT_ID",
     "NOTEBOOK_FIELDS",
     "NS",
-    "OUTPUT_FIELDS",
     "OUTPUT_TYPES",
     "OUT_STRUCT",
-    "PLAIN_TYPES",
     "PREAMBLE_ID",
-    "STREAMS",
     "TRANSIENT",
     "Context",
     "add_output",
@@ -77,30 +81,24 @@ PREAMBLE_ID: Final = "preamble"
 # nbformat's own .ipynb writer and reader drop (``strip_transient``): never part of a message.
 TRANSIENT: Final = "trusted"
 IN_STRUCT: Final = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
-OUT_STRUCT: Final = frozenset({"execution_count", "mime_type", "ename", "evalue",
-                               "traceback_lines", "final_newline", "close_fence", "output_type",
-                               NS})
+# The attributes of an output's footnote that are not its metadata: those that hold an output
+# type's fields (record.OUTPUT_KINDS; ``stream=`` aside, read only on a block that reads as a
+# stream and metadata on any other), the closing line, a later nbformat's output type, NS.
+OUT_STRUCT: Final = frozenset(
+    attr for kind in OUTPUT_KINDS.values() for attr in kind.attrs if attr != "stream"
+) | {"close_fence", "output_type", NS}
 # The cell types and output types of nbformat 4.5; any other is from a future minor version
 # (its "unrecognized_cell" and "unrecognized_output"), kept as it is.
 CELL_TYPES: Final = frozenset({"code", "markdown", "raw"})
-OUTPUT_TYPES: Final = frozenset({"display_data", "execute_result", "stream", "error"})
-# Streams whose lines carry their name as a prefix (``stdout> ``); JupyterLab records what a
-# user typed into input() as a "stdin" stream. A stream of any other name is a block of its own
-# with ``stream="NAME"`` and its text unprefixed.
-STREAMS: Final = ("stdout", "stderr", "stdin")
+OUTPUT_TYPES: Final = frozenset(OUTPUT_KINDS)
 #: Keys of a cell of a future type that the file holds elsewhere than in its ``fields``.
 CELL_KEYS: Final = frozenset({"cell_type", "id", "metadata", "source", "attachments"})
-# The keys nbformat 4.5 gives each kind of cell, output and notebook. Any other key (a later
-# minor version's) is kept as it is, under "fields" in the namespaced metadata, and put back
-# on reading: a notebook of nbformat 4.6+ round-trips equal as JSON.
+# The keys nbformat 4.5 gives each kind of cell, output (record.OUTPUT_KINDS) and notebook.
+# Any other key (a later minor version's) is kept as it is, under "fields" in the namespaced
+# metadata, and put back on reading: a notebook of nbformat 4.6+ round-trips equal as JSON.
 CELL_FIELDS: Final = {
     "code": frozenset({"cell_type", "id", "metadata", "source", "execution_count", "outputs"}),
     "markdown": CELL_KEYS, "raw": CELL_KEYS}
-OUTPUT_FIELDS: Final = {
-    "stream": frozenset({"output_type", "name", "text"}),
-    "display_data": frozenset({"output_type", "data", "metadata"}),
-    "execute_result": frozenset({"output_type", "data", "metadata", "execution_count"}),
-    "error": frozenset({"output_type", "ename", "evalue", "traceback"})}
 NOTEBOOK_FIELDS: Final = frozenset({"cells", "metadata", "nbformat", "nbformat_minor"})
 # Types of %%% cells that are code output rather than an agent's reply.
 LANGS: Final = frozenset({
@@ -116,9 +114,9 @@ NBFORMAT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL: Final = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
-#: Output types whose body is ``text/plain`` (the others': ``text/markdown``).
-PLAIN_TYPES: Final = frozenset({"tool", "tool_result", "error"})
-_NOT_DATA: Final = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
+# Attributes of streams and errors that display data cannot carry.
+_NOT_DATA: Final = OUT_STRUCT & {
+    attr for ot in ("stream", "error") for attr in OUTPUT_KINDS[ot].attrs}
 
 
 def join_source(src: Any) -> str:
@@ -347,7 +345,7 @@ def _drop_last_line(body: str) -> str:
 
 def input_cell(rec: Record, index: int, ctx: Context) -> dict:
     """The cell of an input (``%%``) record read; ``index``: the number of cells before it."""
-    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    _out, level, title, ref, t, sub, link, _struct, attrs, _ns, body, pos = rec
     t = t or "markdown"
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
@@ -441,7 +439,7 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
                out_level: int) -> None:
     """Append the outputs of an output (``%%%``) record read to ``cell``: the ``index``-th
     block under it, whose default id is ``PARENT.index`` and default level ``out_level``."""
-    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    _out, level, title, ref, t, sub, link, _struct, attrs, _ns, body, pos = rec
     t = t or "output"
     # structural attributes (mime_type, execution_count, ...) are rare: one test for all
     plain = attrs.keys().isdisjoint(OUT_STRUCT)
@@ -458,10 +456,10 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
         ns["link"] = link
     if not plain and "close_fence" in attrs and attrs.pop("close_fence") is True:
         body = _drop_last_line(body)
-    if t == "error":
+    row = output_of(t, sub, ctx.is_lang(t))
+    if row.output_type == "error":
         _read_error(rec, ns, over, body, cell, ctx)
         return
-    is_lang = ctx.is_lang(t)
     if t != ctx.lang:
         ns["type"] = t
     mt = has_ec = None
@@ -471,8 +469,8 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
             return
         mt = attrs.get("mime_type")
         has_ec = "execution_count" in attrs
-    if ((is_lang or (t == "output" and sub in STREAMS))
-            and not has_ec and (mt is None or mt == "text/plain")):
+    if (row.output_type == "stream" and not has_ec
+            and (mt is None or mt == "text/plain")):
         _read_streams(rec, ns, over, body, cell, ctx)
         return
     ec = None
@@ -487,7 +485,7 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
         if over:
             attrs.update(over)
     if mt is None:
-        bundle = {"text/plain" if is_lang or t in PLAIN_TYPES else "text/markdown": body}
+        bundle = {row.mime: body}
     elif isinstance(mt, str):
         bundle = {mt: _decode(mt, body, ctx, pos)}
     elif isinstance(mt, list) and all(isinstance(m, str) for m in mt):
@@ -505,7 +503,7 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
     else:
         out = {"output_type": "display_data", "data": bundle, "metadata": attrs}
     if fields is not None:
-        put_fields(out, fields, OUTPUT_FIELDS[out["output_type"]])
+        put_fields(out, fields, OUTPUT_KINDS[out["output_type"]].fields)
     cell["outputs"].append(out)
 
 
@@ -570,7 +568,7 @@ def _read_streams(rec: Record, ns: dict, over: dict | None, body: str, cell: dic
         last = outputs[-1]
         last["text"] = last["text"][:-1]
     if fields is not None:
-        put_fields(outputs[first], fields, OUTPUT_FIELDS["stream"])
+        put_fields(outputs[first], fields, OUTPUT_KINDS["stream"].fields)
     if over:
         attrs.update(over)
     if attrs:
@@ -615,7 +613,7 @@ def _read_error(rec: Record, ns: dict, over: dict | None, body: str, cell: dict,
         _cell_ns(cell)["outputs"][str(len(outputs))] = ns
     out = {"output_type": "error", "ename": str(ename), "evalue": str(evalue), "traceback": tb}
     if fields is not None:
-        put_fields(out, fields, OUTPUT_FIELDS["error"])
+        put_fields(out, fields, OUTPUT_KINDS["error"].fields)
     outputs.append(out)
 
 

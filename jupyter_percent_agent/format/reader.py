@@ -254,5 +254,5 @@ def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> 
                           f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
     if attrs is None:
         attrs = {}
-    return make_record((len(marker) == 3, level, title, ref, typ, sub, link, attrs,
+    return make_record((len(marker) == 3, level, title, ref, typ, sub, link, None, attrs, None,
                         body(src, at, end, escapes, end == len(src)), pos))
