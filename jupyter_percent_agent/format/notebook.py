@@ -114,6 +114,8 @@ NBFORMAT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL: Final = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
 
+# Where the ``>`` of a stream's line prefix is at the latest.
+_PREFIX_END: Final = max(map(len, STREAMS)) + 1
 # Attributes of streams and errors that display data cannot carry.
 _NOT_DATA: Final = OUT_STRUCT & {
     attr for ot in ("stream", "error") for attr in OUTPUT_KINDS[ot].attrs}
@@ -546,12 +548,10 @@ def _read_streams(rec: Record, ns: dict, over: dict | None, body: str, cell: dic
             streams.append([named, [body]])  # one stream, its lines unprefixed
     elif body or not eol:
         for line in body.split("\n"):
-            if line.startswith("stdout>"):
-                name, text = "stdout", line[8:] if line.startswith("stdout> ") else line[7:]
-            elif line.startswith("stderr>"):
-                name, text = "stderr", line[8:] if line.startswith("stderr> ") else line[7:]
-            elif line.startswith("stdin>"):
-                name, text = "stdin", line[7:] if line.startswith("stdin> ") else line[6:]
+            at = line.find(">", 0, _PREFIX_END)  # ``NAME>``, then a space unless empty
+            if at > 0 and line[:at] in STREAMS:
+                name = line[:at]
+                text = line[at + 2:] if line.startswith(" ", at + 1) else line[at + 1:]
             else:
                 name, text = default, line
             if streams and streams[-1][0] == name:
