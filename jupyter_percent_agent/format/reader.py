@@ -26,13 +26,13 @@ from .notebook import (
     FRONT_MATTER_ID,
     PREAMBLE_ID,
     Context,
-    add_output,
     cell_ref,
     input_cell,
     notebook,
     notebook_language,
     notebook_metadata,
 )
+from .outputs import add_output
 from .record import Record, make_record
 from .rules import (
     INPUT_TYPES,

@@ -30,8 +30,6 @@ from .notebook import (
     CELL_TYPES,
     IN_STRUCT,
     NOTEBOOK_FIELDS,
-    OUT_STRUCT,
-    OUTPUT_TYPES,
     TRANSIENT,
     Context,
     extra_fields,
@@ -42,6 +40,7 @@ from .notebook import (
     join_source,
     notebook_language,
 )
+from .outputs import OUT_STRUCT
 from .record import (
     CELL_TYPE_OF,
     OUTPUT_KINDS,
@@ -344,7 +343,7 @@ def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, seen: set[str
         if ot == "error":
             texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx=ctx,
                                 seen=seen))
-        elif ot in OUTPUT_TYPES:
+        elif ot in OUTPUT_KINDS:
             out = without_plain_text(out)
             texts.append(_data(out, ot, parent, index, level, ctx=ctx, seen=seen))
         else:
