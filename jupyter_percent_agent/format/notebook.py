@@ -29,11 +29,7 @@ from typing import Any, Final
 from .attrs import NS, json_text
 from .errors import FormatError
 from .lines import fence_for, split_fenced
-from .record import (
-    CELL_TYPE_OF,
-    TYPE_OF_CELL,
-    Record,
-)
+from .record import CELL_TYPE_OF, TYPE_OF_CELL, OutputOf, Record, output_of
 from .rules import INPUT_TYPES
 from .runner import is_runner_cell_key
 from .safe_yaml import load_yaml
@@ -124,7 +120,7 @@ class Context:
     the reader's text (a newline, then the file's text), for line numbers.
     """
 
-    __slots__ = ("_langs", "lang", "level", "path", "section", "seen", "src", "used")
+    __slots__ = ("_rows", "lang", "level", "path", "section", "seen", "src", "used")
 
     def __init__(self, lang: str = "python", level: int = 1, section: str | None = None,
                  path: str | None = None, src: str = "", used: set[str] | None = None):
@@ -132,16 +128,24 @@ class Context:
         self.level = level
         self.used: set[str] = set() if used is None else used
         self.seen: dict[str, int] = {}
-        self._langs: dict[str, bool] = {}
+        self._rows: dict[str, OutputOf] = {}
         self.section = section
         self.path = path
         self.src = src
 
     def is_lang(self, typ: str) -> bool:
-        known = self._langs.get(typ)
-        if known is None:
-            known = self._langs[typ] = typ == self.lang or typ.lower() in LANGS
-        return known
+        """Whether an output's ``[typ]`` names a language: the notebook's or a known one."""
+        return typ == self.lang or typ.lower() in LANGS
+
+    def output_row(self, typ: str, sub: str | None) -> OutputOf:
+        """What an output heading ``[typ:sub]`` reads as in this notebook: its row of the
+        ``[type]`` table (``record.output_of``), kept for each type read or written."""
+        if sub is None:
+            row = self._rows.get(typ)
+            if row is None:
+                row = self._rows[typ] = output_of(typ, None, self.is_lang(typ))
+            return row
+        return output_of(typ, sub, self.is_lang(typ))
 
     def line(self, pos: int) -> int:
         """The 1-based line of ``pos`` in ``src`` (whose first character is a newline)."""

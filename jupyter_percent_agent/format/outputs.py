@@ -17,7 +17,7 @@ from typing import Any, Final
 from .attrs import NS
 from .lines import split_fenced
 from .notebook import Context, drop_last_line, is_json_mime, put_fields, take_ns
-from .record import OUTPUT_KINDS, STREAMS, Record, output_of
+from .record import OUTPUT_KINDS, STREAMS, Record
 
 __all__ = ["OUT_STRUCT", "add_output"]
 
@@ -56,7 +56,7 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
         ns["link"] = link
     if not plain and "close_fence" in attrs and attrs.pop("close_fence") is True:
         body = drop_last_line(body)
-    row = output_of(t, sub, ctx.is_lang(t))
+    row = ctx.output_row(t, sub)
     if row.output_type == "error":
         _read_error(rec, ns, over, body, cell, ctx)
         return

@@ -48,7 +48,6 @@ from .record import (
     TYPE_OF_CELL,
     Record,
     make_record,
-    output_of,
 )
 from .rules import escape_body, structure
 from .runner import without_runner_cell_keys, without_runner_notebook_keys
@@ -399,7 +398,7 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx
         struct["final_newline"] = False
     if "stream" in struct and ("```" in body or "~~~" in body):
         body = _close(body, struct)
-    if output_of(t, sub, ctx.is_lang(t)).output_type != "stream":
+    if ctx.output_row(t, sub).output_type != "stream":
         t = ctx.lang  # a type that would not read back as a stream
     attrs = info.get("attrs") or _EMPTY
     over = None
@@ -458,7 +457,7 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Co
         ns = {**ns, "fields": extra_fields(out, known)}
     ref, level, title, t, sub, link = _block(ns, parent, index, level, kind.type or ctx.lang,
                                              ctx=ctx, seen=seen)
-    row = output_of(t, sub, ctx.is_lang(t))
+    row = ctx.output_row(t, sub)
     struct: dict[str, Any] = {}
     data = out.get("data") or _EMPTY
     is_result = ot == "execute_result"
