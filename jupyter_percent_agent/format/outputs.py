@@ -28,8 +28,6 @@ OUT_STRUCT: Final = frozenset(
     attr for kind in OUTPUT_KINDS.values() for attr in kind.attrs if attr != "stream"
 ) | {"close_fence", "output_type", NS}
 
-# Where the ``>`` of a stream's line prefix is at the latest.
-_PREFIX_END: Final = max(map(len, STREAMS)) + 1
 # Attributes of streams and errors that display data cannot carry.
 _NOT_DATA: Final = OUT_STRUCT & {
     attr for ot in ("stream", "error") for attr in OUTPUT_KINDS[ot].attrs}
@@ -146,10 +144,15 @@ def _read_streams(rec: Record, ns: dict, over: dict | None, body: str, cell: dic
             streams.append([named, [body]])  # one stream, its lines unprefixed
     elif body or not eol:
         for line in body.split("\n"):
-            at = line.find(">", 0, _PREFIX_END)  # ``NAME>``, then a space unless empty
-            if at > 0 and line[:at] in STREAMS:
-                name = line[:at]
-                text = line[at + 2:] if line.startswith(" ", at + 1) else line[at + 1:]
+            # record.STREAMS spelled out: three tests a line, a third of a stream's read
+            # against a generic ``NAME>`` lookup (tests/unit/test_format_type_table.py checks
+            # that each of STREAMS is here)
+            if line.startswith("stdout>"):
+                name, text = "stdout", line[8:] if line.startswith("stdout> ") else line[7:]
+            elif line.startswith("stderr>"):
+                name, text = "stderr", line[8:] if line.startswith("stderr> ") else line[7:]
+            elif line.startswith("stdin>"):
+                name, text = "stdin", line[7:] if line.startswith("stdin> ") else line[6:]
             else:
                 name, text = default, line
             if streams and streams[-1][0] == name:

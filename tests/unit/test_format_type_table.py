@@ -144,6 +144,17 @@ def test_output_of_puts_error_before_a_language_and_type_sub_before_type():
                                   if key.startswith("output:"))
 
 
+def test_every_stream_reads_from_its_prefixed_lines_and_writes_them_back():
+    lines = [f"{name}> {name} says" for name in table.STREAMS]
+    lines += [f"{name}>" for name in table.STREAMS]  # an empty line of each
+    text = _output_text(LANG, None, "", "\n".join(lines))
+    outputs = reads(text)["cells"][0]["outputs"]
+    assert [(out["name"], out["text"]) for out in outputs] == [
+        (name, f"{name} says\n") for name in table.STREAMS] + [
+        (name, "\n") for name in table.STREAMS]
+    assert writes(reads(text)) == text
+
+
 @pytest.mark.parametrize("typ", sorted(CELL_TYPE_OF))
 def test_every_input_type_reads_as_its_cell_type_and_writes_back(typ):
     text = f"# %%[^c]\n[^c]: [{typ}]\n\nhi\n"
