@@ -15,7 +15,8 @@ Mapping, in short (docs/format.md has the table):
 * footnote ``key=value`` attributes are the cell's flat metadata; the structural parts (type,
   title, heading level, link, invalid ids, the text around a ``[code]`` fence, stream and error
   output attributes) live under ``metadata["percent_agent"]``.
-* ``%%%`` cells are the outputs of the input cell above them.
+* ``%%%`` cells are the outputs of the input cell above them: ``outputs.py``, the mapping's
+  output half.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any, Final
 from .attrs import NS, json_text
 from .errors import FormatError
 from .lines import fence_for, split_fenced
-from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record
+from .record import CELL_TYPE_OF, TYPE_OF_CELL, OutputOf, Record, output_of
 from .rules import INPUT_TYPES
 from .runner import is_runner_cell_key
 from .safe_yaml import load_yaml
@@ -44,16 +45,11 @@ __all__ = [
     "NBFORMAT_ID",
     "NOTEBOOK_FIELDS",
     "NS",
-    "OUTPUT_FIELDS",
-    "OUTPUT_TYPES",
-    "OUT_STRUCT",
-    "PLAIN_TYPES",
     "PREAMBLE_ID",
-    "STREAMS",
     "TRANSIENT",
     "Context",
-    "add_output",
     "cell_ref",
+    "drop_last_line",
     "extra_fields",
     "front_matter_block",
     "input_cell",
@@ -66,6 +62,7 @@ __all__ = [
     "notebook_language",
     "notebook_metadata",
     "split_front_matter",
+    "take_ns",
 ]
 
 DEFAULT_KERNELSPEC: Final = {
@@ -77,30 +74,17 @@ PREAMBLE_ID: Final = "preamble"
 # nbformat's own .ipynb writer and reader drop (``strip_transient``): never part of a message.
 TRANSIENT: Final = "trusted"
 IN_STRUCT: Final = frozenset({"cell_type", "execution_count", "attachments", "close_fence", NS})
-OUT_STRUCT: Final = frozenset({"execution_count", "mime_type", "ename", "evalue",
-                               "traceback_lines", "final_newline", "close_fence", "output_type",
-                               NS})
-# The cell types and output types of nbformat 4.5; any other is from a future minor version
-# (its "unrecognized_cell" and "unrecognized_output"), kept as it is.
+# The cell types of nbformat 4.5 (its output types: record.OUTPUT_KINDS); any other is from a
+# future minor version (its "unrecognized_cell"), kept as it is.
 CELL_TYPES: Final = frozenset({"code", "markdown", "raw"})
-OUTPUT_TYPES: Final = frozenset({"display_data", "execute_result", "stream", "error"})
-# Streams whose lines carry their name as a prefix (``stdout> ``); JupyterLab records what a
-# user typed into input() as a "stdin" stream. A stream of any other name is a block of its own
-# with ``stream="NAME"`` and its text unprefixed.
-STREAMS: Final = ("stdout", "stderr", "stdin")
 #: Keys of a cell of a future type that the file holds elsewhere than in its ``fields``.
 CELL_KEYS: Final = frozenset({"cell_type", "id", "metadata", "source", "attachments"})
-# The keys nbformat 4.5 gives each kind of cell, output and notebook. Any other key (a later
-# minor version's) is kept as it is, under "fields" in the namespaced metadata, and put back
-# on reading: a notebook of nbformat 4.6+ round-trips equal as JSON.
+# The keys nbformat 4.5 gives each kind of cell, output (record.OUTPUT_KINDS) and notebook.
+# Any other key (a later minor version's) is kept as it is, under "fields" in the namespaced
+# metadata, and put back on reading: a notebook of nbformat 4.6+ round-trips equal as JSON.
 CELL_FIELDS: Final = {
     "code": frozenset({"cell_type", "id", "metadata", "source", "execution_count", "outputs"}),
     "markdown": CELL_KEYS, "raw": CELL_KEYS}
-OUTPUT_FIELDS: Final = {
-    "stream": frozenset({"output_type", "name", "text"}),
-    "display_data": frozenset({"output_type", "data", "metadata"}),
-    "execute_result": frozenset({"output_type", "data", "metadata", "execution_count"}),
-    "error": frozenset({"output_type", "ename", "evalue", "traceback"})}
 NOTEBOOK_FIELDS: Final = frozenset({"cells", "metadata", "nbformat", "nbformat_minor"})
 # Types of %%% cells that are code output rather than an agent's reply.
 LANGS: Final = frozenset({
@@ -115,10 +99,6 @@ LANGS: Final = frozenset({
 NBFORMAT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _BAD_ID_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _FM_CELL: Final = re.compile(r"---\n(?:.*\n)?(?:---|\.\.\.)[ \t]*", re.S)
-
-#: Output types whose body is ``text/plain`` (the others': ``text/markdown``).
-PLAIN_TYPES: Final = frozenset({"tool", "tool_result", "error"})
-_NOT_DATA: Final = frozenset({"ename", "evalue", "traceback_lines", "final_newline"})
 
 
 def join_source(src: Any) -> str:
@@ -140,7 +120,7 @@ class Context:
     the reader's text (a newline, then the file's text), for line numbers.
     """
 
-    __slots__ = ("_langs", "lang", "level", "path", "section", "seen", "src", "used")
+    __slots__ = ("_rows", "lang", "level", "path", "section", "seen", "src", "used")
 
     def __init__(self, lang: str = "python", level: int = 1, section: str | None = None,
                  path: str | None = None, src: str = "", used: set[str] | None = None):
@@ -148,16 +128,24 @@ class Context:
         self.level = level
         self.used: set[str] = set() if used is None else used
         self.seen: dict[str, int] = {}
-        self._langs: dict[str, bool] = {}
+        self._rows: dict[str, OutputOf] = {}
         self.section = section
         self.path = path
         self.src = src
 
     def is_lang(self, typ: str) -> bool:
-        known = self._langs.get(typ)
-        if known is None:
-            known = self._langs[typ] = typ == self.lang or typ.lower() in LANGS
-        return known
+        """Whether an output's ``[typ]`` names a language: the notebook's or a known one."""
+        return typ == self.lang or typ.lower() in LANGS
+
+    def output_row(self, typ: str, sub: str | None) -> OutputOf:
+        """What an output heading ``[typ:sub]`` reads as in this notebook: its row of the
+        ``[type]`` table (``record.output_of``), kept for each type read or written."""
+        if sub is None:
+            row = self._rows.get(typ)
+            if row is None:
+                row = self._rows[typ] = output_of(typ, None, self.is_lang(typ))
+            return row
+        return output_of(typ, sub, self.is_lang(typ))
 
     def line(self, pos: int) -> int:
         """The 1-based line of ``pos`` in ``src`` (whose first character is a newline)."""
@@ -329,7 +317,9 @@ def put_fields(obj: dict, fields: Any, known: frozenset[str]) -> None:
 # --------------------------------------------------------------------------- reading
 
 
-def _take_ns(attrs: dict, ctx: Context, pos: int) -> tuple[dict, dict | None]:
+def take_ns(attrs: dict, ctx: Context, pos: int) -> tuple[dict, dict | None]:
+    """(the namespaced entry ``percent_agent={...}`` taken from ``attrs``, its ``meta``: the
+    attributes whose keys clash with a structural one)."""
     extra = attrs.pop(NS, None)
     if extra is None:
         return {}, None
@@ -340,14 +330,15 @@ def _take_ns(attrs: dict, ctx: Context, pos: int) -> tuple[dict, dict | None]:
     return ns, over if isinstance(over, dict) else None
 
 
-def _drop_last_line(body: str) -> str:
+def drop_last_line(body: str) -> str:
+    """``body`` less its last line (the closing line ``close_fence`` says the writer added)."""
     cut = body.rfind("\n")
     return body[:cut] if cut >= 0 else ""
 
 
 def input_cell(rec: Record, index: int, ctx: Context) -> dict:
     """The cell of an input (``%%``) record read; ``index``: the number of cells before it."""
-    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
+    _out, level, title, ref, t, sub, link, _struct, attrs, _ns, body, pos = rec
     t = t or "markdown"
     if t not in INPUT_TYPES:
         raise ctx.error(f"unknown cell type [{t}] (expected one of "
@@ -360,13 +351,13 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
     over = ct = ec = attachments = None
     has_ec = False
     if not attrs.keys().isdisjoint(IN_STRUCT):
-        ns, over = _take_ns(attrs, ctx, pos)
+        ns, over = take_ns(attrs, ctx, pos)
         ct = attrs.pop("cell_type", None)
         has_ec = "execution_count" in attrs
         ec = attrs.pop("execution_count", None)
         attachments = attrs.pop("attachments", None)
         if attrs.pop("close_fence", False) is True:
-            body = _drop_last_line(body)
+            body = drop_last_line(body)
         if ct is not None and (not isinstance(ct, str) or not ct):
             raise ctx.error(f"cell_type must be a cell type's name, not {ct!r}", pos)
     cell_type = ct or CELL_TYPE_OF[t]
@@ -435,212 +426,6 @@ def _read_code(body: str, ns: dict, ctx: Context) -> str:
     if post:
         ns["post"] = post
     return code
-
-
-def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
-               out_level: int) -> None:
-    """Append the outputs of an output (``%%%``) record read to ``cell``: the ``index``-th
-    block under it, whose default id is ``PARENT.index`` and default level ``out_level``."""
-    _out, level, title, ref, t, sub, link, attrs, body, pos = rec
-    t = t or "output"
-    # structural attributes (mime_type, execution_count, ...) are rare: one test for all
-    plain = attrs.keys().isdisjoint(OUT_STRUCT)
-    ns, over = ({}, None) if plain or NS not in attrs else _take_ns(attrs, ctx, pos)
-    if ref is not None and ref != f"{parent}.{index}":
-        ns["id"] = ref
-    if title:
-        ns["title"] = title
-    if level != out_level:
-        ns["level"] = level
-    if sub is not None:
-        ns["sub"] = sub
-    if link is not None:
-        ns["link"] = link
-    if not plain and "close_fence" in attrs and attrs.pop("close_fence") is True:
-        body = _drop_last_line(body)
-    if t == "error":
-        _read_error(rec, ns, over, body, cell, ctx)
-        return
-    is_lang = ctx.is_lang(t)
-    if t != ctx.lang:
-        ns["type"] = t
-    mt = has_ec = None
-    if not plain:
-        if "output_type" in attrs:
-            _read_future(pos, attrs, body, cell, ctx)
-            return
-        mt = attrs.get("mime_type")
-        has_ec = "execution_count" in attrs
-    if ((is_lang or (t == "output" and sub in STREAMS))
-            and not has_ec and (mt is None or mt == "text/plain")):
-        _read_streams(rec, ns, over, body, cell, ctx)
-        return
-    ec = None
-    if not plain:
-        if t == ctx.lang:
-            ns.pop("type", None)
-        attrs.pop("mime_type", None)
-        ec = attrs.pop("execution_count", None)
-        if not attrs.keys().isdisjoint(_NOT_DATA):
-            key = sorted(attrs.keys() & _NOT_DATA)[0]
-            raise ctx.error(f"{key}= belongs to [error] or stream cells, not [{t}]", pos)
-        if over:
-            attrs.update(over)
-    if mt is None:
-        bundle = {"text/plain" if is_lang or t in PLAIN_TYPES else "text/markdown": body}
-    elif isinstance(mt, str):
-        bundle = {mt: _decode(mt, body, ctx, pos)}
-    elif isinstance(mt, list) and all(isinstance(m, str) for m in mt):
-        bundle = _read_bundle(mt, body, ctx, pos)
-    else:
-        raise ctx.error(f"mime_type must be a string or a list of strings, not {mt!r}", pos)
-    fields = ns.pop("fields", None) if not plain else None
-    if ns:
-        attrs[NS] = ns
-    if has_ec:
-        if ec is not None and (not isinstance(ec, int) or isinstance(ec, bool)):
-            raise ctx.error(f"execution_count must be an integer, not {ec!r}", pos)
-        out = {"output_type": "execute_result", "data": bundle, "metadata": attrs,
-               "execution_count": ec}
-    else:
-        out = {"output_type": "display_data", "data": bundle, "metadata": attrs}
-    if fields is not None:
-        put_fields(out, fields, OUTPUT_FIELDS[out["output_type"]])
-    cell["outputs"].append(out)
-
-
-def _decode(mime: str, content: str, ctx: Context, pos: int) -> Any:
-    if is_json_mime(mime):
-        try:
-            return json.loads(content)
-        except ValueError as err:
-            raise ctx.error(f"{mime} content is not JSON: {err}", pos) from None
-    return content
-
-
-def _read_bundle(mimes: list[str], body: str, ctx: Context, pos: int) -> dict:
-    bundle: dict[str, Any] = {}
-    rest = body
-    for mime in mimes:
-        parts = split_fenced(rest)
-        if parts is None or not parts[3]:
-            raise ctx.error(f"mime_type lists {mime} but no closed fenced block holds it", pos)
-        _pre, _open, content, _close, rest = parts
-        bundle[mime] = _decode(mime, content, ctx, pos)
-    return bundle
-
-
-def _read_streams(rec: Record, ns: dict, over: dict | None, body: str, cell: dict,
-                  ctx: Context) -> None:
-    """The stream outputs of an output record (``body``: its body less a closing line)."""
-    pos, sub, attrs = rec.pos, rec.sub, rec.attrs
-    eol = attrs.pop("final_newline", True)
-    fields = ns.pop("fields", None) if ns else None
-    default = sub if sub in STREAMS else "stdout"
-    named = attrs.pop("stream", None) if "stream" in attrs else None
-    if named is not None:
-        if not isinstance(named, str) or not named:
-            raise ctx.error(f"stream= must be the stream's name, not {named!r}", pos)
-        default = named
-    streams: list[list] = []
-    if named is not None:
-        if body or not eol:
-            streams.append([named, [body]])  # one stream, its lines unprefixed
-    elif body or not eol:
-        for line in body.split("\n"):
-            if line.startswith("stdout>"):
-                name, text = "stdout", line[8:] if line.startswith("stdout> ") else line[7:]
-            elif line.startswith("stderr>"):
-                name, text = "stderr", line[8:] if line.startswith("stderr> ") else line[7:]
-            elif line.startswith("stdin>"):
-                name, text = "stdin", line[7:] if line.startswith("stdin> ") else line[6:]
-            else:
-                name, text = default, line
-            if streams and streams[-1][0] == name:
-                streams[-1][1].append(text)
-            else:
-                streams.append([name, [text]])
-    outputs = cell["outputs"]
-    first = len(outputs)
-    for name, texts in streams:
-        outputs.append({"output_type": "stream", "name": name, "text": "\n".join(texts) + "\n"})
-    if not streams:
-        outputs.append({"output_type": "stream", "name": default, "text": ""})
-    elif eol is False:
-        last = outputs[-1]
-        last["text"] = last["text"][:-1]
-    if fields is not None:
-        put_fields(outputs[first], fields, OUTPUT_FIELDS["stream"])
-    if over:
-        attrs.update(over)
-    if attrs:
-        ns["attrs"] = attrs
-    prev = outputs[first - 1] if first else None
-    if (not ns and fields is None and prev is not None and prev["output_type"] == "stream"
-            and prev["text"].endswith("\n") and prev["name"] != outputs[first]["name"]
-            and named is None and prev["name"] in STREAMS):
-        ns["new"] = True
-    if ns:
-        ns["name"] = outputs[first]["name"]
-        _cell_ns(cell)["outputs"][str(first)] = ns
-
-
-def _read_error(rec: Record, ns: dict, over: dict | None, body: str, cell: dict,
-                ctx: Context) -> None:
-    """The error output of an ``[error]`` record (``body``: its body less a closing line)."""
-    pos, attrs = rec.pos, rec.attrs
-    ename = attrs.pop("ename", "")
-    evalue = attrs.pop("evalue", "")
-    counts = attrs.pop("traceback_lines", None)
-    lines = body.split("\n")
-    if counts is None:
-        tb = lines
-    else:
-        if not isinstance(counts, list) or not all(
-            isinstance(n, int) and n > 0 for n in counts
-        ) or (counts and sum(counts) != len(lines)) or (not counts and body):
-            raise ctx.error("traceback_lines does not add up to the traceback's lines", pos)
-        tb, at = [], 0
-        for n in counts:
-            tb.append("\n".join(lines[at : at + n]))
-            at += n
-    fields = ns.pop("fields", None)
-    if over:
-        attrs.update(over)
-    if attrs:
-        ns["attrs"] = attrs
-    outputs = cell["outputs"]
-    if ns:
-        ns["ename"] = str(ename)
-        _cell_ns(cell)["outputs"][str(len(outputs))] = ns
-    out = {"output_type": "error", "ename": str(ename), "evalue": str(evalue), "traceback": tb}
-    if fields is not None:
-        put_fields(out, fields, OUTPUT_FIELDS["error"])
-    outputs.append(out)
-
-
-def _read_future(pos: int, attrs: dict, body: str, cell: dict, ctx: Context) -> None:
-    """An output of a future type: ``output_type="NAME"``, its other fields as JSON."""
-    ot = attrs.pop("output_type")
-    if not isinstance(ot, str) or ot in OUTPUT_TYPES:
-        raise ctx.error(f"output_type= names an output type from a later nbformat, not {ot!r}",
-                        pos)
-    try:
-        fields = json.loads(body) if body.strip() else {}
-    except ValueError as err:
-        raise ctx.error(f"the fields of a {ot} output are not JSON: {err}", pos) from None
-    if not isinstance(fields, dict):
-        raise ctx.error(f"the fields of a {ot} output must be a JSON object", pos)
-    cell["outputs"].append({**fields, "output_type": ot})
-
-
-def _cell_ns(cell: dict) -> dict:
-    """The cell's namespaced metadata, created with an ``outputs`` map if missing."""
-    ns = cell["metadata"].get(NS)
-    if ns is None:
-        ns = cell["metadata"][NS] = {}
-    ns.setdefault("outputs", {})
-    return ns
 
 
 def cell_ref(cell: dict) -> str:

@@ -26,13 +26,13 @@ from .notebook import (
     FRONT_MATTER_ID,
     PREAMBLE_ID,
     Context,
-    add_output,
     cell_ref,
     input_cell,
     notebook,
     notebook_language,
     notebook_metadata,
 )
+from .outputs import add_output
 from .record import Record, make_record
 from .rules import (
     INPUT_TYPES,
@@ -254,5 +254,5 @@ def _record(head: re.Match[str], end: int, escapes: list[int], ctx: Context) -> 
                           f"{ctx.line(seen[ref])})", line=ctx.line(pos), path=ctx.path)
     if attrs is None:
         attrs = {}
-    return make_record((len(marker) == 3, level, title, ref, typ, sub, link, attrs,
+    return make_record((len(marker) == 3, level, title, ref, typ, sub, link, None, attrs, None,
                         body(src, at, end, escapes, end == len(src)), pos))

@@ -11,12 +11,8 @@ read from right to left), and one f-string (:func:`record_text`) writes a record
 
 with one blank line between metadata, body and the next heading, the attributes in their one
 order (``attrs.emit_meta``) and body lines that would read as a heading escaped with one
-backslash (``rules.escape_body``: the reader's own scanner says which).
-
-The attributes of a record come in three parts that are never merged: ``struct``, what the
-writer adds for the notebook's own fields, in the order docs/format.md gives; ``attrs``, the
-flat metadata as the notebook holds it (its ``percent_agent`` entry is never written as such);
-``ns``, what only the namespaced entry can hold.
+backslash (``rules.escape_body``: the reader's own scanner says which). A record holds all
+it writes; what a ``[type]`` means, either way, is ``record.py``'s table, the reader's.
 """
 
 from __future__ import annotations
@@ -34,11 +30,6 @@ from .notebook import (
     CELL_TYPES,
     IN_STRUCT,
     NOTEBOOK_FIELDS,
-    OUT_STRUCT,
-    OUTPUT_FIELDS,
-    OUTPUT_TYPES,
-    PLAIN_TYPES,
-    STREAMS,
     TRANSIENT,
     Context,
     extra_fields,
@@ -49,7 +40,15 @@ from .notebook import (
     join_source,
     notebook_language,
 )
-from .record import CELL_TYPE_OF, TYPE_OF_CELL, Record, make_record
+from .outputs import OUT_STRUCT
+from .record import (
+    CELL_TYPE_OF,
+    OUTPUT_KINDS,
+    STREAMS,
+    TYPE_OF_CELL,
+    Record,
+    make_record,
+)
 from .rules import escape_body, structure
 from .runner import without_runner_cell_keys, without_runner_notebook_keys
 
@@ -65,18 +64,19 @@ _IN_NS: Final = frozenset({"type", "id", "title", "level", "sub", "link", "lang"
 _OUT_NS: Final = frozenset(
     {"type", "sub", "link", "title", "level", "id", "new", "attrs", "name", "ename"})
 _TYPE_ID: Final = frozenset({"type", "id"})
-# Attributes of a stream that only the namespaced entry can hold.
-_STREAM_STRUCT: Final = frozenset({"final_newline", "close_fence", NS, "execution_count",
-                                   "stream", "output_type"})
+# Attributes of a stream that only the namespaced entry can hold: its own, and those that
+# would read it as another output (an execute_result, a later nbformat's output).
+_STREAM_STRUCT: Final = frozenset(OUTPUT_KINDS["stream"].attrs) | {
+    "close_fence", NS, "execution_count", "output_type"}
 # "#" * level, then the input's or the output's marker: _HEADS[out][level]
 _HEADS: Final = tuple(tuple("#" * level + marker for level in range(6))
                       for marker in (" %%", " %%%"))
 
 
-def record_text(rec: Record, struct: dict | None, ns: dict | None, section: str | None) -> str:
-    """One cell or output, ending with a newline: ``struct`` the attributes the writer adds for
-    the notebook's own fields, ``ns`` the namespaced entry (the module's docstring)."""
-    out, level, title, ref, typ, sub, link, attrs, body, _pos = rec
+def record_text(rec: Record, section: str | None) -> str:
+    """One cell or output, ending with a newline (``section``: the section heading of a plain
+    ``.md``, whose lines in a body are escaped)."""
+    out, level, title, ref, typ, sub, link, struct, attrs, ns, body, _pos = rec
     meta = emit_meta(typ, sub, link, struct, attrs, ns)
     head = _HEADS[out][level]
     if title:
@@ -279,8 +279,8 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
     texts.append(record_text(make_record((False, level, title, ref, t, ns.get("sub"),
-                                          ns.get("link"), attrs, body, 0)),
-                             struct, left, ctx.section))
+                                          ns.get("link"), struct, attrs, left, body, 0)),
+                             ctx.section))
     if ct == "code" and cell.get("outputs"):
         _outputs(cell, ref, min(level + 1, 5), ctx, seen, texts)
 
@@ -289,7 +289,7 @@ def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     """What is kept for stream or error output ``i`` of ``cell`` beyond nbformat's fields."""
     outputs = _ns(cell.get("metadata") or _EMPTY).get("outputs")
     extra = out.get("metadata")
-    known = OUTPUT_FIELDS.get(out.get("output_type"), frozenset())
+    known = OUTPUT_KINDS[out["output_type"]].fields  # a stream's or an error's
     if not outputs and extra is None and out.keys() <= known:
         return {}  # nothing kept for this output
     info = (outputs or {}).get(str(i))
@@ -342,7 +342,7 @@ def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, seen: set[str
         if ot == "error":
             texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx=ctx,
                                 seen=seen))
-        elif ot in OUTPUT_TYPES:
+        elif ot in OUTPUT_KINDS:
             out = without_plain_text(out)
             texts.append(_data(out, ot, parent, index, level, ctx=ctx, seen=seen))
         else:
@@ -372,7 +372,8 @@ def _block(info: Mapping, parent: str, index: int, level: int, default_type: str
 
 def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx: Context,
             seen: set[str]) -> str:
-    ref, level, title, t, sub, link = _block(info, parent, index, level, ctx.lang, ctx=ctx,
+    default = OUTPUT_KINDS["stream"].type or ctx.lang
+    ref, level, title, t, sub, link = _block(info, parent, index, level, default, ctx=ctx,
                                              seen=seen)
     struct: dict[str, Any] = {}
     name = group[0].get("name")
@@ -397,8 +398,8 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx
         struct["final_newline"] = False
     if "stream" in struct and ("```" in body or "~~~" in body):
         body = _close(body, struct)
-    if not ctx.is_lang(t) and not (t == "output" and sub in STREAMS):
-        t = ctx.lang
+    if ctx.output_row(t, sub).output_type != "stream":
+        t = ctx.lang  # a type that would not read back as a stream
     attrs = info.get("attrs") or _EMPTY
     over = None
     if not attrs.keys().isdisjoint(_STREAM_STRUCT) or (
@@ -407,8 +408,8 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx
         over = {k: attrs.pop(k) for k in list(attrs) if k in _STREAM_STRUCT}
         if isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain":
             over["mime_type"] = attrs.pop("mime_type")
-    return record_text(make_record((True, level, title, ref, t, sub, link, attrs, body, 0)),
-                       struct, _left(info, _OUT_NS, over), ctx.section)
+    return record_text(make_record((True, level, title, ref, t, sub, link, struct, attrs,
+                                    _left(info, _OUT_NS, over), body, 0)), ctx.section)
 
 
 def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
@@ -420,13 +421,14 @@ def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
     body = json_text({k: v for k, v in out.items() if k != "output_type"}, indent=1)
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
-    return record_text(make_record((True, level, "", ref, t, None, None, _EMPTY, body, 0)),
-                       struct, None, ctx.section)
+    return record_text(make_record((True, level, "", ref, t, None, None, struct, _EMPTY, None,
+                                    body, 0)), ctx.section)
 
 
 def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx: Context,
            seen: set[str]) -> str:
-    ref, level, title, _t, sub, link = _block(info, parent, index, level, "error", ctx=ctx,
+    typ = OUTPUT_KINDS["error"].type
+    ref, level, title, _t, sub, link = _block(info, parent, index, level, typ, ctx=ctx,
                                               seen=seen)
     tb = [join_source(x) for x in out.get("traceback") or []]
     struct: dict[str, Any] = {"ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
@@ -436,8 +438,8 @@ def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx
     attrs, over = (attrs, None) if attrs.keys().isdisjoint(OUT_STRUCT) else _attrs(attrs,
                                                                                   OUT_STRUCT)
     body = _close("\n".join(tb), struct)
-    return record_text(make_record((True, level, title, ref, "error", sub, link, attrs, body,
-                                    0)), struct, _left(info, _OUT_NS, over), ctx.section)
+    return record_text(make_record((True, level, title, ref, typ, sub, link, struct, attrs,
+                                    _left(info, _OUT_NS, over), body, 0)), ctx.section)
 
 
 def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Context,
@@ -449,11 +451,13 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Co
     ns = md.get(NS)
     if type(ns) is not dict:
         ns = _ns(md)
-    known = OUTPUT_FIELDS[ot]
+    kind = OUTPUT_KINDS[ot]
+    known = kind.fields
     if not out.keys() <= known:
         ns = {**ns, "fields": extra_fields(out, known)}
-    ref, level, title, t, sub, link = _block(ns, parent, index, level, ctx.lang, ctx=ctx, seen=seen)
-    is_lang = ctx.is_lang(t)
+    ref, level, title, t, sub, link = _block(ns, parent, index, level, kind.type or ctx.lang,
+                                             ctx=ctx, seen=seen)
+    row = ctx.output_row(t, sub)
     struct: dict[str, Any] = {}
     data = out.get("data") or _EMPTY
     is_result = ot == "execute_result"
@@ -467,12 +471,12 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Co
         elif isinstance(value, list):
             body = join_source(value)
         if body is not None:
-            if is_lang and not is_result:
+            if row.output_type == "stream" and not is_result:  # would read back as a stream
                 if mime == "text/plain":
-                    body = None  # would read back as a stream: use the bundle form
+                    body = None  # the bundle form
                 else:
                     struct["mime_type"] = mime
-            elif mime != ("text/plain" if is_lang or t in PLAIN_TYPES else "text/markdown"):
+            elif mime != row.mime:
                 struct["mime_type"] = mime
     if body is None:
         mimes = list(data)
@@ -489,5 +493,5 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Co
     if "```" in body or "~~~" in body:
         body = _close(body, struct)
     left = _left(ns, _OUT_NS, over) if over or not ns.keys() <= _OUT_NS else None
-    return record_text(make_record((True, level, title, ref, t, sub, link, attrs, body, 0)),
-                       struct, left, ctx.section)
+    return record_text(make_record((True, level, title, ref, t, sub, link, struct, attrs, left,
+                                    body, 0)), ctx.section)
