@@ -22,7 +22,7 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.kernel._permission import PERMISSION_KEY
-from jupyter_percent_agent.kernel.kernel import TRUST_REFUSAL_KEY
+from tests.integration.test_kernel import open_live_comm, send_live_state, told
 
 if TYPE_CHECKING:
     from tests.integration.conftest import AcpKernel
@@ -186,10 +186,13 @@ def test_interrupt_while_a_permission_question_is_open_ends_the_turn(
 def test_an_untrusted_folder_starts_no_agent_and_offers_to_trust_it(
         scripted: Callable[..., tuple[AcpKernel, Scripted]]) -> None:
     k, agent = scripted({"prompts": [[{"say": "never"}]]}, trusted=False)
-    reply, _ = k.run("Say hello.", "q2")
+    nonce = send_live_state(k.kc, open_live_comm(k.kc), "q2", None)  # as JupyterLab does
+    reply, iopub = k.run("Say hello.", "q2")
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "UntrustedFolder"
-    assert reply["metadata"][TRUST_REFUSAL_KEY]["folder"] == str(k.folder.resolve())
+    (said,) = told(iopub)  # JupyterLab's "Trust this folder?" dialog opens on it
+    assert said["nonce"] == nonce
+    assert said["untrusted_folder"]["folder"] == str(k.folder.resolve())
     assert k.agents() == [] and not agent.log.exists()
 
 
