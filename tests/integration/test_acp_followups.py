@@ -66,8 +66,10 @@ def test_a_task_step_never_reads_or_writes_its_own_document_and_nobody_allows_at
     r = tce("run", "edit/ask", "--sop", str(sop_project.folder / "sop"),
             "--context", '{"what": "tidy up"}', "--json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["context"]["answer"] == "permission: reject done"
+    # what the agent said while its tool ran is a step of the transcript; the answer follows it
+    assert json.loads(r.stdout)["context"]["answer"].strip() == "done"
     said = Path(json.loads(r.stdout)["transcript"]).read_text()
+    assert "permission: reject" in said
     assert "read: ---" not in said and "wrote sop/edit/ask.md" not in said
     assert "refused: ACP read of 'sop/edit/ask.md'" in said
     assert "refused: ACP write of 'sop/edit/ask.md'" in said
