@@ -5,8 +5,11 @@ conversation's session.
 - ``config``: the agents the user added (``tce acp add``), in ``acp.json`` in their config
   folder (0600); a file names one by name only (``agents: {coder: {acp: NAME}}``), never a
   command. Standard library only.
-- ``session``: :class:`AcpSession` starts the user's command in the conversation's folder (a
-  process group of its own, ended with the session), initialises it advertising file read,
+- ``process``: the user's command started in the conversation's folder (a process group of
+  its own) and ended; standard library only, so a turn starts the agent before importing the
+  SDK and the two start-ups overlap.
+- ``session``: :class:`AcpSession` starts the user's command (``process``), ended with the
+  session, initialises it advertising file read,
   file write and terminals, makes a session or loads a recorded one, prompts, cancels.
 - ``client``: what the agent asks of the client: permissions (the person through a front
   end's :data:`PermissionAsker`, else the user's ``--permissions`` setting, else rejected),
@@ -51,8 +54,9 @@ _NAMES = {
     "PromptResult": "events", "ThoughtChunk": "events", "TokenUsage": "events",
     "AgentToolCall": "events",
     "PermissionAsker": "client",
-    "AcpAgentError": "session", "AcpSession": "session", "AcpSessions": "session",
+    "AcpAgentError": "process", "AcpSession": "session", "AcpSessions": "session",
     "probe": "session",
+    "end_process": "process", "start_process": "process",
 }
 
 __all__ = sorted(_NAMES)

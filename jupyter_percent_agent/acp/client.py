@@ -313,8 +313,3 @@ class ConfinedClient:
 
     def on_connect(self, conn: Any) -> None:
         return None
-
-
-def environment(extra: dict[str, str]) -> dict[str, str]:
-    """The environment an agent starts with: the user's, with the agent's own ``--env``."""
-    return {**os.environ, **extra}

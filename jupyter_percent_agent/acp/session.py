@@ -15,17 +15,23 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from jupyter_percent_agent.acp import events as ev
-from jupyter_percent_agent.acp.client import ConfinedClient, PermissionAsker, environment
+from jupyter_percent_agent.acp.client import ConfinedClient, PermissionAsker
 from jupyter_percent_agent.acp.config import AcpAgentSpec
 from jupyter_percent_agent.acp.confine import Folder
-from jupyter_percent_agent.errors import Kind, PercentAgentError
+from jupyter_percent_agent.acp.process import (
+    LINE_LIMIT,
+    AcpAgentError,
+    agent_error,
+    end_process,
+    start_process,
+)
+from jupyter_percent_agent.errors import PercentAgentError
 
 START_SECONDS = 60.0
 """How long an agent may take to start and answer ``initialize``."""
@@ -33,19 +39,6 @@ START_SECONDS = 60.0
 CANCEL_SECONDS = 5.0
 """How long a cancelled prompt may take to end after ``session/cancel`` (what arrives
 meanwhile is kept)."""
-
-STOP_SECONDS = 2.0
-"""How long an agent may take to exit once its input is closed, before it is ended."""
-
-LINE_LIMIT = 50 * 1024 * 1024  # one JSON-RPC message (the SDK's own default)
-
-
-class AcpAgentError(PercentAgentError, RuntimeError):
-    """An external agent that did not start, stopped, wrote something that is not JSON-RPC,
-    or answered a request with an error; one line naming the agent and what happened."""
-
-    error_kind = Kind.MODEL
-
 
 class _Lines:
     """Newline-delimited JSON-RPC over the process's pipes, as the SDK's message transport:
@@ -144,7 +137,7 @@ class AcpSession:
     # -- the process -----------------------------------------------------------------------
 
     def _error(self, what: str) -> AcpAgentError:
-        return AcpAgentError(f"ACP agent {self.spec.name!r} ({self.spec.target}): {what}")
+        return agent_error(self.spec, what)
 
     async def _died(self, doing: str, exc: BaseException | None = None) -> AcpAgentError:
         """The one line for a connection that ended while ``doing``."""
@@ -171,22 +164,17 @@ class AcpSession:
             if line:
                 self._stderr.append(line[:300])
 
-    async def start(self) -> ev.AgentInfo:
-        """Start the agent in the folder and ``initialize`` it, advertising file reads,
-        file writes and terminals; ``AcpAgentError`` when it cannot start or answer."""
+    async def start(self, process: asyncio.subprocess.Process | None = None) -> ev.AgentInfo:
+        """Start the agent in the folder (``process``: already started there by
+        ``process.start_process``, this session now ends it) and ``initialize`` it,
+        advertising file reads, file writes and terminals; ``AcpAgentError`` when it cannot
+        start or answer."""
         from acp import PROTOCOL_VERSION, connect_to_agent
         from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
         from jupyter_percent_agent import __version__
 
-        try:
-            self._process = await asyncio.create_subprocess_exec(
-                self.spec.command, *self.spec.args, cwd=self.folder.root,
-                env=environment(self.spec.env), stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, limit=LINE_LIMIT)
-        except OSError as exc:
-            raise self._error(f"cannot start: {exc.strerror or exc}") from None
+        self._process = process or await start_process(self.spec, self.folder.root)
         self._stderr_task = asyncio.ensure_future(self._read_stderr())
         self._lines = _Lines(self._process)
         self._conn = connect_to_agent(self.client, self._lines)
@@ -216,28 +204,13 @@ class AcpSession:
 
     async def close(self) -> None:
         """End the agent: its terminals, then its input closed, then its process group
-        (terminated, then killed) once it has had :data:`STOP_SECONDS`."""
+        (terminated, then killed) once it has had ``process.STOP_SECONDS``."""
         await self.client.close()
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 await self._conn.close()
-        process = self._process
-        if process is None:
-            return
-        if process.stdin is not None:
-            with contextlib.suppress(Exception):
-                process.stdin.close()
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, sig)
-            try:
-                await asyncio.wait_for(process.wait(), STOP_SECONDS)
-                break
-            except TimeoutError:
-                continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)  # what it started and left behind
+        if self._process is not None:
+            await end_process(self._process)
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

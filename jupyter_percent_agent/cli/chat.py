@@ -196,8 +196,8 @@ def run_chat(path: Path, message: str, *, agent: str | None = None,
     except (PercentAgentError, OSError) as exc:
         fail_for(exc, path=path)
     finally:
-        if "jupyter_percent_agent.mcptools" in sys.modules:  # the MCP servers this turn started
-            sys.modules["jupyter_percent_agent.mcptools"].stop_all()
+        if "jupyter_percent_agent.mcptools.host" in sys.modules:  # the MCP servers this turn
+            sys.modules["jupyter_percent_agent.mcptools.host"].HOST.stop_all()  # started
     if as_json:
         click.echo(json.dumps({"file": str(path), **run.to_json(detail=True),
                                "dropped": run.dropped,

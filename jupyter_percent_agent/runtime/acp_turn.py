@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -280,17 +281,23 @@ async def acp_turn(nb: Mapping[str, Any], index: int, agent: Agent, run: Run, *,
     protected = (options.path,) if options.path is not None else ()
     started, stop, usage, loaded = time.monotonic(), None, None, False
     kept = options.acp_sessions
-    session = acp.AcpSession(spec, options.folder, on_event=recorder,
-                             asker=options.permission_asker, protected=protected) \
-        if kept is None else None
+    session = None
     try:
         try:
-            if session is None:
+            if kept is not None:
                 session = await kept.session(spec, options.folder, on_event=recorder,
                                              asker=options.permission_asker,
                                              protected=protected)
-            else:
-                await session.start()
+            else:  # the agent starts before the SDK is imported: their start-ups overlap
+                process = await acp.start_process(spec, os.path.realpath(options.folder))
+                try:
+                    session = acp.AcpSession(spec, options.folder, on_event=recorder,
+                                             asker=options.permission_asker,
+                                             protected=protected)
+                except BaseException:
+                    await acp.end_process(process)
+                    raise
+                await session.start(process)
             loaded = await session.open(recorded)
             if recorded and not loaded:
                 why_new = f"{spec.name} could not load session {recorded}"

@@ -107,9 +107,6 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
     too for an MCP server the agent asks for that its folder may not use (one the folder
     defines, one of the user's not marked for untrusted folders). The agent's budgets are
     bounded here (``agents.bound_agent``)."""
-    from jupyter_percent_agent.mcptools.config import McpConfigError
-    from jupyter_percent_agent.runtime.toolset import check_mcp_servers
-
     index, cell = find_cell(nb, cell_id)
     kind = fmt.cell_kind(cell)
     if kind in MODEL_FREE or kind in options.runners:
@@ -128,6 +125,9 @@ def plan(nb: Mapping[str, Any], cell_id: str, options: RunOptions) -> Plan:
         attachments.check(message_of(cell, options), options.folder)
         return Plan(cell_id, index, kind, agent, None, chosen,
                     tuple(load_included(chosen, options.folder)))
+    from jupyter_percent_agent.mcptools.config import McpConfigError
+    from jupyter_percent_agent.runtime.toolset import check_mcp_servers
+
     # models a file chose (not the user's own: the environment's agent, or --model)
     from_file = agent.source != "environment" and not options.model
     route = trust.route_agent(agent.name, agent.api_base, agent.models, from_file=from_file,
@@ -164,27 +164,19 @@ def step_limit(options: RunOptions, agent: Agent) -> int:
 async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOptions,
                   transport: Transport) -> None:
     """Run the planned cell of ``nb`` into ``run``."""
-    from jupyter_percent_agent.mcptools import McpConfigError, McpServerError
-    from jupyter_percent_agent.runtime.cells import run_tool_cell
-    from jupyter_percent_agent.runtime.code import run_code_cell
-    from jupyter_percent_agent.runtime.summaries import make_summaries
-    from jupyter_percent_agent.runtime.toolset import (
-        offered_tools,
-        system_prompt_for,
-        tools_for,
-        with_search,
-    )
-    from jupyter_percent_agent.tools import in_thread
-
     _, cell = find_cell(nb, decided.cell_id)
     if decided.kind in options.runners:
         await options.runners[decided.kind](cell, run, options)
         return
     if decided.kind == "code":
+        from jupyter_percent_agent.runtime.code import run_code_cell
+
         await run_code_cell(cell, run, nb=nb, folder=options.folder,
                             kernels=options.code_kernels)
         return
     if decided.kind in ("tool_call", "toolchain"):
+        from jupyter_percent_agent.runtime.cells import run_tool_cell
+
         await run_tool_cell(cell, run, options.folder, nb)
         return
     if decided.kind == "async" and landed(cell, run, options.folder):
@@ -209,6 +201,16 @@ async def execute(nb: Mapping[str, Any], decided: Plan, run: Run, options: RunOp
         await acp_turn(nb, decided.index, agent, run, options=options,
                        messages_for=messages_for, sent=sent)
         return
+    from jupyter_percent_agent.mcptools import McpConfigError, McpServerError
+    from jupyter_percent_agent.runtime.summaries import make_summaries
+    from jupyter_percent_agent.runtime.toolset import (
+        offered_tools,
+        system_prompt_for,
+        tools_for,
+        with_search,
+    )
+    from jupyter_percent_agent.tools import in_thread
+
     assert agent is not None and route is not None
     try:
         # off the event loop: starting an MCP server may take its 30 s, and an interrupt

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jupyter_percent_agent.testing.environment import run_tce, tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.paths import TEST_DATA
 
 CHAT = "---\nagents:\n  coder: {acp: scripted}\ndefault_agent: coder\n---\n"
 
@@ -45,6 +46,29 @@ def test_tce_chat_with_an_external_agent_never_imports_litellm(
     assert "litellm" not in imported
 
 
+def test_tce_chat_with_an_external_agent_imports_no_mcp_or_tool_modules(
+        tmp_path: Path, trusted: Callable[[Path], Path], env: dict[str, str]) -> None:
+    """An external agent's turn has no MCP servers nor tools of ours: their modules (the
+    tool registry reads package metadata) stay out of the time before the agent starts."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"prompts": [[{"say": "Hello."}]]}))
+    assert tce("acp", "add", "scripted", "--", sys.executable, "-m",
+               "jupyter_percent_agent.testing.scripted_acp_agent", str(script)).exit_code == 0
+    folder = tmp_path / "work"
+    folder.mkdir()
+    trusted(folder)
+    (folder / "chat.msg.md").write_text(CHAT, encoding="utf-8")
+    done = run_tce("chat", str(folder / "chat.msg.md"), "-m", "Hi",
+                   env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Hello." in done.stdout
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+               if line.startswith("import time:") and "|" in line}
+    assert "jupyter_percent_agent.mcptools.config" in modules  # the measure works
+    assert "jupyter_percent_agent.mcptools.host" not in modules
+    assert "jupyter_percent_agent.tools" not in modules
+
+
 def test_tce_chat_with_a_model_agent_still_imports_litellm_while_it_plans(
         tmp_path: Path, local_model: OpenAIServer, env: dict[str, str]) -> None:
     """The import overlaps building the history, as before: a model turn needs it."""
@@ -55,3 +79,27 @@ def test_tce_chat_with_a_model_agent_still_imports_litellm_while_it_plans(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Hi there." in done.stdout
     assert "litellm" in _imported(done.stderr)
+
+
+def test_tce_chat_starts_the_external_agent_before_importing_the_acp_sdk(
+        tmp_path: Path, trusted: Callable[[Path], Path], env: dict[str, str]) -> None:
+    """The SDK's pydantic models take a quarter of a second of processor or more to build:
+    the agent is started first, so its own start-up runs beside that import (issue 38's
+    first chunk within 50 ms of a bare SDK client). The order is told by an audit hook
+    (``tests/data/acp/process_order/sitecustomize.py``) in the real command."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"prompts": [[{"say": "Hello."}]]}))
+    assert tce("acp", "add", "scripted", "--", sys.executable, "-m",
+               "jupyter_percent_agent.testing.scripted_acp_agent", str(script)).exit_code == 0
+    folder = tmp_path / "work"
+    folder.mkdir()
+    trusted(folder)
+    (folder / "chat.msg.md").write_text(CHAT, encoding="utf-8")
+    done = run_tce("chat", str(folder / "chat.msg.md"), "-m", "Hi",
+                   env={**env, "PYTHONPATH": str(TEST_DATA / "acp" / "process_order")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Hello." in done.stdout
+    started = [line for line in done.stderr.splitlines()
+               if line.startswith("started-process:") and "scripted_acp_agent" in line]
+    assert len(started) == 1, done.stderr[-2000:]  # the measure works: the start is seen
+    assert "sdk_imported=False" in started[0]
