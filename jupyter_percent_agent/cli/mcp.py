@@ -80,7 +80,7 @@ def add(
 
     if untrusted_ok and not url and not command and not (envs or headers or timeout):
         try:
-            marked = mcptools.config.mark_untrusted_ok(name)
+            marked = mcptools.mark_untrusted_ok(name)
         except PercentAgentError as exc:
             fail_for(exc)
         if marked is None:
@@ -105,7 +105,7 @@ def add(
     if untrusted_ok:
         entry[mcptools.config.UNTRUSTED_OK_KEY] = True
     try:
-        spec = mcptools.config.spec_from_json(name, entry)
+        spec = mcptools.spec_from_json(name, entry)
         path = mcptools.add_server(spec, replace=replace)
     except PercentAgentError as exc:
         fail_for(exc)

@@ -19,8 +19,8 @@ from jupyter_percent_agent.lazy import lazy_getattr
 _NAMES = {
     "McpConfigError": "config", "ServerSpec": "config", "add_server": "config",
     "add_servers": "config", "check_name": "config", "load_servers": "config",
-    "read_json_file": "config", "remove_server": "config", "servers_from_json": "config",
-    "servers_path": "config",
+    "mark_untrusted_ok": "config", "read_json_file": "config", "remove_server": "config",
+    "servers_from_json": "config", "servers_path": "config", "spec_from_json": "config",
     "HOST": "host", "ListedTool": "host", "McpServerError": "host", "McpToolError": "host",
     "log_path": "host",
     "python_name": "schema",
