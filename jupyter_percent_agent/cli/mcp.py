@@ -103,7 +103,7 @@ def add(
     if timeout is not None:
         entry["timeout"] = timeout
     if untrusted_ok:
-        entry[mcptools.config.UNTRUSTED_OK_KEY] = True
+        entry[mcptools.UNTRUSTED_OK_KEY] = True
     try:
         spec = mcptools.spec_from_json(name, entry)
         path = mcptools.add_server(spec, replace=replace)

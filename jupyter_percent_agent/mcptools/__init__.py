@@ -21,6 +21,7 @@ _NAMES = {
     "add_servers": "config", "check_name": "config", "load_servers": "config",
     "mark_untrusted_ok": "config", "read_json_file": "config", "remove_server": "config",
     "servers_from_json": "config", "servers_path": "config", "spec_from_json": "config",
+    "UNTRUSTED_OK_KEY": "config",
     "HOST": "host", "ListedTool": "host", "McpServerError": "host", "McpToolError": "host",
     "log_path": "host",
     "python_name": "schema",
