@@ -359,8 +359,10 @@ def without_plain_text(output: Mapping) -> Mapping:
     """``output`` without the ``text/plain`` that :func:`with_plain_text` added (the form the
     file keeps), or ``output`` itself."""
     metadata = output.get("metadata")
-    ns = metadata.get(NS) if isinstance(metadata, Mapping) else None
-    if not isinstance(ns, Mapping) or not ns.get(PLAIN_COPY):
+    # type() first: isinstance of an ABC is a Python call, and this runs for every output
+    ns = metadata.get(NS) if type(metadata) is dict or isinstance(metadata, Mapping) else None
+    if ns is None or not (type(ns) is dict or isinstance(ns, Mapping)) \
+            or not ns.get(PLAIN_COPY):
         return output
     data = {k: v for k, v in (output.get("data") or {}).items() if k != "text/plain"}
     rest = {k: v for k, v in ns.items() if k != PLAIN_COPY}

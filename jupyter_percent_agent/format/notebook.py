@@ -31,7 +31,7 @@ from .errors import FormatError
 from .lines import fence_for, split_fenced
 from .record import CELL_TYPE_OF, TYPE_OF_CELL, OutputOf, Record, output_of
 from .rules import INPUT_TYPES
-from .runner import is_runner_cell_key
+from .runner import has_runner_cell_keys, is_runner_cell_key
 from .safe_yaml import load_yaml
 
 __all__ = [
@@ -345,8 +345,9 @@ def input_cell(rec: Record, index: int, ctx: Context) -> dict:
                         f"{', '.join(sorted(INPUT_TYPES))})", pos, footnote=True)
     if TRANSIENT in attrs:  # a test first: a call to pop for every cell costs
         attrs.pop(TRANSIENT)
-    for key in [k for k, v in attrs.items() if is_runner_cell_key(k, v)]:
-        del attrs[key]  # a runner's, never kept (runner.py)
+    if has_runner_cell_keys(attrs):  # a runner's, never kept (runner.py)
+        for key in [k for k, v in attrs.items() if is_runner_cell_key(k, v)]:
+            del attrs[key]
     ns: dict[str, Any] = {}
     over = ct = ec = attachments = None
     has_ec = False

@@ -41,7 +41,11 @@ def add_output(rec: Record, cell: dict, index: int, ctx: Context, parent: str,
     t = t or "output"
     # structural attributes (mime_type, execution_count, ...) are rare: one test for all
     plain = attrs.keys().isdisjoint(OUT_STRUCT)
-    ns, over = ({}, None) if plain or NS not in attrs else take_ns(attrs, ctx, pos)
+    if plain or NS not in attrs:
+        ns: dict[str, Any] = {}
+        over = None
+    else:
+        ns, over = take_ns(attrs, ctx, pos)
     if ref is not None and ref != f"{parent}.{index}":
         ns["id"] = ref
     if title:

@@ -184,13 +184,14 @@ def _scan(src: str, at: int, start: int, ctx: Context, cells: list[dict]) -> Non
             blocks += 1
             add_output(rec, cell, blocks, ctx, parent, out_level)
         else:
+            level = rec.level
             if cell is None:  # the document's heading level: the first message's
-                ctx.level = rec.level
+                ctx.level = level
             cell = input_cell(rec, len(cells), ctx)
             cells.append(cell)
             parent = cell_ref(cell) if NS in cell["metadata"] else cell["id"]
             blocks = 0
-            out_level = rec.level + 1 if rec.level < 5 else 5
+            out_level = level + 1 if level < 5 else 5
         if m is None:
             break
         head = m

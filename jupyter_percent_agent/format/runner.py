@@ -43,9 +43,14 @@ def is_runner_cell_key(key: str, value: Any) -> bool:
     return key in RUNNER_CELL_KEYS or (key == EMPTY_TAGS and value == [])
 
 
+def has_runner_cell_keys(md: Mapping[str, Any]) -> bool:
+    """Whether a cell's metadata holds an entry a runner wrote (two lookups: most have none)."""
+    return not md.keys().isdisjoint(RUNNER_CELL_KEYS) or md.get(EMPTY_TAGS, None) == []
+
+
 def without_runner_cell_keys(md: Mapping[str, Any]) -> Mapping[str, Any]:
     """``md`` (a cell's metadata) without what a runner wrote; ``md`` itself when it has none."""
-    if md.keys().isdisjoint(RUNNER_CELL_KEYS) and md.get(EMPTY_TAGS, None) != []:
+    if not has_runner_cell_keys(md):
         return md
     return {k: v for k, v in md.items() if not is_runner_cell_key(k, v)}
 
