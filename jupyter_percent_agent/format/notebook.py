@@ -113,11 +113,12 @@ def is_json_mime(mime: str) -> bool:
 class Context:
     """What the cells of one notebook share: language, heading level, ids in use.
 
-    ``used`` holds the ids no made-up id may take. Writing, the writer fills it with the ids
-    of the notebook's cells. Reading, ``seen`` maps each footnote id read so far to where its
-    heading is; ``used`` holds the ids made up so far, or every footnote id of the text when
-    the reader knows them all (its second pass: docs of ``reader.read_notebook``). ``src`` is
-    the reader's text (a newline, then the file's text), for line numbers.
+    ``used`` holds the ids no made-up id may take, nor may those in ``seen``. Writing, the
+    writer fills ``used`` with the ids of the notebook's cells, and ``seen`` holds each
+    footnote id written so far (at 0). Reading, ``seen`` maps each footnote id read so far to
+    where its heading is; ``used`` holds the ids made up so far, or every footnote id of the
+    text when the reader knows them all (its second pass: docs of ``reader.read_notebook``).
+    ``src`` is the reader's text (a newline, then the file's text), for line numbers.
     """
 
     __slots__ = ("_rows", "lang", "level", "path", "section", "seen", "src", "used")

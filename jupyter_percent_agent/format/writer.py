@@ -138,10 +138,9 @@ def write_parts(nb: Mapping, path: str | None = None, section: str | None = None
         ref = (ns.get("id") if ns else None) or cell.get("id")
         if ref:
             used.add(ref)
-    seen: set[str] = set()
     texts: list[str] = []
     for cell in cells:
-        _cell(cell, ctx, seen, texts)
+        _cell(cell, ctx, texts)
     if section is not None and texts and not any(
             kind == "section" for kind, _pos in structure(preamble or "", 0, section)[0]):
         pre = preamble or ""
@@ -163,14 +162,15 @@ def write_parts(nb: Mapping, path: str | None = None, section: str | None = None
 # --------------------------------------------------------------------------- the records
 
 
-def unique_ref(ref: str, ctx: Context, seen: set[str], generated: bool = False) -> str:
-    """``ref`` if no record written so far has it (and, when ``generated``, no cell of the
-    notebook does), else a fresh id."""
+def unique_ref(ref: str, ctx: Context, generated: bool = False) -> str:
+    """``ref`` if no record written so far has it (``ctx.seen``; and, when ``generated``, no
+    cell of the notebook does), else a fresh id, which is none of those either."""
+    seen = ctx.seen
     if ref and ref not in seen and not (generated and ref in ctx.used):
-        seen.add(ref)
+        seen[ref] = 0
         return ref
     out = ctx.fresh(ref or "cell")
-    seen.add(out)
+    seen[out] = 0
     return out
 
 
@@ -213,7 +213,7 @@ def _close(body: str, struct: dict) -> str:
     return body
 
 
-def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None:
+def _cell(cell: Mapping, ctx: Context, texts: list[str]) -> None:
     """The ``%%`` record of a cell, then those of its outputs, appended to ``texts``."""
     ct = cell.get("cell_type", "code")
     md = cell.get("metadata") or _EMPTY
@@ -255,7 +255,7 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
     if ct not in CELL_TYPES and "source" not in cell:
         left = left or {}
         left["no_source"] = True
-    ref = unique_ref(nsid or cell.get("id") or "", ctx, seen)
+    ref = unique_ref(nsid or cell.get("id") or "", ctx)
     source = cell.get("source", "")
     if type(source) is not str:
         source = join_source(source)
@@ -282,7 +282,7 @@ def _cell(cell: Mapping, ctx: Context, seen: set[str], texts: list[str]) -> None
                                           ns.get("link"), struct, attrs, left, body, 0)),
                              ctx.section))
     if ct == "code" and cell.get("outputs"):
-        _outputs(cell, ref, min(level + 1, 5), ctx, seen, texts)
+        _outputs(cell, ref, min(level + 1, 5), ctx, texts)
 
 
 def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
@@ -312,8 +312,7 @@ def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     return info
 
 
-def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, seen: set[str],
-             texts: list[str]) -> None:
+def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, texts: list[str]) -> None:
     """The ``%%%`` records of a code cell's outputs (``parent``: the cell's footnote id,
     ``level``: its outputs' default heading level), appended to ``texts``."""
     outputs = cell["outputs"]
@@ -337,28 +336,27 @@ def _outputs(cell: Mapping, parent: str, level: int, ctx: Context, seen: set[str
                     break
                 group.append(nxt)
                 i += 1
-            texts.append(_stream(group, info, parent, index, level, ctx=ctx, seen=seen))
+            texts.append(_stream(group, info, parent, index, level, ctx))
             continue
         if ot == "error":
-            texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx=ctx,
-                                seen=seen))
+            texts.append(_error(out, _stream_info(cell, i, out), parent, index, level, ctx))
         elif ot in OUTPUT_KINDS:
             out = without_plain_text(out)
-            texts.append(_data(out, ot, parent, index, level, ctx=ctx, seen=seen))
+            texts.append(_data(out, ot, parent, index, level, ctx))
         else:
-            texts.append(_future(out, parent, index, level, ctx, seen))
+            texts.append(_future(out, parent, index, level, ctx))
         i += 1
 
 
-def _block(info: Mapping, parent: str, index: int, level: int, default_type: str, *,
-           ctx: Context, seen: set[str]) -> tuple[str, int, str, str, str | None, str | None]:
+def _block(info: Mapping, parent: str, index: int, level: int, default_type: str,
+           ctx: Context) -> tuple[str, int, str, str, str | None, str | None]:
     """(id, level, title, type, sub, link) of output block ``index`` under ``parent``."""
     given = info.get("id")
-    if given and given not in seen:
-        seen.add(given)
+    if given and given not in ctx.seen:
+        ctx.seen[given] = 0
         ref = given
     else:
-        ref = unique_ref(given or f"{parent}.{index}", ctx, seen, generated=not given)
+        ref = unique_ref(given or f"{parent}.{index}", ctx, generated=not given)
     if info.keys() <= _TYPE_ID:  # nothing but the type and the id: the defaults
         return ref, level, "", info.get("type") or default_type, None, None
     title = info.get("title")
@@ -370,11 +368,10 @@ def _block(info: Mapping, parent: str, index: int, level: int, default_type: str
             info.get("sub"), info.get("link"))
 
 
-def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx: Context,
-            seen: set[str]) -> str:
+def _stream(group: list, info: dict, parent: str, index: int, level: int,
+            ctx: Context) -> str:
     default = OUTPUT_KINDS["stream"].type or ctx.lang
-    ref, level, title, t, sub, link = _block(info, parent, index, level, default, ctx=ctx,
-                                             seen=seen)
+    ref, level, title, t, sub, link = _block(info, parent, index, level, default, ctx)
     struct: dict[str, Any] = {}
     name = group[0].get("name")
     if name in STREAMS:
@@ -412,11 +409,9 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int, *, ctx
                                     _left(info, _OUT_NS, over), body, 0)), ctx.section)
 
 
-def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
-            seen: set[str]) -> str:
+def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context) -> str:
     """An output of a type from a later nbformat: its type, and its other fields as JSON."""
-    ref, level, _title, t, _sub, _link = _block(_EMPTY, parent, index, level, ctx.lang,
-                                                ctx=ctx, seen=seen)
+    ref, level, _title, t, _sub, _link = _block(_EMPTY, parent, index, level, ctx.lang, ctx)
     struct: dict[str, Any] = {"output_type": out.get("output_type")}
     body = json_text({k: v for k, v in out.items() if k != "output_type"}, indent=1)
     if "```" in body or "~~~" in body:
@@ -425,11 +420,10 @@ def _future(out: Mapping, parent: str, index: int, level: int, ctx: Context,
                                     body, 0)), ctx.section)
 
 
-def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx: Context,
-           seen: set[str]) -> str:
+def _error(out: Mapping, info: dict, parent: str, index: int, level: int,
+           ctx: Context) -> str:
     typ = OUTPUT_KINDS["error"].type
-    ref, level, title, _t, sub, link = _block(info, parent, index, level, typ, ctx=ctx,
-                                              seen=seen)
+    ref, level, title, _t, sub, link = _block(info, parent, index, level, typ, ctx)
     tb = [join_source(x) for x in out.get("traceback") or []]
     struct: dict[str, Any] = {"ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
     if not tb or any("\n" in x for x in tb):
@@ -442,8 +436,7 @@ def _error(out: Mapping, info: dict, parent: str, index: int, level: int, *, ctx
                                     _left(info, _OUT_NS, over), body, 0)), ctx.section)
 
 
-def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Context,
-          seen: set[str]) -> str:
+def _data(out: Mapping, ot: str, parent: str, index: int, level: int, ctx: Context) -> str:
     """A ``display_data`` or ``execute_result`` (``ot``): a reply, a tool call or result, code
     output."""
     md = out.get("metadata") or _EMPTY
@@ -455,8 +448,7 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, *, ctx: Co
     known = kind.fields
     if not out.keys() <= known:
         ns = {**ns, "fields": extra_fields(out, known)}
-    ref, level, title, t, sub, link = _block(ns, parent, index, level, kind.type or ctx.lang,
-                                             ctx=ctx, seen=seen)
+    ref, level, title, t, sub, link = _block(ns, parent, index, level, kind.type or ctx.lang, ctx)
     row = ctx.output_row(t, sub)
     struct: dict[str, Any] = {}
     data = out.get("data") or _EMPTY

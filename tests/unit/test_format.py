@@ -959,3 +959,18 @@ def test_a_bare_number_longer_than_python_converts_is_kept_as_text():
     attrs = fmt.cell_attrs(nb["cells"][0])
     assert attrs["x"] == digits and attrs["y"] == "-" + digits
     assert reads(writes(nb))["cells"][0] == nb["cells"][0]
+
+
+def test_a_made_up_id_never_repeats_one_an_output_was_written_with():
+    """Two cells with one id: the second gets a new one, which must not be the id of an output
+    written above it (the reader refuses a file with a footnote id twice)."""
+    first = fmt.new_message("hello", cell_id="a")
+    first["outputs"] = [fmt.reply_output("hi", agent="bot", out_id="b-2")]
+    nb = {"cells": [first, fmt.new_message("one", cell_id="b"),
+                    fmt.new_message("two", cell_id="b")],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    back = fmt.reads(fmt.writes(nb))
+    ids = [c["id"] for c in back["cells"]]
+    assert ids[:2] == ["a", "b"] and ids[2] not in {"a", "b", "b-2"}
+    assert [c["source"] for c in back["cells"]] == ["hello", "one", "two"]
+    assert back["cells"][0]["outputs"][0]["metadata"][fmt.NS].get("id", "b-2") == "b-2"
