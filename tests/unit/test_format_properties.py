@@ -133,6 +133,34 @@ def test_random_notebooks_round_trip_exactly_through_text(nb, path):
     assert writes(back, path=path) == text
 
 
+# Ids that collide: the ones a writer makes up (``cell-N``, ``-N`` suffixes, ``PARENT.N``) and
+# the front matter's and preamble's.
+clashing_id = st.sampled_from(["a", "b", "b-2", "b-3", "a.1", "a.2", "cell", "cell-1", "cell-2",
+                               "front-matter", "preamble", "preamble-2"])
+
+
+@st.composite
+def notebooks_with_clashing_ids(draw):
+    """Notebooks whose cells may share ids, and whose outputs carry ids of their own."""
+    nb = draw(notebooks())
+    for cell in nb["cells"]:
+        cell["id"] = draw(clashing_id)
+        for out in cell.get("outputs", []):
+            if out["output_type"] in ("display_data", "execute_result") and draw(st.booleans()):
+                out["metadata"] = {**out["metadata"], fmt.NS: {"id": draw(clashing_id)}}
+    return nb
+
+
+@SETTINGS
+@given(notebooks_with_clashing_ids(), st.sampled_from([None, "x.msg.py"]))
+def test_a_notebook_with_clashing_ids_writes_a_text_that_reads_back(nb, path):
+    text = writes(nb, path=path)
+    back = reads(text, path=path)
+    assert [c["source"] for c in back["cells"]] == [c["source"] for c in nb["cells"]]
+    assert len({c["id"] for c in back["cells"]}) == len(back["cells"])
+    assert writes(back, path=path) == text
+
+
 EXTRA_LINES = [
     "# %% T[^c]", "[^c]: [markdown] history=\"none\"", "## %%% R[^c.1]", "[^c.1]: [agent] n=1",
     "# %%% [python] t=1", "[^d]: [code] execution_count=3", "# %%[^d]", "[^e]: [raw]",
