@@ -207,7 +207,7 @@ def test_a_mention_inside_code_is_text(
 def test_the_agent_kernel_refuses_a_path_out_in_one_line_and_sends_nothing(
     spec_dir: Path, server: OpenAIServer, tmp_path: Path
 ) -> None:
-    from tests.integration.test_kernel import execute, kernel_env, start, stop
+    from jupyter_percent_agent.testing.kernels import execute, kernel_env, start, stop
 
     home = tmp_path / "chat"
     home.mkdir()

@@ -14,8 +14,7 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.testing.environment import run_tce, tce_on_terminal
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_kernel import (
+from jupyter_percent_agent.testing.kernels import (
     TIMEOUT,
     collect,
     kernel_env,
@@ -24,6 +23,7 @@ from tests.integration.test_kernel import (
     stop,
     trust_for_kernel,
 )
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 ASKING = (
     "import getpass\nname = input('Your name? ')\nsecret = getpass.getpass('Token? ')\n"

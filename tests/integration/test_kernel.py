@@ -11,24 +11,32 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jupyter_client import BlockingKernelClient
-from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent import trust
-from jupyter_percent_agent.kernel import COMM_TARGET, KERNEL_NAME, LANGUAGE_INFO
-from jupyter_percent_agent.testing.environment import model_env
+from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO
+from jupyter_percent_agent.testing.kernels import (
+    TIMEOUT,
+    collect,
+    execute,
+    execute_live,
+    kernel_env,
+    open_live_comm,
+    outputs,
+    send_live_state,
+    start,
+    stop,
+    told,
+    trust_for_kernel,
+)
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.paths import TEST_DATA
-
-TIMEOUT = 30
 
 CONVERSATION = """\
 ---
@@ -56,31 +64,6 @@ Saved text of the second question.
 """
 
 
-KERNEL_CONFIG = Path(tempfile.mkdtemp(prefix="kernel-user-config-"))
-"""The user config dir of the kernels these tests start (no folder trusted unless a test
-says so)."""
-
-
-def kernel_env(server: OpenAIServer, **extra: str) -> dict[str, str]:
-    """The environment of the kernels these tests start (``KERNEL_CONFIG`` their config)."""
-    return model_env(server, KERNEL_CONFIG, **extra)
-
-
-def start(spec_dir: Path, env: dict[str, str], **launch: Any) -> tuple[KernelManager, Any]:
-    ksm = KernelSpecManager(kernel_dirs=[str(spec_dir)])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
-    km.start_kernel(env=env, **launch)
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=TIMEOUT)
-    return km, kc
-
-
-def stop(km: KernelManager, kc: Any) -> None:
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-
-
 @pytest.fixture(scope="module")
 def notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The file the module's kernel serves (JPY_SESSION_NAME); each test writes it."""
@@ -100,49 +83,6 @@ def srv(server: OpenAIServer) -> Iterator[OpenAIServer]:
     server.reset()
     yield server
     server.reset()
-
-
-def trust_for_kernel(folder: Path, *, trusted: bool = True) -> None:
-    """Trust ``folder`` in the kernels' user config, as ``tce trust`` would (``trusted=False``:
-    as ``tce untrust`` would)."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setenv("PERCENT_AGENT_CONFIG_DIR", str(KERNEL_CONFIG))
-        if trusted:
-            trust.trust_folder(folder)
-        else:
-            trust.untrust_folder(folder)
-
-
-def execute(kc: Any, code: str, cell_id: str | None = None) -> tuple[dict, list[dict]]:
-    """Send an execute_request as JupyterLab does (cellId in the metadata); return the
-    reply and the iopub messages of that request up to idle."""
-    msg = kc.session.msg("execute_request", {
-        "code": code, "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True})
-    if cell_id is not None:
-        msg["metadata"]["cellId"] = cell_id
-    kc.shell_channel.send(msg)
-    return collect(kc, msg["header"]["msg_id"])
-
-
-def collect(kc: Any, msg_id: str) -> tuple[dict, list[dict]]:
-    iopub: list[dict] = []
-    while True:
-        m = kc.get_iopub_msg(timeout=TIMEOUT)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-        iopub.append(m)
-    while True:
-        reply = kc.get_shell_msg(timeout=TIMEOUT)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply, iopub
-
-
-def outputs(iopub: list[dict]) -> list[dict]:
-    return [m for m in iopub if m["msg_type"] in (
-        "display_data", "update_display_data", "stream", "error", "execute_result")]
 
 
 # --------------------------------------------------------------------------- tests
@@ -332,36 +272,6 @@ RENAMED = ("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
            "# %% Q[^r1]\n[^r1]: [markdown]\n\nSaved question.\n\n"
            "## %%%[^r1.1]\n[^r1.1]: [critic]\n\nSaved answer.\n\n"
            "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
-
-
-def open_live_comm(kc: Any) -> str:
-    """Open the comm the labextension sends live states on; its id."""
-    comm_id = uuid.uuid4().hex
-    kc.shell_channel.send(kc.session.msg("comm_open", {
-        "comm_id": comm_id, "target_name": COMM_TARGET, "data": {}}))
-    return comm_id
-
-
-def send_live_state(kc: Any, comm_id: str, cell_id: str, state: Any) -> str:
-    """Send ``state`` for the next run of ``cell_id``, as the labextension does; its nonce."""
-    nonce = uuid.uuid4().hex
-    kc.shell_channel.send(kc.session.msg("comm_msg", {
-        "comm_id": comm_id, "data": {"cellId": cell_id, "nonce": nonce, "state": state}}))
-    return nonce
-
-
-def execute_live(kc: Any, code: str, cell_id: str, state: dict[str, Any]
-                 ) -> tuple[dict, list[dict]]:
-    """Run ``cell_id`` as JupyterLab does: ``state`` as the labextension's live state, on the
-    comm, right before the execute request."""
-    comm_id = open_live_comm(kc)
-    send_live_state(kc, comm_id, cell_id, {"version": 1, **state})
-    return execute(kc, code, cell_id)
-
-
-def told(iopub: list[dict]) -> list[dict]:
-    """What the kernel said on the live state's comm during a run."""
-    return [m["content"]["data"] for m in iopub if m["msg_type"] == "comm_msg"]
 
 
 def live_state_of(text: str, **sources: str) -> dict[str, Any]:

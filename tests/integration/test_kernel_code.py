@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_kernel import (
+from jupyter_percent_agent.testing.kernels import (
     collect,
     execute,
     execute_live,
@@ -23,6 +22,7 @@ from tests.integration.test_kernel import (
     told,
     trust_for_kernel,
 )
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
 from tests.paths import TEST_DATA
 
 PNG = (
