@@ -1,5 +1,6 @@
-"""Fixtures of the integration tier's kernel tests (test_kernel.py, test_kernel_code.py, and
-with an external ACP agent: test_kernel_acp.py, test_fast_agent.py)."""
+"""Fixtures of the integration tier: its kernel tests (test_kernel.py, test_kernel_code.py, and
+with an external ACP agent: test_kernel_acp.py, test_fast_agent.py) and its ACP tests through
+``tce`` (test_acp.py, test_acp_followups.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.helpers.acp import Scripted
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +163,12 @@ def acp_kernel(tmp_path: Path, spec_dir: Path, server: OpenAIServer
     for k in started:
         k.kc.stop_channels()
         k.km.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path, trusted: Callable[[Path], Path]) -> Scripted:
+    """A trusted conversation folder whose agent ``coder`` is the scripted ACP agent
+    (test_acp.py, test_acp_followups.py)."""
+    scripted = Scripted(tmp_path)
+    trusted(scripted.folder)
+    return scripted
