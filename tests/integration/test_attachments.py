@@ -15,7 +15,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime.code_history import IMAGE_SIDE, NO_VISION, TEXT_BUDGET
 from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_cli_chat import cells, replies
+from tests.helpers.conversations import cells, replies
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "attachments"
