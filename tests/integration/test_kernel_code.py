@@ -23,12 +23,8 @@ from jupyter_percent_agent.testing.kernels import (
     trust_for_kernel,
 )
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.helpers.images import PNG
 from tests.paths import TEST_DATA
-
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAAB"
-    "JRU5ErkJggg=="
-)
 
 
 @pytest.fixture(scope="module")
