@@ -1,15 +1,17 @@
-"""How tests drive a Jupyter kernel over the real protocol: start one from a kernelspec folder
-with jupyter_client's ``KernelManager`` (:func:`start`, :func:`stop`), in the environment a
-test's kernel gets (:func:`kernel_env`, the user config dir :func:`trust_for_kernel` trusts
-folders in), send cells as JupyterLab does (:func:`execute`, :func:`collect`,
-:func:`outputs`) and the labextension's live state on its comm (:func:`open_live_comm`,
-:func:`send_live_state`, :func:`execute_live`, :func:`told`).
+"""How tests drive a Jupyter kernel over the real protocol: start the Agent kernel from a
+kernels folder with jupyter_client's ``KernelManager`` (:func:`copy_kernelspec`,
+:func:`start`, :func:`stop`) in the environment a test's kernel gets (:func:`kernel_env`, the
+user config dir :func:`trust_for_kernel` trusts folders in), send cells as JupyterLab does
+(:func:`send_execute`, :func:`execute`, :func:`collect`, :func:`outputs`) and the
+labextension's live state on its comm (:func:`open_live_comm`, :func:`send_live_state`,
+:func:`execute_live`, :func:`told`).
 
 The one home of these helpers for every kernel test of the suite."""
 
 from __future__ import annotations
 
 import functools
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -20,7 +22,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import trust
-from jupyter_percent_agent.kernel import COMM_TARGET, KERNEL_NAME
+from jupyter_percent_agent.kernel import COMM_TARGET, KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
@@ -52,15 +54,28 @@ def trust_for_kernel(folder: Path, *, trusted: bool = True) -> None:
             trust.untrust_folder(folder)
 
 
-def start(spec_dir: Path, env: dict[str, str], **launch: Any) -> tuple[KernelManager, Any]:
-    """Start the Agent kernel of the kernelspec folder ``spec_dir`` in ``env`` (``launch``:
-    more of ``start_kernel``'s arguments, ``cwd``...); its manager and a ready client."""
+def copy_kernelspec(kernels: Path) -> Path:
+    """Copy the project's kernelspec into the kernels folder ``kernels`` (made if need be), as
+    ``jupyter kernelspec install`` would; ``kernels``, for :func:`start`."""
+    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    return kernels
+
+
+def start(spec_dir: Path, env: dict[str, str], *, timeout: float = TIMEOUT,
+          **launch: Any) -> tuple[KernelManager, Any]:
+    """Start the Agent kernel of the kernels folder ``spec_dir`` in ``env`` (``launch``: more
+    of ``start_kernel``'s arguments, ``cwd``...); its manager and a client, ready within
+    ``timeout`` seconds (or the kernel is shut down and the error raised)."""
     ksm = KernelSpecManager(kernel_dirs=[str(spec_dir)])
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
     km.start_kernel(env=env, **launch)
     kc = km.client()
     kc.start_channels()
-    kc.wait_for_ready(timeout=TIMEOUT)
+    try:
+        kc.wait_for_ready(timeout=timeout)
+    except BaseException:
+        stop(km, kc)
+        raise
     return km, kc
 
 
@@ -70,29 +85,39 @@ def stop(km: KernelManager, kc: Any) -> None:
     km.shutdown_kernel(now=True)
 
 
-def execute(kc: Any, code: str, cell_id: str | None = None) -> tuple[dict, list[dict]]:
-    """Send an execute_request as JupyterLab does (cellId in the metadata); return the
-    reply and the iopub messages of that request up to idle."""
+def send_execute(kc: Any, code: str, cell_id: str | None = None, *, allow_stdin: bool = False,
+                 metadata: dict[str, Any] | None = None) -> str:
+    """Send an execute_request as JupyterLab does (cellId and ``metadata`` in its metadata;
+    ``allow_stdin``: a person can be asked) without waiting; its msg_id."""
     msg = kc.session.msg("execute_request", {
         "code": code, "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True},
-        metadata=None if cell_id is None else {"cellId": cell_id})
+        "allow_stdin": allow_stdin, "stop_on_error": True},
+        metadata={**({} if cell_id is None else {"cellId": cell_id}), **(metadata or {})})
     kc.shell_channel.send(msg)
-    return collect(kc, msg["header"]["msg_id"])
+    return msg["header"]["msg_id"]
 
 
-def collect(kc: Any, msg_id: str) -> tuple[dict, list[dict]]:
-    """The shell reply to the request ``msg_id`` and its iopub messages up to idle."""
+def execute(kc: Any, code: str, cell_id: str | None = None, *,
+            timeout: float = TIMEOUT) -> tuple[dict, list[dict]]:
+    """Send an execute_request as JupyterLab does (cellId in the metadata); return the
+    reply and the iopub messages of that request up to idle (``timeout``: the longest wait
+    for one message)."""
+    return collect(kc, send_execute(kc, code, cell_id), timeout=timeout)
+
+
+def collect(kc: Any, msg_id: str, *, timeout: float = TIMEOUT) -> tuple[dict, list[dict]]:
+    """The shell reply to the request ``msg_id`` and its iopub messages up to idle
+    (``timeout``: the longest wait for one message)."""
     iopub: list[dict] = []
     while True:
-        m = kc.get_iopub_msg(timeout=TIMEOUT)
+        m = kc.get_iopub_msg(timeout=timeout)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
         if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
             break
         iopub.append(m)
     while True:
-        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        reply = kc.get_shell_msg(timeout=timeout)
         if reply["parent_header"].get("msg_id") == msg_id:
             return reply, iopub
 

@@ -29,6 +29,7 @@ from jupyter_percent_agent.testing.kernels import (
     kernel_env,
     open_live_comm,
     outputs,
+    send_execute,
     send_live_state,
     start,
     stop,
@@ -344,13 +345,9 @@ def test_a_state_sent_for_a_run_a_failure_aborted_is_not_laid_over_a_later_run(
     srv.script(Reply.http_error(500, "the model fell over"), "Answer.")
     failing = kc.execute("What is the capital of France?", stop_on_error=True)
     send_live_state(kc, comm_id, "q2", live_state_of(CONVERSATION, q1="STALE-EDIT"))
-    queued = kc.session.msg("execute_request", {
-        "code": "Saved text of the second question.", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    queued["metadata"]["cellId"] = "q2"
-    kc.shell_channel.send(queued)
+    queued = send_execute(kc, "Saved text of the second question.", "q2")
     assert collect(kc, failing)[0]["content"]["status"] == "error"
-    assert collect(kc, queued["header"]["msg_id"])[0]["content"]["status"] == "aborted"
+    assert collect(kc, queued)[0]["content"]["status"] == "aborted"
     reply, _ = execute(kc, "Saved text of the second question.", "q2")
     assert reply["content"]["status"] == "ok", reply["content"]
     assert "STALE-EDIT" not in sent_to_model(srv)
@@ -363,14 +360,10 @@ def test_a_cells_metadata_spread_into_the_request_is_no_live_state(
     conversation the file does not hold."""
     _km, kc = kernel
     notebook.write_text(CONVERSATION)
-    msg = kc.session.msg("execute_request", {
-        "code": "Saved text of the second question.", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"].update(cellId="q2", percent_agent_notebook=live_state_of(
-        CONVERSATION, q1="FROM-CELL-METADATA"))
     srv.script("Answer.")
-    kc.shell_channel.send(msg)
-    reply, _ = collect(kc, msg["header"]["msg_id"])
+    msg_id = send_execute(kc, "Saved text of the second question.", "q2", metadata={
+        "percent_agent_notebook": live_state_of(CONVERSATION, q1="FROM-CELL-METADATA")})
+    reply, _ = collect(kc, msg_id)
     assert reply["content"]["status"] == "ok", reply["content"]
     assert "FROM-CELL-METADATA" not in sent_to_model(srv)
 
@@ -497,12 +490,7 @@ def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, not
                "Still here.")
     # as JupyterLab sends it (a cell id): the reply streams in place (a client naming no cell,
     # jupyter console, gets it whole: tests/integration/test_real_clients.py)
-    msg = kc.session.msg("execute_request", {
-        "code": "Tell me a long story", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = "story"
-    kc.shell_channel.send(msg)
-    msg_id = msg["header"]["msg_id"]
+    msg_id = send_execute(kc, "Tell me a long story", "story")
     # wait until the reply has started streaming, then interrupt
     seen: list[dict] = []
     while True:
@@ -793,16 +781,11 @@ def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
                                                     srv: OpenAIServer) -> None:
     km, kc = kernel
     notebook.write_text("# %% Spin[^c2]\n[^c2]: [code]\n\n```python\nx = 1\n```\n")
-    msg_id = kc.session.msg("execute_request", {
-        "code": "print('start')\nwhile True:\n    x = 1\n", "silent": False,
-        "store_history": True, "user_expressions": {}, "allow_stdin": False,
-        "stop_on_error": True})
-    msg_id["metadata"]["cellId"] = "c2"
-    kc.shell_channel.send(msg_id)
+    msg_id = send_execute(kc, "print('start')\nwhile True:\n    x = 1\n", "c2")
     time.sleep(1.0)  # let the sandbox start the loop (no timing is asserted)
     spinning = {pid for pid, state in children(km).items() if state == "R"}
     km.interrupt_kernel()
-    reply, _ = collect(kc, msg_id["header"]["msg_id"])
+    reply, _ = collect(kc, msg_id)
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "KeyboardInterrupt"
     for _ in range(100):  # the spinning worker is killed, not left running
@@ -887,20 +870,16 @@ def test_an_interrupted_tool_call_stays_on_record_marked_and_the_model_hears_of_
     spin = ToolCall(thought="Count for ever.", target="spin",
                     code="x = 0\nwhile True:\n    x += 1\n")
     srv.script(format_reply(spin), "Stopped, I see.")
-    msg = kc.session.msg("execute_request", {
-        "code": "Spin.", "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = "s1"
     trust_for_kernel(notebook.parent)  # a toolbox/ another test left there is allowed
     try:
-        kc.shell_channel.send(msg)
+        msg_id = send_execute(kc, "Spin.", "s1")
         for _ in range(200):  # the step is shown, the sandbox runs it (no timing asserted)
             if srv.pending == 1 and any(state == "R" for state in children(km).values()):
                 break
             time.sleep(0.05)
         time.sleep(0.5)
         km.interrupt_kernel()
-        reply, iopub = collect(kc, msg["header"]["msg_id"])
+        reply, iopub = collect(kc, msg_id)
         assert reply["content"]["ename"] == "KeyboardInterrupt"
         outs = as_saved(iopub)
         assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result"]
