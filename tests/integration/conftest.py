@@ -1,10 +1,10 @@
-"""Fixtures of the integration tier's kernel tests (test_kernel.py, test_kernel_code.py, and
-with an external ACP agent: test_kernel_acp.py, test_fast_agent.py)."""
+"""Fixtures of the integration tier: its kernel tests (test_kernel.py, test_kernel_code.py, and
+with an external ACP agent: test_kernel_acp.py, test_fast_agent.py) and its ACP tests through
+``tce`` (test_acp.py, test_acp_followups.py)."""
 
 from __future__ import annotations
 
 import queue
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -12,14 +12,14 @@ from typing import Any
 
 import psutil
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import acp, trust
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from jupyter_percent_agent.testing import kernels
 from jupyter_percent_agent.testing.environment import model_env
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.helpers.acp import Scripted
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +32,7 @@ def server() -> Iterator[OpenAIServer]:
 @pytest.fixture(scope="module")
 def spec_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A kernels folder holding a copy of the project's kernelspec."""
-    kernels = tmp_path_factory.mktemp("jupyter") / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
-    return kernels
+    return kernels.copy_kernelspec(tmp_path_factory.mktemp("jupyter") / "kernels")
 
 
 class AcpKernel:
@@ -53,12 +51,7 @@ class AcpKernel:
 
     def send(self, code: str, cell_id: str, *, allow_stdin: bool = False) -> str:
         """Send a cell as JupyterLab does (``allow_stdin``: a person can be asked)."""
-        msg = self.kc.session.msg("execute_request", {
-            "code": code, "silent": False, "store_history": True, "user_expressions": {},
-            "allow_stdin": allow_stdin, "stop_on_error": True})
-        msg["metadata"]["cellId"] = cell_id
-        self.kc.shell_channel.send(msg)
-        return msg["header"]["msg_id"]
+        return kernels.send_execute(self.kc, code, cell_id, allow_stdin=allow_stdin)
 
     def until_idle(self, msg_id: str, seen: Callable[[dict], None] | None = None,
                    answer: Callable[[dict], str] | None = None) -> tuple[dict, list[dict]]:
@@ -147,17 +140,21 @@ def acp_kernel(tmp_path: Path, spec_dir: Path, server: OpenAIServer
                 trust.trust_folder(folder)
         notebook = folder / "chat.msg.md"
         notebook.write_text(ACP_CONVERSATION.format(name=name), encoding="utf-8")
-        km = KernelManager(kernel_name=KERNEL_NAME,
-                           kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_dir)]))
-        km.start_kernel(env={**model_env(server, config), "JPY_SESSION_NAME": str(notebook)},
-                        cwd=str(folder))
-        kc = km.client()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=ACP_TIMEOUT)
+        km, kc = kernels.start(spec_dir,
+                               {**model_env(server, config), "JPY_SESSION_NAME": str(notebook)},
+                               timeout=ACP_TIMEOUT, cwd=str(folder))
         started.append(AcpKernel(km, kc, folder, marker or command[-1]))
         return started[-1]
 
     yield start
     for k in started:
-        k.kc.stop_channels()
-        k.km.shutdown_kernel(now=True)
+        kernels.stop(k.km, k.kc)
+
+
+@pytest.fixture
+def project(tmp_path: Path, trusted: Callable[[Path], Path]) -> Scripted:
+    """A trusted conversation folder whose agent ``coder`` is the scripted ACP agent
+    (test_acp.py, test_acp_followups.py)."""
+    scripted = Scripted(tmp_path)
+    trusted(scripted.folder)
+    return scripted

@@ -16,52 +16,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.environment import run_tce, tce, tce_on_terminal
-from tests.paths import TEST_DATA
-
-DATA = TEST_DATA / "acp"
-AGENT = [sys.executable, "-m", "jupyter_percent_agent.testing.scripted_acp_agent"]
-HEADER = "---\nagents:\n  coder:\n    acp: {name}\n---\n\n"
-
-
-class Scripted:
-    """A conversation folder (``tmp_path/project``, a git repository) with a message file
-    whose agent ``coder`` is the scripted agent the user added as ``fake``; ``calls()``: what
-    the agent answered, from its log."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.folder = tmp_path / "project"
-        (self.folder / ".git").mkdir(parents=True)
-        (self.folder / ".git" / "config").write_text("[core]\n")
-        (self.folder / "notes.txt").write_text("hello\n")
-        self.path = self.folder / "chat.msg.md"
-        self.path.write_text(HEADER.format(name="fake"))
-        self.log = tmp_path / "calls.jsonl"
-
-    def add(self, script: str, *options: str, name: str = "fake") -> None:
-        r = tce("acp", "add", name, "--env", f"SCRIPTED_ACP_LOG={self.log}", *options, "--",
-                *AGENT, str(DATA / script))
-        assert r.exit_code == 0, r.output
-
-    def calls(self, method: str | None = None) -> list[dict]:
-        if not self.log.exists():
-            return []
-        rows = [json.loads(line) for line in self.log.read_text().splitlines()]
-        return [r for r in rows if method is None or r["method"] == method]
-
-    def outputs(self, index: int = -1) -> list[dict]:
-        return list(hist.conversation_cells(fmt.read(self.path))[index].get("outputs") or [])
-
-    def answer(self, index: int = -1) -> dict:
-        return fmt.output_attrs(self.outputs(index)[-1])
-
-
-@pytest.fixture
-def project(tmp_path: Path, trusted) -> Scripted:
-    scripted = Scripted(tmp_path)
-    trusted(scripted.folder)
-    return scripted
+from tests.helpers.acp import ACP_DATA, AGENT, HEADER, Scripted
 
 
 def _alive(pid: int) -> bool:
@@ -77,7 +33,7 @@ def _alive(pid: int) -> bool:
 def test_acp_add_keeps_the_agent_private_in_the_config_folder_and_list_starts_each(
         project: Scripted, user_config_dir: Path) -> None:
     project.add("echo.json", "--permissions", "allow")
-    r = tce("acp", "add", "broken", "--", *AGENT, str(DATA / "start_exit.json"))
+    r = tce("acp", "add", "broken", "--", *AGENT, str(ACP_DATA / "start_exit.json"))
     assert r.exit_code == 0
     r = tce("acp", "add", "missing", "--", str(project.folder / "no-such-agent"))
     assert r.exit_code == 0
@@ -475,7 +431,7 @@ def test_tce_list_shows_where_an_external_agents_turns_go(project: Scripted) -> 
     assert r.exit_code == 0, r.output
     coder = next(json.loads(x) for x in r.stdout.splitlines() if '"coder"' in x)
     assert coder["routes"] == [{"model": "acp:fake", "provider": "acp",
-                                "endpoint": " ".join([*AGENT, str(DATA / "echo.json")]),
+                                "endpoint": " ".join([*AGENT, str(ACP_DATA / "echo.json")]),
                                 "key": "permissions=reject"}]
     assert project.calls() == []  # listing starts nothing
 

@@ -18,15 +18,8 @@ import pytest
 from jupyter_percent_agent.runtime.code_history import NO_VISION
 from jupyter_percent_agent.testing.environment import run_tce, tce, tce_on_terminal
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_acp import DATA, HEADER, Scripted
+from tests.helpers.acp import ACP_DATA, HEADER, Scripted
 from tests.paths import TEST_DATA
-
-
-@pytest.fixture
-def project(tmp_path: Path, trusted) -> Scripted:
-    scripted = Scripted(tmp_path)
-    trusted(scripted.folder)
-    return scripted
 
 
 def test_tce_exec_of_an_external_agents_message_never_imports_the_model_client(
@@ -53,7 +46,7 @@ def sop_project(tmp_path: Path) -> Scripted:
     """The scripted folder with a SOP folder whose step ``edit/ask`` goes to ``coder``, the
     user's external agent ``fake`` (not trusted yet)."""
     scripted = Scripted(tmp_path)
-    shutil.copytree(DATA / "task_sop" / "sop", scripted.folder / "sop")
+    shutil.copytree(ACP_DATA / "task_sop" / "sop", scripted.folder / "sop")
     return scripted
 
 
@@ -137,7 +130,7 @@ def _images(call: dict) -> list[dict]:
 
 
 def test_images_go_to_an_agent_that_takes_them_as_image_blocks(project: Scripted) -> None:
-    shutil.copy(DATA / "plot.png", project.folder / "plot.png")
+    shutil.copy(ACP_DATA / "plot.png", project.folder / "plot.png")
     project.add("images.json")
     r = tce("chat", str(project.path), "-m", "what is in ![a plot](plot.png)?")
     assert r.exit_code == 0, r.output
@@ -155,7 +148,7 @@ def test_images_go_to_an_agent_that_takes_them_as_image_blocks(project: Scripted
 
 def test_an_agent_that_takes_no_images_gets_the_line_non_vision_models_get(
         project: Scripted) -> None:
-    shutil.copy(DATA / "plot.png", project.folder / "plot.png")
+    shutil.copy(ACP_DATA / "plot.png", project.folder / "plot.png")
     project.add("echo.json")
     r = tce("chat", str(project.path), "-m", "what is in ![a plot](plot.png)?")
     assert r.exit_code == 0, r.output

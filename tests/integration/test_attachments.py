@@ -15,7 +15,7 @@ from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.runtime.code_history import IMAGE_SIDE, NO_VISION, TEXT_BUDGET
 from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_cli_chat import cells, replies
+from tests.helpers.conversations import cells, replies
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "attachments"
@@ -207,7 +207,7 @@ def test_a_mention_inside_code_is_text(
 def test_the_agent_kernel_refuses_a_path_out_in_one_line_and_sends_nothing(
     spec_dir: Path, server: OpenAIServer, tmp_path: Path
 ) -> None:
-    from tests.integration.test_kernel import execute, kernel_env, start, stop
+    from jupyter_percent_agent.testing.kernels import execute, kernel_env, start, stop
 
     home = tmp_path / "chat"
     home.mkdir()

@@ -22,17 +22,10 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
 from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
+from tests.helpers.conversations import cells, replies
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "runtime"
-
-
-def cells(path: Path) -> list[dict]:
-    return hist.conversation_cells(fmt.read(path))
-
-
-def replies(cell: dict) -> list[dict]:
-    return [o for o in cell.get("outputs", []) if fmt.output_kind(o) == "reply"]
 
 
 def test_chat_creates_file_streams_and_saves(tmp_path: Path, env, openai_server) -> None:

@@ -18,7 +18,7 @@ import pytest
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.testing.environment import run_tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
-from tests.integration.test_cli_chat import cells
+from tests.helpers.conversations import cells
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "code"

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from jupyter_percent_agent.testing.environment import tce
-from tests.unit.test_cli_list import DATA
+from tests.paths import TEST_DATA
+
+DATA = TEST_DATA / "runtime"
 
 
 def test_list_agents(tmp_path: Path) -> None:

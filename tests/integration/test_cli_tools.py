@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent.testing.environment import run_tce
-from tests.unit.test_cli_tools import BROKEN, TOOLBOX
+from tests.helpers.toolboxes import BROKEN, TOOLBOX
 
 TCE = Path(sys.executable).parent / "tce"
 

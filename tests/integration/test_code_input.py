@@ -14,16 +14,17 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.testing.environment import run_tce, tce_on_terminal
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_kernel import (
+from jupyter_percent_agent.testing.kernels import (
     TIMEOUT,
     collect,
     kernel_env,
     outputs,
+    send_execute,
     start,
     stop,
     trust_for_kernel,
 )
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 ASKING = (
     "import getpass\nname = input('Your name? ')\nsecret = getpass.getpass('Token? ')\n"
@@ -40,23 +41,6 @@ def agent_kernel(spec_dir: Path, server: OpenAIServer, tmp_path: Path) -> Iterat
     km, kc = start(spec_dir, kernel_env(server, JPY_SESSION_NAME=str(notebook)), cwd=str(tmp_path))
     yield kc, km
     stop(km, kc)
-
-
-def send_execute(kc: Any, code: str, cell_id: str, *, allow_stdin: bool) -> str:
-    msg = kc.session.msg(
-        "execute_request",
-        {
-            "code": code,
-            "silent": False,
-            "store_history": True,
-            "user_expressions": {},
-            "allow_stdin": allow_stdin,
-            "stop_on_error": True,
-        },
-    )
-    msg["metadata"]["cellId"] = cell_id
-    kc.shell_channel.send(msg)
-    return msg["header"]["msg_id"]
 
 
 def test_the_agent_kernel_forwards_input_and_getpass_to_its_front_end(

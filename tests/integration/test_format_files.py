@@ -6,13 +6,34 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from jupyter_percent_agent.format import write_text
-from tests.unit.test_format_files import _WRITER, SIZE, leftovers
+from tests.helpers.files import leftovers
+
+# A process that writes ARGV[2] "a"s to the file ARGV[1], says "ready", then rewrites it with
+# as many "b"s and "a"s in turn until killed (ARGV[3] "named": as where there is no O_TMPFILE).
+WRITER = textwrap.dedent("""
+    import os, sys
+    if sys.argv[3] == "named":  # as on a filesystem without O_TMPFILE
+        del os.O_TMPFILE
+    from jupyter_percent_agent.format import write_text
+    path, size = sys.argv[1], int(sys.argv[2])
+    texts = [c * size for c in "ab"]
+    write_text(path, texts[0])
+    print("ready", flush=True)
+    n = 0
+    while True:
+        n += 1
+        write_text(path, texts[n % 2])
+""")
+
+
+SIZE = 40 << 20  # a named writer's text: its temporary file lives long enough to be caught
 
 
 def _kill_writers(tmp_path: Path, how: str, rounds: int) -> list[list[str]]:
@@ -23,7 +44,7 @@ def _kill_writers(tmp_path: Path, how: str, rounds: int) -> list[list[str]]:
     size = 40 << 20
     found = []
     for i in range(rounds):
-        writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(size), how],
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(size), how],
                                   stdout=subprocess.PIPE, text=True)
         assert writer.stdout is not None
         assert writer.stdout.readline() == "ready\n"
@@ -50,7 +71,7 @@ def test_a_writer_killed_mid_write_leaves_no_temporary_file(tmp_path: Path) -> N
 @pytest.fixture
 def named_writer(tmp_path: Path):
     """A writer rewriting ``big.msg.md`` in a loop the named way (as without O_TMPFILE)."""
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path / "big.msg.md"),
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "big.msg.md"),
                                str(SIZE), "named"], stdout=subprocess.PIPE, text=True)
     assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
     yield writer

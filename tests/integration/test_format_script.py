@@ -8,8 +8,11 @@ from pathlib import Path
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import reads, writes
-from tests.paths import ROOT
-from tests.unit.test_format_script import SAMPLE_PY, SCRIPT, messages
+from tests.helpers.conversations import messages
+from tests.paths import ROOT, TEST_DATA
+
+SCRIPT = TEST_DATA / "format" / "script"
+SAMPLE_PY = (SCRIPT / "analysis.msg.py").read_text(encoding="utf-8")
 
 
 def _run(path: Path) -> subprocess.CompletedProcess:

@@ -7,13 +7,18 @@ import json
 import os
 import resource
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from tests.unit.test_format_yaml import BOMB, BOMB_IN_AGENTS, TCE
+from tests.paths import TEST_DATA
+
+BOMB = TEST_DATA / "format" / "yaml" / "alias_bomb.msg.md"
+BOMB_IN_AGENTS = TEST_DATA / "format" / "yaml" / "alias_bomb_agents.msg.md"
+TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 
 
 def _limit_memory() -> None:

@@ -14,7 +14,7 @@ from jupyter_percent_agent.ranking.embed import LiteLLMEmbedder, WordLlamaEmbedd
 from jupyter_percent_agent.tasks.index import INDEX_NAME, Index
 from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import Reply
-from tests.unit.test_index import CountingEmbedder
+from tests.helpers.index import CountingEmbedder
 
 
 def test_commands_indexing_one_folder_at_once_neither_fail_nor_rebuild(sop: Path) -> None:

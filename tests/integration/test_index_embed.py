@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_percent_agent.ranking.embed import EmbeddingError, LiteLLMEmbedder
 from jupyter_percent_agent.testing.openai_server import Reply, hashed_embedding
-from tests.unit.test_index_embed import TEXTS
+from tests.helpers.index import TEXTS
 
 
 def test_the_litellm_embedder_gets_the_servers_vectors(openai_server) -> None:

@@ -11,24 +11,33 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jupyter_client import BlockingKernelClient
-from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from jupyter_percent_agent import format as fmt
-from jupyter_percent_agent import trust
-from jupyter_percent_agent.kernel import COMM_TARGET, KERNEL_NAME, LANGUAGE_INFO
-from jupyter_percent_agent.testing.environment import model_env
+from jupyter_percent_agent.kernel import KERNEL_NAME, LANGUAGE_INFO
+from jupyter_percent_agent.testing.kernels import (
+    TIMEOUT,
+    collect,
+    execute,
+    execute_live,
+    kernel_env,
+    open_live_comm,
+    outputs,
+    send_execute,
+    send_live_state,
+    start,
+    stop,
+    told,
+    trust_for_kernel,
+)
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.paths import TEST_DATA
-
-TIMEOUT = 30
 
 CONVERSATION = """\
 ---
@@ -56,31 +65,6 @@ Saved text of the second question.
 """
 
 
-KERNEL_CONFIG = Path(tempfile.mkdtemp(prefix="kernel-user-config-"))
-"""The user config dir of the kernels these tests start (no folder trusted unless a test
-says so)."""
-
-
-def kernel_env(server: OpenAIServer, **extra: str) -> dict[str, str]:
-    """The environment of the kernels these tests start (``KERNEL_CONFIG`` their config)."""
-    return model_env(server, KERNEL_CONFIG, **extra)
-
-
-def start(spec_dir: Path, env: dict[str, str], **launch: Any) -> tuple[KernelManager, Any]:
-    ksm = KernelSpecManager(kernel_dirs=[str(spec_dir)])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
-    km.start_kernel(env=env, **launch)
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=TIMEOUT)
-    return km, kc
-
-
-def stop(km: KernelManager, kc: Any) -> None:
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-
-
 @pytest.fixture(scope="module")
 def notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The file the module's kernel serves (JPY_SESSION_NAME); each test writes it."""
@@ -100,49 +84,6 @@ def srv(server: OpenAIServer) -> Iterator[OpenAIServer]:
     server.reset()
     yield server
     server.reset()
-
-
-def trust_for_kernel(folder: Path, *, trusted: bool = True) -> None:
-    """Trust ``folder`` in the kernels' user config, as ``tce trust`` would (``trusted=False``:
-    as ``tce untrust`` would)."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setenv("PERCENT_AGENT_CONFIG_DIR", str(KERNEL_CONFIG))
-        if trusted:
-            trust.trust_folder(folder)
-        else:
-            trust.untrust_folder(folder)
-
-
-def execute(kc: Any, code: str, cell_id: str | None = None) -> tuple[dict, list[dict]]:
-    """Send an execute_request as JupyterLab does (cellId in the metadata); return the
-    reply and the iopub messages of that request up to idle."""
-    msg = kc.session.msg("execute_request", {
-        "code": code, "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True})
-    if cell_id is not None:
-        msg["metadata"]["cellId"] = cell_id
-    kc.shell_channel.send(msg)
-    return collect(kc, msg["header"]["msg_id"])
-
-
-def collect(kc: Any, msg_id: str) -> tuple[dict, list[dict]]:
-    iopub: list[dict] = []
-    while True:
-        m = kc.get_iopub_msg(timeout=TIMEOUT)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-        iopub.append(m)
-    while True:
-        reply = kc.get_shell_msg(timeout=TIMEOUT)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply, iopub
-
-
-def outputs(iopub: list[dict]) -> list[dict]:
-    return [m for m in iopub if m["msg_type"] in (
-        "display_data", "update_display_data", "stream", "error", "execute_result")]
 
 
 # --------------------------------------------------------------------------- tests
@@ -334,36 +275,6 @@ RENAMED = ("---\nagents:\n  critic:\n    models: [critic-model]\n---\n\n"
            "# %% N[^r2]\n[^r2]: [markdown]\n\nNew question.\n")
 
 
-def open_live_comm(kc: Any) -> str:
-    """Open the comm the labextension sends live states on; its id."""
-    comm_id = uuid.uuid4().hex
-    kc.shell_channel.send(kc.session.msg("comm_open", {
-        "comm_id": comm_id, "target_name": COMM_TARGET, "data": {}}))
-    return comm_id
-
-
-def send_live_state(kc: Any, comm_id: str, cell_id: str, state: Any) -> str:
-    """Send ``state`` for the next run of ``cell_id``, as the labextension does; its nonce."""
-    nonce = uuid.uuid4().hex
-    kc.shell_channel.send(kc.session.msg("comm_msg", {
-        "comm_id": comm_id, "data": {"cellId": cell_id, "nonce": nonce, "state": state}}))
-    return nonce
-
-
-def execute_live(kc: Any, code: str, cell_id: str, state: dict[str, Any]
-                 ) -> tuple[dict, list[dict]]:
-    """Run ``cell_id`` as JupyterLab does: ``state`` as the labextension's live state, on the
-    comm, right before the execute request."""
-    comm_id = open_live_comm(kc)
-    send_live_state(kc, comm_id, cell_id, {"version": 1, **state})
-    return execute(kc, code, cell_id)
-
-
-def told(iopub: list[dict]) -> list[dict]:
-    """What the kernel said on the live state's comm during a run."""
-    return [m["content"]["data"] for m in iopub if m["msg_type"] == "comm_msg"]
-
-
 def live_state_of(text: str, **sources: str) -> dict[str, Any]:
     """The live state of the notebook ``text`` with the cells named in ``sources`` edited."""
     cells = [{"id": c["id"], "cell_type": c["cell_type"]} for c in fmt.reads(text)["cells"]]
@@ -434,13 +345,9 @@ def test_a_state_sent_for_a_run_a_failure_aborted_is_not_laid_over_a_later_run(
     srv.script(Reply.http_error(500, "the model fell over"), "Answer.")
     failing = kc.execute("What is the capital of France?", stop_on_error=True)
     send_live_state(kc, comm_id, "q2", live_state_of(CONVERSATION, q1="STALE-EDIT"))
-    queued = kc.session.msg("execute_request", {
-        "code": "Saved text of the second question.", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    queued["metadata"]["cellId"] = "q2"
-    kc.shell_channel.send(queued)
+    queued = send_execute(kc, "Saved text of the second question.", "q2")
     assert collect(kc, failing)[0]["content"]["status"] == "error"
-    assert collect(kc, queued["header"]["msg_id"])[0]["content"]["status"] == "aborted"
+    assert collect(kc, queued)[0]["content"]["status"] == "aborted"
     reply, _ = execute(kc, "Saved text of the second question.", "q2")
     assert reply["content"]["status"] == "ok", reply["content"]
     assert "STALE-EDIT" not in sent_to_model(srv)
@@ -453,14 +360,10 @@ def test_a_cells_metadata_spread_into_the_request_is_no_live_state(
     conversation the file does not hold."""
     _km, kc = kernel
     notebook.write_text(CONVERSATION)
-    msg = kc.session.msg("execute_request", {
-        "code": "Saved text of the second question.", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"].update(cellId="q2", percent_agent_notebook=live_state_of(
-        CONVERSATION, q1="FROM-CELL-METADATA"))
     srv.script("Answer.")
-    kc.shell_channel.send(msg)
-    reply, _ = collect(kc, msg["header"]["msg_id"])
+    msg_id = send_execute(kc, "Saved text of the second question.", "q2", metadata={
+        "percent_agent_notebook": live_state_of(CONVERSATION, q1="FROM-CELL-METADATA")})
+    reply, _ = collect(kc, msg_id)
     assert reply["content"]["status"] == "ok", reply["content"]
     assert "FROM-CELL-METADATA" not in sent_to_model(srv)
 
@@ -587,12 +490,7 @@ def test_interrupt_cancels_a_slow_reply_and_the_kernel_lives_on(kernel: Any, not
                "Still here.")
     # as JupyterLab sends it (a cell id): the reply streams in place (a client naming no cell,
     # jupyter console, gets it whole: tests/integration/test_real_clients.py)
-    msg = kc.session.msg("execute_request", {
-        "code": "Tell me a long story", "silent": False, "store_history": True,
-        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = "story"
-    kc.shell_channel.send(msg)
-    msg_id = msg["header"]["msg_id"]
+    msg_id = send_execute(kc, "Tell me a long story", "story")
     # wait until the reply has started streaming, then interrupt
     seen: list[dict] = []
     while True:
@@ -883,16 +781,11 @@ def test_interrupt_stops_a_code_cell_in_the_sandbox(kernel: Any, notebook: Path,
                                                     srv: OpenAIServer) -> None:
     km, kc = kernel
     notebook.write_text("# %% Spin[^c2]\n[^c2]: [code]\n\n```python\nx = 1\n```\n")
-    msg_id = kc.session.msg("execute_request", {
-        "code": "print('start')\nwhile True:\n    x = 1\n", "silent": False,
-        "store_history": True, "user_expressions": {}, "allow_stdin": False,
-        "stop_on_error": True})
-    msg_id["metadata"]["cellId"] = "c2"
-    kc.shell_channel.send(msg_id)
+    msg_id = send_execute(kc, "print('start')\nwhile True:\n    x = 1\n", "c2")
     time.sleep(1.0)  # let the sandbox start the loop (no timing is asserted)
     spinning = {pid for pid, state in children(km).items() if state == "R"}
     km.interrupt_kernel()
-    reply, _ = collect(kc, msg_id["header"]["msg_id"])
+    reply, _ = collect(kc, msg_id)
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "KeyboardInterrupt"
     for _ in range(100):  # the spinning worker is killed, not left running
@@ -977,20 +870,16 @@ def test_an_interrupted_tool_call_stays_on_record_marked_and_the_model_hears_of_
     spin = ToolCall(thought="Count for ever.", target="spin",
                     code="x = 0\nwhile True:\n    x += 1\n")
     srv.script(format_reply(spin), "Stopped, I see.")
-    msg = kc.session.msg("execute_request", {
-        "code": "Spin.", "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = "s1"
     trust_for_kernel(notebook.parent)  # a toolbox/ another test left there is allowed
     try:
-        kc.shell_channel.send(msg)
+        msg_id = send_execute(kc, "Spin.", "s1")
         for _ in range(200):  # the step is shown, the sandbox runs it (no timing asserted)
             if srv.pending == 1 and any(state == "R" for state in children(km).values()):
                 break
             time.sleep(0.05)
         time.sleep(0.5)
         km.interrupt_kernel()
-        reply, iopub = collect(kc, msg["header"]["msg_id"])
+        reply, iopub = collect(kc, msg_id)
         assert reply["content"]["ename"] == "KeyboardInterrupt"
         outs = as_saved(iopub)
         assert [fmt.output_kind(o) for o in outs] == ["reply", "tool_call", "tool_result"]

@@ -22,7 +22,7 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.kernel._permission import PERMISSION_KEY
-from tests.integration.test_kernel import open_live_comm, send_live_state, told
+from jupyter_percent_agent.testing.kernels import open_live_comm, send_live_state, told
 
 if TYPE_CHECKING:
     from tests.integration.conftest import AcpKernel

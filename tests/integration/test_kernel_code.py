@@ -11,24 +11,21 @@ from typing import Any
 
 import pytest
 
-from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_kernel import (
+from jupyter_percent_agent.testing.kernels import (
     collect,
     execute,
     execute_live,
     kernel_env,
     outputs,
+    send_execute,
     start,
     stop,
     told,
     trust_for_kernel,
 )
+from jupyter_percent_agent.testing.openai_server import OpenAIServer
+from tests.helpers.images import PNG
 from tests.paths import TEST_DATA
-
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAAB"
-    "JRU5ErkJggg=="
-)
 
 
 @pytest.fixture(scope="module")
@@ -91,22 +88,11 @@ def test_interrupt_reaches_the_code_kernel_and_state_survives(
     trusted_kernel: tuple[Any, Any, Path],
 ) -> None:
     km, kc, _ = trusted_kernel
-    msg = kc.session.msg(
-        "execute_request",
-        {
-            "code": "import time\nprint('spinning', flush=True)\nwhile True:\n    time.sleep(0.05)",
-            "silent": False,
-            "store_history": True,
-            "user_expressions": {},
-            "allow_stdin": False,
-            "stop_on_error": True,
-        },
-    )
-    msg["metadata"]["cellId"] = "c"
-    kc.shell_channel.send(msg)
+    msg_id = send_execute(
+        kc, "import time\nprint('spinning', flush=True)\nwhile True:\n    time.sleep(0.05)", "c")
     time.sleep(3)  # the code kernel is in the loop (no timing is asserted)
     km.interrupt_kernel()
-    reply, iopub = collect(kc, msg["header"]["msg_id"])
+    reply, iopub = collect(kc, msg_id)
     assert reply["content"]["status"] == "error"
     assert "KeyboardInterrupt" in [m["content"].get("ename") for m in outputs(iopub)]
     reply, iopub = execute(kc, "print(len(nums))", "c")

@@ -32,7 +32,8 @@ import jupyter_kernel_test
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+from jupyter_percent_agent.kernel import KERNEL_NAME
+from jupyter_percent_agent.testing.kernels import copy_kernelspec
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 
 CODE = "__result__ = 6 * 7"
@@ -71,7 +72,7 @@ class AgentKernelTests(jupyter_kernel_test.KernelTests):
         cls.server.__enter__()
         cls.server.responder = _reply
         cls.tmp = Path(tempfile.mkdtemp(prefix="kernel-conformance-"))
-        shutil.copytree(kernelspec_dir(), cls.tmp / "kernels" / KERNEL_NAME)
+        copy_kernelspec(cls.tmp / "kernels")
         notebook = cls.tmp / "answer.msg.md"
         notebook.write_text(NOTEBOOK)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PERCENT_AGENT_")}

@@ -21,7 +21,9 @@ from jupyter_percent_agent.runtime.agents import environment_agent
 from jupyter_percent_agent.runtime.models import CallSpec
 from jupyter_percent_agent.testing.environment import run_tce, tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
-from tests.unit.test_keys import MSGS, SECRET
+from tests.helpers.keys import SECRET
+
+MSGS = [{"role": "user", "content": "hi"}]
 
 
 @pytest.mark.parametrize(("args", "says"), [(["keys", "set", "openai"], "stored the key"),

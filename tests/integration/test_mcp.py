@@ -511,26 +511,14 @@ def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
 ) -> None:
     """In the Agent kernel (real, over the Jupyter protocol): two messages use one server
     process; restarting the kernel stops it."""
-    import shutil
+    from jupyter_percent_agent.testing.kernels import copy_kernelspec, start, stop
 
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-
-    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
-
-    kernels = tmp_path / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
+    kernels = copy_kernelspec(tmp_path / "kernels")
     notebook = tmp_path / "time.msg.md"
     notebook.write_text(HEADER)
     kenv = {**os.environ, "JPY_SESSION_NAME": str(notebook)}
-    km = KernelManager(
-        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
-    )
-    km.start_kernel(env=kenv, cwd=str(tmp_path))
-    kc = km.client()
-    kc.start_channels()
+    km, kc = start(kernels, kenv, timeout=60, cwd=str(tmp_path))
     try:
-        kc.wait_for_ready(timeout=60)
         seen = []
         for _ in range(2):
             local_model.script(STEP, ANSWER)
@@ -546,8 +534,7 @@ def test_the_agent_kernel_starts_a_server_once_and_a_restart_leaves_no_orphan(
             time.sleep(0.1)
         assert _servers_in(user_config_dir) == set()
     finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        stop(km, kc)
 
 
 def test_a_server_gets_its_own_env_and_not_the_users_keys(

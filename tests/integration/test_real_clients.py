@@ -215,10 +215,10 @@ def kernel_home(
 ) -> tuple[Path, dict[str, str]]:
     """A Jupyter data folder holding the project's kernelspec, and the environment a kernel
     started by any client gets (the local model, a token in the environment)."""
-    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+    from jupyter_percent_agent.testing.kernels import copy_kernelspec
 
     data = tmp_path / "jupyter-data"
-    shutil.copytree(kernelspec_dir(), data / "kernels" / KERNEL_NAME)
+    copy_kernelspec(data / "kernels")
     env = model_env(
         openai_server,
         user_config_dir,

@@ -278,12 +278,7 @@ def test_the_agent_kernel_refuses_the_users_git_server_on_a_clone(
     """The same attack in the Agent kernel (real, over the Jupyter protocol): the refusal is
     the cell's error, UntrustedFolder (JupyterLab offers to trust the folder), and nothing of
     the clone's runs."""
-    import shutil
-
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-
-    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+    from jupyter_percent_agent.testing.kernels import copy_kernelspec, start, stop
 
     marker = tmp_path / "RAN"
     clone = cloned_repository(tmp_path / "clone", marker)
@@ -292,20 +287,12 @@ def test_the_agent_kernel_refuses_the_users_git_server_on_a_clone(
     notebook = clone / "status.msg.md"
     notebook.write_text(GIT_AGENT)
     model.script(STATUS_STEP.replace("REPO", json.dumps(str(clone))), ANSWER)
-    kernels = tmp_path / "kernels"
-    shutil.copytree(kernelspec_dir(), kernels / KERNEL_NAME)
-    km = KernelManager(
-        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)])
-    )
-    km.start_kernel(env={**env, "JPY_SESSION_NAME": str(notebook)}, cwd=str(clone))
-    kc = km.client()
-    kc.start_channels()
+    km, kc = start(copy_kernelspec(tmp_path / "kernels"),
+                   {**env, "JPY_SESSION_NAME": str(notebook)}, timeout=60, cwd=str(clone))
     try:
-        kc.wait_for_ready(timeout=60)
         reply = kc.execute_interactive("What is new?", timeout=120)
     finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        stop(km, kc)
     content = reply["content"]
     assert content["status"] == "error" and content["ename"] == "UntrustedFolder", content
     assert "MCP server 'git'" in content["evalue"] and "--untrusted-ok" in content["evalue"]

@@ -33,6 +33,7 @@ from jupyter_percent_agent import safe_start
 from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
 from jupyter_percent_agent.testing.environment import model_env as local_model_env
 from jupyter_percent_agent.testing.environment import run_tce
+from jupyter_percent_agent.testing.kernels import copy_kernelspec, execute
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
 
 BIN = Path(sys.executable).parent
@@ -46,19 +47,6 @@ def model_env(server: OpenAIServer, config_dir: Path, **extra: str) -> dict[str,
            if k not in ("PYTHONPATH", "PYTHONSAFEPATH") and not k.endswith("_API_KEY")}
     env.update(extra)
     return env
-
-
-def execute(kc: Any, text: str, cell_id: str) -> dict:
-    """Run a message cell as JupyterLab does (its id in the metadata); the execute reply."""
-    msg = kc.session.msg("execute_request", {
-        "code": text, "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True})
-    msg["metadata"]["cellId"] = cell_id
-    kc.shell_channel.send(msg)
-    while True:
-        reply = kc.get_shell_msg(timeout=TIMEOUT)
-        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
-            return reply
 
 
 def cmdline(pid: int) -> list[str]:
@@ -107,7 +95,7 @@ def test_safe_start_runs_our_modules_only(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> KernelSpecManager:
     folder = tmp_path_factory.mktemp("jupyter") / "kernels"
-    shutil.copytree(kernelspec_dir(), folder / KERNEL_NAME)
+    copy_kernelspec(folder)
     return KernelSpecManager(kernel_dirs=[str(folder)])
 
 
@@ -136,7 +124,7 @@ def test_the_agent_kernel_started_in_a_cloned_folder_runs_none_of_it(
         assert cmdline(pid)[1:4] == ["-P", "-m", "jupyter_percent_agent.kernel"]
         assert environ(pid).get("PYTHONPATH") == (None if pythonpath == "unset"
                                                   else str(user_lib))
-        reply = execute(kc, "Say hello.", "h1")
+        reply, _ = execute(kc, "Say hello.", "h1", timeout=TIMEOUT)
         assert reply["content"]["status"] == "ok", reply["content"]
     finally:
         kc.stop_channels()
@@ -160,7 +148,7 @@ def test_a_jupyter_server_opening_and_running_a_cloned_folder_runs_none_of_it(
     model = server.first("GET", "/api/contents/chat.msg.md")
     assert model["type"] == "notebook"
     kc = server.start_session("chat.msg.md", KERNEL_NAME, timeout=TIMEOUT)
-    reply = execute(kc, "Say hello.", "h1")
+    reply, _ = execute(kc, "Say hello.", "h1", timeout=TIMEOUT)
     assert reply["content"]["status"] == "ok", reply["content"]
     server.api("PUT", "/api/contents/chat.msg.md",
                {"type": "notebook", "format": "json", "content": model["content"]})

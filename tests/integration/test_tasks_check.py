@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from tests.unit.test_tasks_check import BLOG
+from tests.paths import TEST_DATA
+
+BLOG = TEST_DATA / "sop" / "seed_blog"
 
 
 @pytest.mark.parametrize("command", [["check"], ["list"], ["show", "blog/generate_blog"]])

@@ -1001,22 +1001,14 @@ def test_the_agent_kernel_runs_a_task_cell(blog: Path, model: OpenAIServer,
                                            tmp_path: Path) -> None:
     """In JupyterLab a [task] cell runs through the agent kernel (a real kernel, over the
     Jupyter protocol), each step streamed as an output of the cell."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
+    from jupyter_percent_agent.testing.kernels import copy_kernelspec, start, stop
 
-    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
-
-    shutil.copytree(kernelspec_dir(), tmp_path / "kernels" / KERNEL_NAME)
+    kernels = copy_kernelspec(tmp_path / "kernels")
     task_cell(blog)  # writes chat.msg.md
     env = {**os.environ, "JPY_SESSION_NAME": str(blog / "chat.msg.md"),
            "PERCENT_AGENT_PRELOAD": "0"}
-    specs = KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
-    km.start_kernel(env=env, cwd=str(blog))
-    kc = km.client()
-    kc.start_channels()
+    km, kc = start(kernels, env, timeout=60, cwd=str(blog))
     try:
-        kc.wait_for_ready(timeout=60)
         source = fmt.message_text(task_cell(blog))
         msg_id = kc.execute(source)
         outputs = []
@@ -1035,8 +1027,7 @@ def test_the_agent_kernel_runs_a_task_cell(blog: Path, model: OpenAIServer,
         final = [m for m in outputs if m["msg_type"] == "display_data"][-1]
         assert final["content"]["metadata"]["task_status"] == "succeeded"
     finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        stop(km, kc)
 
 
 def test_a_transcript_saved_before_the_one_outcome_type_still_resumes(

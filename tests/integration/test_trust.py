@@ -18,7 +18,7 @@ from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import RunOptions, run_turn
 from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.unit.test_trust import marker_toolbox
+from tests.helpers.toolboxes import marker_toolbox
 
 
 def header(request, name: str) -> str | None:

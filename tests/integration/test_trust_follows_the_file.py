@@ -59,12 +59,10 @@ def runner_env(
     openai_server: OpenAIServer, user_config_dir: Path, tmp_path: Path
 ) -> dict[str, str]:
     """What the commands get: the local model, the user's key, the project's kernelspec."""
-    import shutil
-
-    from jupyter_percent_agent.kernel import KERNEL_NAME, kernelspec_dir
+    from jupyter_percent_agent.testing.kernels import copy_kernelspec
 
     data = tmp_path / "jupyter-data"
-    shutil.copytree(kernelspec_dir(), data / "kernels" / KERNEL_NAME)
+    copy_kernelspec(data / "kernels")
     return model_env(openai_server, user_config_dir, JUPYTER_PATH=str(data),
                      JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), PERCENT_AGENT_PRELOAD="0",
                      MY_KEY=KEY, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from jupyter_percent_agent.testing.environment import run_tce
+from jupyter_percent_agent.testing.kernels import execute, kernel_env, start, stop, trust_for_kernel
 from jupyter_percent_agent.testing.openai_server import OpenAIServer
-from tests.integration.test_kernel import execute, kernel_env, start, stop, trust_for_kernel
-from tests.integration.test_kernel_code import PNG
+from tests.helpers.images import PNG
 
 FRONT = "---\nagents:\n  a: {models: [test-model], vision: true}\ndefault_agent: a\n---\n\n"
 SETUP = (

@@ -386,3 +386,50 @@ def test_the_patch_rule_finds_the_patches_the_extension_once_had() -> None:
     assert _patches("  proto.onInputRequest = function (")
     assert not _patches("    reader.onload = () => {")
     assert not _patches("    this.value = (a) => a;")
+
+
+# -- a test module imports no other test module ------------------------------------------------
+
+TEST_MODULE = re.compile(r"(^|\.)test_[^.]*$")
+
+
+def _test_module_imports(tests: Path) -> list[str]:
+    """Where a test module (``test_*.py`` under ``tests``) imports another test module:
+    ``tests.unit.test_x``, ``tests.integration.test_x``, ``.test_x`` or ``import
+    tests.unit.test_x``, at any depth (inside functions too). What tests share lives in
+    ``jupyter_percent_agent/testing``, ``tests/helpers``, a conftest or ``tests/data``."""
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module or ''}.{a.name}" for a in node.names]
+                if node.level and not node.module:
+                    names = [a.name for a in node.names]
+            else:
+                continue
+            if any(TEST_MODULE.search(name) for name in names if name):
+                found.append(f"{path.relative_to(tests).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """A test module is not a library: a helper or constant two modules need is defined once
+    in a shared place, so a test file can be moved, split or deleted alone."""
+    assert _test_module_imports(paths.ROOT / "tests") == []
+
+
+def test_the_test_import_rule_finds_each_way_of_importing_a_test_module(tmp_path: Path) -> None:
+    (tmp_path / "unit").mkdir()
+    (tmp_path / "unit" / "test_a.py").write_text(
+        "from tests.integration.test_kernel import start\n"
+        "from .test_b import X\n"
+        "from . import test_b\n"
+        "import tests.unit.test_b\n"
+        "def f():\n    from tests.unit.test_b import Y\n"
+        "from tests.paths import TEST_DATA\n"
+        "from tests.helpers.chat import cells\n"
+        "from jupyter_percent_agent.testing.kernels import start\n"
+        "from tests.integration.conftest import AcpKernel\n")
+    assert _test_module_imports(tmp_path) == [f"unit/test_a.py:{n}" for n in (1, 2, 3, 4, 6)]

@@ -8,10 +8,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_percent_agent.testing.environment import tce
-from tests.paths import TEST_DATA
-
-TOOLBOX = str(TEST_DATA / "toolbox")
-BROKEN = str(Path(TOOLBOX) / "broken")
+from tests.helpers.toolboxes import BROKEN, TOOLBOX
 
 
 def test_list_prints_every_tool_with_its_description() -> None:

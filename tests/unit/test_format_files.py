@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import textwrap
 import threading
 from pathlib import Path
 
@@ -16,12 +15,9 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import FormatError, read_text, safe_path, write_text
+from tests.helpers.files import leftovers
 
 CHAT = "# %% Hello[^a]\n[^a]: [markdown]\n\nHello, agent.\n"
-
-
-def leftovers(folder: Path, name: str) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name != name)
 
 
 # --------------------------------------------------------------------------- atomic write
@@ -48,25 +44,6 @@ def test_a_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
-
-
-_WRITER = textwrap.dedent("""
-    import os, sys
-    if sys.argv[3] == "named":  # as on a filesystem without O_TMPFILE
-        del os.O_TMPFILE
-    from jupyter_percent_agent.format import write_text
-    path, size = sys.argv[1], int(sys.argv[2])
-    texts = [c * size for c in "ab"]
-    write_text(path, texts[0])
-    print("ready", flush=True)
-    n = 0
-    while True:
-        n += 1
-        write_text(path, texts[n % 2])
-""")
-
-
-SIZE = 40 << 20  # a named writer's text: its temporary file lives long enough to be caught
 
 
 def test_a_busy_file_does_not_list_its_folder_on_every_write(

@@ -12,16 +12,13 @@ import pytest
 
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.format import FormatError, reads, writes
+from tests.helpers.conversations import messages
 from tests.paths import TEST_DATA
 
 SCRIPT = TEST_DATA / "format" / "script"
 CANONICAL = TEST_DATA / "format" / "canonical"
 SAMPLE_PY = (SCRIPT / "analysis.msg.py").read_text(encoding="utf-8")
 SAMPLE_MD = (SCRIPT / "analysis.msg.md").read_text(encoding="utf-8")
-
-
-def messages(nb: dict) -> list[dict]:
-    return [c for c in nb["cells"] if c["id"] not in ("front-matter", "preamble")]
 
 
 def code_cell(code: str, pre: str = "", cid: str = "c") -> dict:

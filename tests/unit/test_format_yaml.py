@@ -8,7 +8,6 @@ answer 500 after 45 s, answering no one else meanwhile.
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pytest
@@ -20,7 +19,6 @@ from tests.paths import TEST_DATA
 DATA = TEST_DATA / "format" / "yaml"
 BOMB = DATA / "alias_bomb.msg.md"
 BOMB_IN_AGENTS = DATA / "alias_bomb_agents.msg.md"
-TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 
 
 # --------------------------------------------------------------------------- load_yaml

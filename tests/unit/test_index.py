@@ -33,6 +33,7 @@ from jupyter_percent_agent.tasks.index import (
 from jupyter_percent_agent.tasks.index_docs import DocError, parse_doc, read_folder
 from jupyter_percent_agent.testing.environment import tce
 from jupyter_percent_agent.trust.secret import purpose_key
+from tests.helpers.index import CountingEmbedder
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "index"
@@ -49,16 +50,7 @@ def write_doc(folder: Path, task_id: str, description: str, *, task_type: str = 
     return path
 
 
-class CountingEmbedder(WordLlamaEmbedder):
-    """The real wordllama embedder, counting the texts it embeds."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def embed(self, texts):  # type: ignore[no-untyped-def]
-        self.texts.extend(texts)
-        return super().embed(texts)
 
 
 # -- the test set ---------------------------------------------------------------------------

@@ -20,9 +20,7 @@ from jupyter_percent_agent.ranking.embed import (
     load_table,
     wordllama_files,
 )
-
-TEXTS = ["Translate an amount between currencies at today's rate",
-         "检查提纲是否合格", "", "a"]
+from tests.helpers.index import TEXTS
 
 
 def test_wordllama_vectors_equal_the_librarys_own() -> None:

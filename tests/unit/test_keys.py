@@ -15,9 +15,7 @@ from jupyter_percent_agent.litellm_setup import import_litellm
 from jupyter_percent_agent.runtime import routing
 from jupyter_percent_agent.runtime.agents import environment_agent
 from jupyter_percent_agent.testing.environment import tce
-
-SECRET = "sk-stored-openai-0123456789"
-MSGS = [{"role": "user", "content": "hi"}]
+from tests.helpers.keys import SECRET
 
 
 def test_keys_set_stores_a_private_file_and_list_names_only_the_source(

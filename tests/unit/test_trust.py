@@ -20,6 +20,7 @@ from jupyter_percent_agent import trust
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import RunOptions, run_turn
 from jupyter_percent_agent.testing.environment import tce
+from tests.helpers.toolboxes import marker_toolbox
 
 # -- finding 1: a file steals the user's API keys --------------------------------------------
 
@@ -57,29 +58,6 @@ def test_the_percent_agent_key_goes_only_with_the_users_own_api_base(
 
 
 # -- finding 3: code beside a file runs outside the sandbox ----------------------------------
-
-MARKER_TOOL = '''
-import pathlib
-from jupyter_percent_agent.testing.environment import tce
-pathlib.Path({marker!r}).write_text("imported")
-
-
-def ping() -> str:
-    """Answer pong.
-
-    Returns:
-        str: pong
-    """
-    return "pong"
-'''
-
-
-def marker_toolbox(folder: Path) -> Path:
-    marker = folder.parent / f"{folder.name}-imported.marker"
-    (folder / "toolbox").mkdir(parents=True)
-    (folder / "toolbox" / "notes.py").write_text(MARKER_TOOL.format(marker=str(marker)))
-    return marker
-
 
 @pytest.mark.parametrize("cell", [
     '[tool_call] tool="ping" args=\'{}\'', '[toolchain] tools=["ping"] params=\'{}\''])
