@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from . import ns_checks as checks
 from .attrs import NS, emit_meta, json_text
 from .lines import Fence, fence_closes, fence_for, split_fenced, unclosed_fence
 from .model import without_plain_text
@@ -41,14 +42,7 @@ from .notebook import (
     notebook_language,
 )
 from .outputs import OUT_STRUCT
-from .record import (
-    CELL_TYPE_OF,
-    OUTPUT_KINDS,
-    STREAMS,
-    TYPE_OF_CELL,
-    Record,
-    make_record,
-)
+from .record import CELL_TYPE_OF, OUTPUT_KINDS, STREAMS, TYPE_OF_CELL, Record, make_record
 from .rules import escape_body, structure
 from .runner import without_runner_cell_keys, without_runner_notebook_keys
 
@@ -136,7 +130,7 @@ def write_parts(nb: Mapping, path: str | None = None, section: str | None = None
         md = cell.get("metadata")
         ns = md.get(NS) if md else None
         ref = (ns.get("id") if ns else None) or cell.get("id")
-        if ref:
+        if ref and type(ref) is str:
             used.add(ref)
     texts: list[str] = []
     for cell in cells:
@@ -226,12 +220,15 @@ def _cell(cell: Mapping, ctx: Context, texts: list[str]) -> None:
         ns = _ns(md)
     if ns:
         t = ns.get("type") or TYPE_OF_CELL.get(ct, "markdown")
+        if type(t) is not str or t not in CELL_TYPE_OF \
+                or not ns.keys().isdisjoint(checks.CELL_CHECKED):
+            checks.check_cell(cell, ns, t)
         left = _left(ns, _IN_NS, over) if over or not ns.keys() <= _IN_NS else None
         nsid = ns.get("id")
         title = ns.get("title", "")
         if title:
             title = title.replace("\n", " ") if isinstance(title, str) else str(title)
-        level = ns.get("level", ctx.level)
+        level = ns.get("level") or ctx.level
     else:  # no namespaced entry: every default
         ns = _EMPTY
         t = TYPE_OF_CELL.get(ct, "markdown")
@@ -288,6 +285,8 @@ def _cell(cell: Mapping, ctx: Context, texts: list[str]) -> None:
 def _stream_info(cell: Mapping, i: int, out: Mapping) -> dict:
     """What is kept for stream or error output ``i`` of ``cell`` beyond nbformat's fields."""
     outputs = _ns(cell.get("metadata") or _EMPTY).get("outputs")
+    if outputs is not None and not isinstance(outputs, Mapping):  # kept per output: a mapping
+        outputs = None
     extra = out.get("metadata")
     known = OUTPUT_KINDS[out["output_type"]].fields  # a stream's or an error's
     if not outputs and extra is None and out.keys() <= known:
@@ -352,20 +351,24 @@ def _block(info: Mapping, parent: str, index: int, level: int, default_type: str
            ctx: Context) -> tuple[str, int, str, str, str | None, str | None]:
     """(id, level, title, type, sub, link) of output block ``index`` under ``parent``."""
     given = info.get("id")
+    t = info.get("type") or default_type
+    plain = info.keys() <= _TYPE_ID  # nothing but the type and the id: the defaults
+    if not plain or type(t) is not str or t not in checks.HEAD_TYPES \
+            or not (given is None or type(given) is str):
+        checks.check_output(info, parent, index, t)
     if given and given not in ctx.seen:
         ctx.seen[given] = 0
         ref = given
     else:
         ref = unique_ref(given or f"{parent}.{index}", ctx, generated=not given)
-    if info.keys() <= _TYPE_ID:  # nothing but the type and the id: the defaults
-        return ref, level, "", info.get("type") or default_type, None, None
+    if plain:
+        return ref, level, "", t, None, None
     title = info.get("title")
     if not title:
         title = ""
     elif type(title) is not str or "\n" in title:
         title = str(title).replace("\n", " ")
-    return (ref, info.get("level") or level, title, info.get("type") or default_type,
-            info.get("sub"), info.get("link"))
+    return ref, info.get("level") or level, title, t, info.get("sub"), info.get("link")
 
 
 def _stream(group: list, info: dict, parent: str, index: int, level: int,
@@ -397,7 +400,7 @@ def _stream(group: list, info: dict, parent: str, index: int, level: int,
         body = _close(body, struct)
     if ctx.output_row(t, sub).output_type != "stream":
         t = ctx.lang  # a type that would not read back as a stream
-    attrs = info.get("attrs") or _EMPTY
+    attrs = checks.attrs_of(info, ref)
     over = None
     if not attrs.keys().isdisjoint(_STREAM_STRUCT) or (
             isinstance(attrs.get("mime_type"), str) and attrs["mime_type"] != "text/plain"):
@@ -428,7 +431,7 @@ def _error(out: Mapping, info: dict, parent: str, index: int, level: int,
     struct: dict[str, Any] = {"ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
     if not tb or any("\n" in x for x in tb):
         struct["traceback_lines"] = [x.count("\n") + 1 for x in tb]
-    attrs = info.get("attrs") or _EMPTY
+    attrs = checks.attrs_of(info, ref)
     attrs, over = (attrs, None) if attrs.keys().isdisjoint(OUT_STRUCT) else _attrs(attrs,
                                                                                   OUT_STRUCT)
     body = _close("\n".join(tb), struct)
@@ -450,6 +453,8 @@ def _data(out: Mapping, ot: str, parent: str, index: int, level: int, ctx: Conte
         ns = {**ns, "fields": extra_fields(out, known)}
     ref, level, title, t, sub, link = _block(ns, parent, index, level, kind.type or ctx.lang, ctx)
     row = ctx.output_row(t, sub)
+    if row.output_type == "error":
+        raise checks.bad(f"[^{ref}]", "type", t, f"a type of {ot} (error is an error's)")
     struct: dict[str, Any] = {}
     data = out.get("data") or _EMPTY
     is_result = ot == "execute_result"

@@ -486,6 +486,28 @@ async def test_save_replaces_the_file_in_one_rename(jp_fetch, jp_root_dir: Path,
     assert sorted(p.name for p in jp_root_dir.iterdir()) == ["chat.msg.md"]
 
 
+async def test_a_save_whose_metadata_no_heading_can_hold_is_a_400_and_leaves_the_file(
+    jp_fetch, jp_root_dir: Path, chat_text
+) -> None:
+    """A cell's percent_agent entry edited in JupyterLab's metadata editor to a value no
+    heading can say: the save is refused naming the cell and the key, and the file on disk is
+    the one before (never a file its own reader refuses, nor a 500)."""
+    path = jp_root_dir / "chat.msg.md"
+    path.write_text(chat_text, encoding="utf-8")
+    model = await get_model(jp_fetch, "chat.msg.md")
+    cell = model["content"]["cells"][0]
+    cell["metadata"]["percent_agent"] = {"level": 9}
+    body = {"type": "notebook", "content": model["content"]}
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "contents", "chat.msg.md", method="PUT", body=json.dumps(body))
+    assert info.value.code == 400
+    message = json.loads(info.value.response.body)["message"]
+    assert f"cell {cell['id']!r}: percent_agent.level must be a heading level" in message
+    assert "Traceback" not in message
+    assert path.read_text(encoding="utf-8") == chat_text
+    assert sorted(p.name for p in jp_root_dir.iterdir()) == ["chat.msg.md"]
+
+
 async def test_empty_msg_md_opens_and_saves_as_a_message_file(jp_fetch, jp_root_dir: Path) -> None:
     path = jp_root_dir / "new chat.msg.md"
     path.write_text("", encoding="utf-8")

@@ -161,6 +161,39 @@ def test_a_notebook_with_clashing_ids_writes_a_text_that_reads_back(nb, path):
     assert writes(back, path=path) == text
 
 
+ns_value = st.one_of(json_value, st.integers(-3, 9), st.sampled_from(
+    ["code", "raw", "error", "output", "python", "stdout", "x y", "a]b", "[", "(", "é"]))
+ns_entry = st.dictionaries(st.sampled_from(
+    ["type", "title", "level", "sub", "link", "id", "lang", "pre", "post", "fence", "outputs",
+     "fields", "no_source", "meta", "attrs", "name", "new", "ename"]), ns_value, max_size=4)
+
+
+@st.composite
+def notebooks_with_any_namespaced_metadata(draw):
+    """Notebooks whose cells and outputs carry namespaced entries of any shape (a client, a
+    tool or a hand-edited .ipynb may write anything there)."""
+    nb = draw(notebooks())
+    for cell in nb["cells"]:
+        if draw(st.booleans()):
+            cell["metadata"][fmt.NS] = draw(ns_entry)
+        for out in cell.get("outputs", []):
+            if "metadata" in out and draw(st.booleans()):
+                out["metadata"] = {**out["metadata"], fmt.NS: draw(ns_entry)}
+    return nb
+
+
+@SETTINGS
+@given(notebooks_with_any_namespaced_metadata(), st.sampled_from([None, "x.msg.py"]))
+def test_any_namespaced_metadata_is_refused_or_written_as_a_text_that_reads(nb, path):
+    try:
+        text = writes(nb, path=path)
+    except FormatError as err:
+        assert fmt.NS in str(err)  # it names the entry
+        return
+    back = reads(text, path=path)
+    assert [c["source"] for c in back["cells"]] == [c["source"] for c in nb["cells"]]
+
+
 EXTRA_LINES = [
     "# %% T[^c]", "[^c]: [markdown] history=\"none\"", "## %%% R[^c.1]", "[^c.1]: [agent] n=1",
     "# %%% [python] t=1", "[^d]: [code] execution_count=3", "# %%[^d]", "[^e]: [raw]",
