@@ -81,6 +81,13 @@ def tce(
     return TceResult(result.exit_code, result.stdout, result.stderr, result.output)
 
 
+def tce_command(*args: str) -> list[str]:
+    """The command line of ``tce ARGS`` as the user runs it (the ``tce`` script of this
+    interpreter), for a test that drives the process itself: several at once, a signal, its
+    output as it comes, a limit set in the child."""
+    return [str(Path(sys.executable).parent / "tce"), *args]
+
+
 def run_tce(
     *args: str,
     env: Mapping[str, str],
@@ -92,7 +99,7 @@ def run_tce(
     with ``env`` (all of it: nothing of this process's is added) and ``input`` as its stdin;
     its output captured as text."""
     return subprocess.run(
-        [str(Path(sys.executable).parent / "tce"), *args],
+        tce_command(*args),
         cwd=cwd,
         env=dict(env),
         input=input,
@@ -120,7 +127,7 @@ def tce_on_terminal(
 
     main, child = pty.openpty()
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "tce"), *args],
+        tce_command(*args),
         cwd=cwd,
         env=dict(env),
         stdin=child if stdin_terminal else subprocess.DEVNULL,

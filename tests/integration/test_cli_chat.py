@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from jupyter_percent_agent import format as fmt
 from jupyter_percent_agent.cli import main
 from jupyter_percent_agent.runtime import history as hist
-from jupyter_percent_agent.testing.environment import tce
+from jupyter_percent_agent.testing.environment import tce, tce_command
 from jupyter_percent_agent.testing.openai_server import OpenAIServer, Reply
 from tests.helpers.conversations import cells, replies
 from tests.paths import TEST_DATA
@@ -427,7 +427,6 @@ def test_bad_selection_is_exit_2(tmp_path: Path, env) -> None:
 
 # -- real subprocesses ---------------------------------------------------------------------
 
-TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 
 
 def _sub_env(env: dict[str, str]) -> dict[str, str]:
@@ -436,7 +435,7 @@ def _sub_env(env: dict[str, str]) -> dict[str, str]:
 
 def test_subprocess_chat(tmp_path: Path, env, openai_server) -> None:
     openai_server.script("from a subprocess")
-    p = subprocess.run([*TCE, "chat", str(tmp_path / "s"), "-m", "hi"], env=_sub_env(env),
+    p = subprocess.run(tce_command("chat", str(tmp_path / "s"), "-m", "hi"), env=_sub_env(env),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "from a subprocess"
@@ -448,7 +447,7 @@ def test_unreachable_server_one_line_no_traceback(tmp_path: Path, env) -> None:
         port = s.getsockname()[1]
     e = {**_sub_env(env), "PERCENT_AGENT_API_BASE": f"http://127.0.0.1:{port}/v1",
          "PERCENT_AGENT_RETRIES": "0"}
-    p = subprocess.run([*TCE, "chat", str(tmp_path / "u"), "-m", "hi"], env=e,
+    p = subprocess.run(tce_command("chat", str(tmp_path / "u"), "-m", "hi"), env=e,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
@@ -487,7 +486,7 @@ def test_missing_key_says_which_variable_to_set(tmp_path: Path, env) -> None:
          if k not in ("PERCENT_AGENT_API_BASE", "OPENAI_API_KEY", "OPENAI_API_BASE",
                       "OPENAI_BASE_URL")}
     e["PERCENT_AGENT_MODEL"] = "gpt-4o-mini"
-    p = subprocess.run([*TCE, "chat", str(tmp_path / "k"), "-m", "hi"], env=e,
+    p = subprocess.run(tce_command("chat", str(tmp_path / "k"), "-m", "hi"), env=e,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
@@ -502,7 +501,7 @@ def test_two_concurrent_chats_lose_nothing(tmp_path: Path, env, openai_server) -
     path = tmp_path / "shared.msg.md"
     openai_server.responder = lambda b: Reply("reply to " + b["messages"][-1]["content"],
                                               chunk_size=2, chunk_delay=0.02)
-    procs = [subprocess.Popen([*TCE, "chat", str(path), "-m", f"message {i}"],
+    procs = [subprocess.Popen(tce_command("chat", str(path), "-m", f"message {i}"),
                               env=_sub_env(env), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
     for p in procs:
@@ -519,7 +518,7 @@ def test_ctrl_c_keeps_a_valid_file_and_the_partial_reply(tmp_path: Path, env,
                                                          openai_server) -> None:
     path = tmp_path / "int.msg.md"
     openai_server.script(Reply("partial " * 200, chunk_size=8, chunk_delay=0.05))
-    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "long please"], env=_sub_env(env),
+    p = subprocess.Popen(tce_command("chat", str(path), "-m", "long please"), env=_sub_env(env),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=0)
     first = p.stdout.read(8)  # the reply has started streaming
     assert first.startswith("partial")
@@ -539,7 +538,7 @@ def test_ctrl_c_before_any_reply_says_no_reply_was_kept(tmp_path: Path, env,
     """It said "a partial reply is kept with interrupted=true" when none had come."""
     path = tmp_path / "wait.msg.md"
     openai_server.script(Reply.slow(30, "too late"))
-    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "anyone there?"], env=_sub_env(env),
+    p = subprocess.Popen(tce_command("chat", str(path), "-m", "anyone there?"), env=_sub_env(env),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not openai_server.chat_requests and time.monotonic() < deadline:
@@ -614,7 +613,7 @@ def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> N
          "PERCENT_AGENT_TEST_KEY": str(tmp_path) + "-int", "PERCENT_AGENT_DIRECT": "0"}
     sock = warm.socket_path(e)
     path = tmp_path / "wi.msg.md"
-    p = subprocess.run([*TCE, "chat", str(path), "-m", "start the helper"], env=e,
+    p = subprocess.run(tce_command("chat", str(path), "-m", "start the helper"), env=e,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     for _ in range(300):
@@ -623,7 +622,7 @@ def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> N
         time.sleep(0.1)
     assert sock.exists()
     openai_server.script(Reply("partial " * 200, chunk_size=8, chunk_delay=0.05))
-    p = subprocess.Popen([*TCE, "chat", str(path), "-m", "long please"], env=e,
+    p = subprocess.Popen(tce_command("chat", str(path), "-m", "long please"), env=e,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=0)
     assert p.stdout.read(8).startswith("partial")
     p.send_signal(signal.SIGINT)
@@ -633,7 +632,7 @@ def test_ctrl_c_through_the_warm_helper(tmp_path: Path, env, openai_server) -> N
     assert fmt.output_attrs(reply)["interrupted"] is True
     assert sock.exists()  # the helper lives on (its own session)
     openai_server.script("after the interrupt")
-    p = subprocess.run([*TCE, "chat", str(path), "-m", "still there?"], env=e,
+    p = subprocess.run(tce_command("chat", str(path), "-m", "still there?"), env=e,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "after the interrupt"
 

@@ -7,18 +7,17 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_percent_agent.testing.environment import tce_command
 from tests.paths import TEST_DATA
 
 BOMB = TEST_DATA / "format" / "yaml" / "alias_bomb.msg.md"
 BOMB_IN_AGENTS = TEST_DATA / "format" / "yaml" / "alias_bomb_agents.msg.md"
-TCE = [sys.executable, "-c", "from jupyter_percent_agent.cli import main; main()"]
 
 
 def _limit_memory() -> None:
@@ -33,7 +32,7 @@ def test_tce_chat_on_the_bomb_is_exit_3_on_one_line(tmp_path: Path, bomb: Path) 
     env = {**os.environ, "PERCENT_AGENT_API_BASE": "http://127.0.0.1:9/v1",
            "PERCENT_AGENT_MODEL": "test-model", "PERCENT_AGENT_WARM": "0"}
     start = time.monotonic()
-    done = subprocess.run([*TCE, "chat", str(path), "-m", "hello"], env=env,
+    done = subprocess.run(tce_command("chat", str(path), "-m", "hello"), env=env,
                           capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory)
     assert time.monotonic() - start < 30
     assert done.returncode == 3, done.stderr
