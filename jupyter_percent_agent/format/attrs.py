@@ -395,27 +395,15 @@ def _joined(keys: Any, values: Any) -> str:
                          for k, v in zip(keys, values)])  # noqa: B905
 
 
-# Type heads known to read back (emit_meta's ``[TYPE:SUB](LINK)``): they repeat from record to
-# record, and a write checks each.
-_TYPE_HEADS: Final[set[tuple[str, str | None, str | None]]] = set()
-
-
 def is_type_head(typ: object, sub: object = None, link: object = None) -> bool:
     """Whether ``[TYPE:SUB](LINK)`` (SUB, LINK: None when absent), as :func:`emit_meta` writes
     it, reads back as the same three values: strings the reader's rule (``_TYPE``) takes."""
     if type(typ) is not str or not (sub is None or type(sub) is str) \
             or not (link is None or type(link) is str):
         return False
-    key = (typ, sub, link)
-    if key in _TYPE_HEADS:
-        return True
     head = "[" + typ + (":" + sub if sub is not None else "") + "]"
     m = _TYPE.fullmatch(head + ("(" + link + ")" if link is not None else ""))
-    if m is None or m.groups() != key:
-        return False
-    if len(_TYPE_HEADS) < 1024 and len(head) <= _CACHED_SIZE:
-        _TYPE_HEADS.add(key)
-    return True
+    return m is not None and m.groups() == (typ, sub, link)
 
 
 def emit_meta(typ: str | None, sub: str | None, link: str | None, struct: dict | None,
