@@ -18,25 +18,38 @@ from tests.paths import TEST_DATA
 CHAT = "---\nagents:\n  coder: {acp: scripted}\ndefault_agent: coder\n---\n"
 
 
-def _imported(stderr: str) -> set[str]:
-    """The top-level packages ``-X importtime`` says were imported."""
-    return {line.split("|")[-1].strip().split(".")[0] for line in stderr.splitlines()
+def _modules(stderr: str) -> set[str]:
+    """The modules ``-X importtime`` says were imported."""
+    return {line.split("|")[-1].strip() for line in stderr.splitlines()
             if line.startswith("import time:") and "|" in line}
 
 
-def test_tce_chat_with_an_external_agent_never_imports_litellm(
-        tmp_path: Path, trusted: Callable[[Path], Path], env: dict[str, str]) -> None:
+def _imported(stderr: str) -> set[str]:
+    """The top-level packages ``-X importtime`` says were imported."""
+    return {name.split(".")[0] for name in _modules(stderr)}
+
+
+def _scripted_chat(tmp_path: Path, trusted: Callable[[Path], Path], turn: list) -> Path:
+    """A conversation in a trusted folder whose agent is the scripted ACP agent ``scripted``,
+    added for the user, answering one prompt with ``turn``."""
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"prompts": [[{"sleep": 2}, {"say": "Hello."}]]}))
+    script.write_text(json.dumps({"prompts": [turn]}))
     assert tce("acp", "add", "scripted", "--", sys.executable, "-m",
                "jupyter_percent_agent.testing.scripted_acp_agent", str(script)).exit_code == 0
     folder = tmp_path / "work"
     folder.mkdir()
     trusted(folder)
-    (folder / "chat.msg.md").write_text(CHAT, encoding="utf-8")
+    chat = folder / "chat.msg.md"
+    chat.write_text(CHAT, encoding="utf-8")
+    return chat
+
+
+def test_tce_chat_with_an_external_agent_never_imports_litellm(
+        tmp_path: Path, trusted: Callable[[Path], Path], env: dict[str, str]) -> None:
+    chat = _scripted_chat(tmp_path, trusted, [{"sleep": 2}, {"say": "Hello."}])
     # the user's environment names a model litellm routes (no endpoint of their own)
     user = {k: v for k, v in env.items() if k != "PERCENT_AGENT_API_BASE"}
-    done = run_tce("chat", str(folder / "chat.msg.md"), "-m", "Hi",
+    done = run_tce("chat", str(chat), "-m", "Hi",
                    env={**user, "PERCENT_AGENT_MODEL": "gpt-4o-mini", "PERCENT_AGENT_WARM": "0",
                         "PYTHONPROFILEIMPORTTIME": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -50,20 +63,12 @@ def test_tce_chat_with_an_external_agent_imports_no_mcp_or_tool_modules(
         tmp_path: Path, trusted: Callable[[Path], Path], env: dict[str, str]) -> None:
     """An external agent's turn has no MCP servers nor tools of ours: their modules (the
     tool registry reads package metadata) stay out of the time before the agent starts."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"prompts": [[{"say": "Hello."}]]}))
-    assert tce("acp", "add", "scripted", "--", sys.executable, "-m",
-               "jupyter_percent_agent.testing.scripted_acp_agent", str(script)).exit_code == 0
-    folder = tmp_path / "work"
-    folder.mkdir()
-    trusted(folder)
-    (folder / "chat.msg.md").write_text(CHAT, encoding="utf-8")
-    done = run_tce("chat", str(folder / "chat.msg.md"), "-m", "Hi",
+    chat = _scripted_chat(tmp_path, trusted, [{"say": "Hello."}])
+    done = run_tce("chat", str(chat), "-m", "Hi",
                    env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Hello." in done.stdout
-    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
-               if line.startswith("import time:") and "|" in line}
+    modules = _modules(done.stderr)
     assert "jupyter_percent_agent.mcptools.config" in modules  # the measure works
     assert "jupyter_percent_agent.mcptools.host" not in modules
     assert "jupyter_percent_agent.tools" not in modules
@@ -87,15 +92,8 @@ def test_tce_chat_starts_the_external_agent_before_importing_the_acp_sdk(
     the agent is started first, so its own start-up runs beside that import (issue 38's
     first chunk within 50 ms of a bare SDK client). The order is told by an audit hook
     (``tests/data/acp/process_order/sitecustomize.py``) in the real command."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"prompts": [[{"say": "Hello."}]]}))
-    assert tce("acp", "add", "scripted", "--", sys.executable, "-m",
-               "jupyter_percent_agent.testing.scripted_acp_agent", str(script)).exit_code == 0
-    folder = tmp_path / "work"
-    folder.mkdir()
-    trusted(folder)
-    (folder / "chat.msg.md").write_text(CHAT, encoding="utf-8")
-    done = run_tce("chat", str(folder / "chat.msg.md"), "-m", "Hi",
+    chat = _scripted_chat(tmp_path, trusted, [{"say": "Hello."}])
+    done = run_tce("chat", str(chat), "-m", "Hi",
                    env={**env, "PYTHONPATH": str(TEST_DATA / "acp" / "process_order")})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Hello." in done.stdout
